@@ -1,0 +1,58 @@
+//===- Braid.td - braid dialect definition -----------------*- tablegen -*-===//
+//
+// The braid dialect: one training step (forward, backward, optimizer,
+// collectives) at graph level, and the same step scheduled for overlap.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_BRAID_TD
+#define BRAID_DIALECT_BRAID_BRAID_TD
+
+include "mlir/IR/OpBase.td"
+
+def Braid_Dialect : Dialect {
+  let name = "braid";
+  let cppNamespace = "::braid";
+  let summary = "Distributed training steps that overlap communication";
+  let description = [{
+    The braid dialect describes one training step of a neural network:
+    forward, backward, optimizer update and the collectives that keep the
+    data-parallel, tensor-parallel or pipeline replicas consistent.
+
+    It is used at two levels. At graph level, ops are value-semantic on ranked
+    tensors with static shapes, program order is any topological order, and
+    collectives are synchronous (`braid.all_reduce` returns the reduced
+    tensor). At scheduled level, program order is the issue order, every op
+    carries a `braid.stream` attribute, collectives are split into a start
+    that yields a `!braid.future` and a `braid.wait` that yields the values,
+    and cross-stream dependencies are ordered by `braid.record_event` and
+    `braid.wait_event`.
+
+    Collectives name a `shard.grid` and the grid axes they run over, as the
+    upstream `shard` dialect does. Function arguments and results carry a
+    `braid.role` attribute saying which are parameters, optimizer state, batch
+    inputs and the loss; gradient collectives say which parameter they belong
+    to with `grad_of`.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The discardable attribute naming the stream an op runs on.
+    static constexpr ::llvm::StringLiteral kStreamAttrName = "braid.stream";
+    /// The argument and result attribute naming the role of a value.
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "braid.role";
+
+  private:
+    void registerTypes();
+    void registerAttributes();
+  public:
+  }];
+}
+
+class Braid_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Braid_Dialect, mnemonic, traits>;
+
+#endif // BRAID_DIALECT_BRAID_BRAID_TD

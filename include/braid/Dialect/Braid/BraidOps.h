@@ -1,0 +1,21 @@
+//===- BraidOps.h - braid operations ----------------------------*- C++ -*-===//
+
+#ifndef BRAID_DIALECT_BRAID_BRAIDOPS_H
+#define BRAID_DIALECT_BRAID_BRAIDOPS_H
+
+#include "braid/Dialect/Braid/BraidAttributes.h"
+#include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/BraidInterfaces.h"
+#include "braid/Dialect/Braid/BraidTypes.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "braid/Dialect/Braid/BraidOps.h.inc"
+
+#endif // BRAID_DIALECT_BRAID_BRAIDOPS_H

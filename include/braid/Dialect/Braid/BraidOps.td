@@ -1,0 +1,873 @@
+//===- BraidOps.td - braid operations ----------------------*- tablegen -*-===//
+
+#ifndef BRAID_DIALECT_BRAID_BRAIDOPS_TD
+#define BRAID_DIALECT_BRAID_BRAIDOPS_TD
+
+include "braid/Dialect/Braid/Braid.td"
+include "braid/Dialect/Braid/BraidAttributes.td"
+include "braid/Dialect/Braid/BraidInterfaces.td"
+include "braid/Dialect/Braid/BraidTypes.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Braid_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
+def Braid_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Braid_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>;
+def Braid_ScalarTensor : 0DTensorOf<[F16, BF16, F32, F64]>;
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+/// A compute op: pure, with a cost. `costOverrides` names the cost methods
+/// that the op implements itself instead of the interface's defaults.
+class Braid_ComputeOp<string mnemonic, list<Trait> traits = [],
+                      list<string> costOverrides = []>
+    : Braid_Op<mnemonic, !listconcat(traits, [
+        Pure, DeclareOpInterfaceMethods<Braid_CostOpInterface, costOverrides>
+      ])>;
+
+class Braid_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class Braid_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+/// An elementwise backward op: the gradient of the result from the gradient
+/// of the forward op's output and a saved forward value.
+class Braid_BackwardOp<string mnemonic, string saved, list<Trait> traits = []>
+    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$saved);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $saved attr-dict `:` type($result)";
+}
+
+/// The arguments every collective shares: the grid and the axes of it that
+/// span the device group.
+class Braid_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Braid_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        Braid_CollectiveOpInterface
+      ])> {
+  dag commonArgs = (ins FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Braid_MatmulOp : Braid_ComputeOp<"matmul"> {
+  let summary = "matrix product, optionally batched and transposed";
+  let description = [{
+    `result[..., m, n] = sum_k a[..., m, k] * b[..., k, n]`, where
+    `transpose_a` reads `a` as `[..., k, m]` and `transpose_b` reads `b` as
+    `[..., n, k]`. Both operands have rank 2 or more. The leading (batch)
+    dimensions of `a` and `b` are equal, or `b` has rank 2 and is shared by
+    every batch (a weight applied to a batch of sequences).
+
+    ```mlir
+    %y = braid.matmul %x, %w {transpose_b}
+        : tensor<64x784xf32>, tensor<1024x784xf32> -> tensor<64x1024xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+def Braid_AddOp : Braid_BinaryOp<"add", [Commutative]> {
+  let summary = "elementwise sum of two tensors of one type";
+}
+def Braid_SubOp : Braid_BinaryOp<"sub"> {
+  let summary = "elementwise difference of two tensors of one type";
+}
+def Braid_MulOp : Braid_BinaryOp<"mul", [Commutative]> {
+  let summary = "elementwise product of two tensors of one type";
+}
+def Braid_DivOp : Braid_BinaryOp<"div"> {
+  let summary = "elementwise quotient of two tensors of one type";
+}
+
+def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType]> {
+  let summary = "multiply every element by a constant";
+  let description = [{
+    ```mlir
+    %y = braid.scale %x by 1.250000e-01 : tensor<8x12x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
+}
+
+def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "add a rank-1 bias along the last dimension";
+  let description = [{
+    `result[..., j] = input[..., j] + bias[j]`.
+
+    ```mlir
+    %y = braid.bias_add %x, %b : tensor<64x1024xf32>, tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$bias);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $bias attr-dict `:` type($input) `,` type($bias)";
+  let hasVerifier = 1;
+}
+
+def Braid_CastOp : Braid_ComputeOp<"cast"> {
+  let summary = "convert the element type, keeping the shape";
+  let description = [{
+    ```mlir
+    %h = braid.cast %x : tensor<64x1024xf32> -> tensor<64x1024xbf16>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Braid_ReduceOp<string mnemonic> : Braid_ComputeOp<mnemonic> {
+  let arguments = (ins Braid_FloatTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` `=` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_ReduceSumOp : Braid_ReduceOp<"reduce_sum"> {
+  let summary = "sum over dimensions";
+  let description = [{
+    Sums over the listed dimensions, given in increasing order. The result
+    drops them, or keeps them with size 1 under `keep_dims`.
+
+    ```mlir
+    %db = braid.reduce_sum %dy dims = [0] : tensor<64x1024xf32> -> tensor<1024xf32>
+    ```
+  }];
+}
+
+def Braid_ReduceMeanOp : Braid_ReduceOp<"reduce_mean"> {
+  let summary = "mean over dimensions";
+  let description = [{
+    As `braid.reduce_sum`, divided by the number of elements reduced.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Activations and their backward
+//===----------------------------------------------------------------------===//
+
+def Braid_ReluOp : Braid_UnaryOp<"relu"> {
+  let summary = "max(x, 0)";
+}
+
+def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward", "input"> {
+  let summary = "gradient of relu";
+  let description = [{
+    `result = saved > 0 ? grad : 0`, where `saved` is the input or the output
+    of the forward relu (both are positive at the same places).
+
+    ```mlir
+    %dx = braid.relu_backward %dy, %y : tensor<64x1024xf32>
+    ```
+  }];
+}
+
+def Braid_GeluOp : Braid_ComputeOp<"gelu", [SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `x * Phi(x)` with the exact normal CDF, or its tanh approximation under
+    `approximate_tanh` (GPT-2's `gelu_new`).
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, UnitAttr:$approximate_tanh);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [SameOperandsAndResultType]> {
+  let summary = "gradient of gelu";
+  let description = [{
+    `result = grad * gelu'(input)`, where `input` is the forward op's input
+    and `approximate_tanh` matches the forward op.
+
+    ```mlir
+    %dx = braid.gelu_backward %dy, %x {approximate_tanh} : tensor<8192x3072xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
+                       UnitAttr:$approximate_tanh);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($result)";
+}
+
+class Braid_SoftmaxFamilyOp<string mnemonic>
+    : Braid_ComputeOp<mnemonic, [SameOperandsAndResultType]> {
+  let arguments = (ins Braid_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+class Braid_SoftmaxFamilyBackwardOp<string mnemonic>
+    : Braid_ComputeOp<mnemonic, [SameOperandsAndResultType]> {
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$output,
+                       I64Attr:$dim);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $output `dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Braid_SoftmaxOp : Braid_SoftmaxFamilyOp<"softmax"> {
+  let summary = "softmax along one dimension";
+}
+
+def Braid_SoftmaxBackwardOp : Braid_SoftmaxFamilyBackwardOp<"softmax_backward"> {
+  let summary = "gradient of softmax from its output";
+  let description = [{
+    `result = output * (grad - sum(grad * output, dim))`, where `output` is the
+    forward softmax's result.
+  }];
+}
+
+def Braid_LogSoftmaxOp : Braid_SoftmaxFamilyOp<"log_softmax"> {
+  let summary = "log of softmax along one dimension";
+}
+
+def Braid_LogSoftmaxBackwardOp
+    : Braid_SoftmaxFamilyBackwardOp<"log_softmax_backward"> {
+  let summary = "gradient of log_softmax from its output";
+  let description = [{
+    `result = grad - exp(output) * sum(grad, dim)`, where `output` is the
+    forward log_softmax's result.
+  }];
+}
+
+def Braid_CausalMaskOp : Braid_ComputeOp<"causal_mask", [SameOperandsAndResultType]> {
+  let summary = "replace the entries above the diagonal of the last two dimensions";
+  let description = [{
+    `result[..., i, j] = j > i ? fill : input[..., i, j]` over the last two
+    dimensions, which are equal (attention scores of a sequence against
+    itself). The backward of a mask that fills `-inf`-like values before a
+    softmax is the same op with `fill` 0 applied to the gradient.
+
+    ```mlir
+    %m = braid.causal_mask %s fill = -1.000000e+09 : tensor<8x12x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, F64Attr:$fill);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input `fill` `=` $fill attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def Braid_LayerNormOp : Braid_ComputeOp<"layer_norm", [
+    AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
+    AllTypesMatch<["mean", "rstd"]>]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over the trailing dimensions that `gamma` spans:
+    `result = (input - mean) * rstd * gamma + beta`, with
+    `rstd = 1 / sqrt(var + epsilon)`. Also yields `mean` and `rstd`, shaped as
+    the leading dimensions, for the backward op.
+
+    ```mlir
+    %y, %mean, %rstd = braid.layer_norm %x, %g, %b eps = 1.000000e-05
+        : tensor<8x128x768xf32>, tensor<768xf32> -> tensor<8x128xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$gamma,
+                       Braid_FloatTensor:$beta, F64Attr:$epsilon);
+  let results = (outs Braid_FloatTensor:$result, Braid_FloatTensor:$mean,
+                      Braid_FloatTensor:$rstd);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta `eps` `=` $epsilon attr-dict `:`
+    type($input) `,` type($gamma) `->` type($mean)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_LayerNormBackwardOp : Braid_ComputeOp<"layer_norm_backward", [
+    AllTypesMatch<["grad", "input", "grad_input"]>,
+    AllTypesMatch<["gamma", "grad_gamma", "grad_beta"]>,
+    AllTypesMatch<["mean", "rstd"]>]> {
+  let summary = "gradients of layer_norm: dx, dgamma, dbeta";
+  let description = [{
+    From the gradient of the output, the forward input, its saved `mean` and
+    `rstd` and `gamma`, computes the gradients of the input, of `gamma` and of
+    `beta`.
+
+    ```mlir
+    %dx, %dg, %db = braid.layer_norm_backward %dy, %x, %mean, %rstd, %g
+        : tensor<8x128x768xf32>, tensor<8x128xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
+                       Braid_FloatTensor:$mean, Braid_FloatTensor:$rstd,
+                       Braid_FloatTensor:$gamma);
+  let results = (outs Braid_FloatTensor:$grad_input,
+                      Braid_FloatTensor:$grad_gamma,
+                      Braid_FloatTensor:$grad_beta);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $mean `,` $rstd `,` $gamma attr-dict `:`
+    type($input) `,` type($mean) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+class Braid_LossOp<string mnemonic, string inputName>
+    : Braid_ComputeOp<mnemonic> {
+  let arguments = (ins Braid_FloatTensor:$input, Braid_IndexTensor:$labels,
+                       DefaultValuedAttr<Braid_LossReduction,
+                                         "::braid::LossReduction::Mean">:$reduction);
+  let results = (outs Braid_ScalarTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $labels `reduction` `=` $reduction attr-dict `:`
+    type($input) `,` type($labels) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+class Braid_LossBackwardOp<string mnemonic>
+    : Braid_ComputeOp<mnemonic, [AllTypesMatch<["input", "result"]>]> {
+  let arguments = (ins Braid_ScalarTensor:$grad, Braid_FloatTensor:$input,
+                       Braid_IndexTensor:$labels,
+                       DefaultValuedAttr<Braid_LossReduction,
+                                         "::braid::LossReduction::Mean">:$reduction);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $labels `reduction` `=` $reduction attr-dict `:`
+    type($grad) `,` type($input) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_NllLossOp : Braid_LossOp<"nll_loss", "log_probs"> {
+  let summary = "negative log-likelihood of labels under log-probabilities";
+  let description = [{
+    `input` is `[N, C]` log-probabilities, `labels` `[N]` class indices; the
+    result is `-mean(input[i, labels[i]])` (or the sum).
+  }];
+}
+
+def Braid_NllLossBackwardOp : Braid_LossBackwardOp<"nll_loss_backward"> {
+  let summary = "gradient of nll_loss with respect to the log-probabilities";
+}
+
+def Braid_CrossEntropyOp : Braid_LossOp<"cross_entropy", "logits"> {
+  let summary = "cross-entropy of labels under logits (log_softmax + nll_loss)";
+  let description = [{
+    ```mlir
+    %loss = braid.cross_entropy %logits, %labels reduction = mean
+        : tensor<1024x50304xf32>, tensor<1024xi64> -> tensor<f32>
+    ```
+  }];
+}
+
+def Braid_CrossEntropyBackwardOp
+    : Braid_LossBackwardOp<"cross_entropy_backward"> {
+  let summary = "gradient of cross_entropy with respect to the logits";
+  let description = [{
+    `result = grad * (softmax(input) - onehot(labels))`, divided by `N` for
+    the mean.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"]> {
+  let summary = "gather rows of a table";
+  let description = [{
+    `result[i..., d] = table[ids[i...], d]`.
+
+    ```mlir
+    %e = braid.embedding %wte, %ids
+        : tensor<50304x768xf32>, tensor<8x128xi64> -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$table, Braid_IndexTensor:$ids);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_EmbeddingBackwardOp : Braid_ComputeOp<"embedding_backward"> {
+  let summary = "scatter-add row gradients into a table gradient";
+  let description = [{
+    `result[v, d] = sum over i... with ids[i...] == v of grad[i..., d]`; the
+    result type gives the table shape.
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_IndexTensor:$ids);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $ids attr-dict `:` type($grad) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [],
+                                      ["getBytesRead", "getBytesWritten"]> {
+  let summary = "reinterpret the shape, keeping the elements in order";
+  let arguments = (ins Braid_Tensor:$input);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
+  let summary = "permute the dimensions";
+  let description = [{
+    `result` dimension `i` is `input` dimension `permutation[i]`.
+
+    ```mlir
+    %t = braid.transpose %x permutation = [0, 2, 1, 3]
+        : tensor<8x128x12x64xf32> -> tensor<8x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $input `permutation` `=` $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_BroadcastOp : Braid_ComputeOp<"broadcast"> {
+  let summary = "replicate a tensor along new dimensions";
+  let description = [{
+    `dims` lists, in increasing order, the result dimensions that the input
+    does not have; the other result dimensions are the input's, in order.
+    (The collective that sends one rank's tensor to the others is
+    `braid.collective_broadcast`.)
+
+    ```mlir
+    %b = braid.broadcast %v dims = [0] : tensor<768xf32> -> tensor<1024x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` `=` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_SliceOp : Braid_ComputeOp<"slice"> {
+  let summary = "a strided box of a tensor";
+  let description = [{
+    `result[i...] = input[offsets[k] + i[k] * strides[k] ...]`; the result
+    type gives the sizes. `strides` defaults to all ones.
+
+    ```mlir
+    %q = braid.slice %qkv offsets = [0, 0] : tensor<1024x2304xf32> -> tensor<1024x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_Tensor:$input, DenseI64ArrayAttr:$offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $input `offsets` `=` $offsets (`strides` `=` $strides^)? attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
+  let summary = "join tensors along one dimension";
+  let arguments = (ins Variadic<Braid_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` `=` $dim attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_ConstantOp : Braid_ComputeOp<"constant", [
+    ConstantLike, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a tensor of given elements";
+  let description = [{
+    ```mlir
+    %one = braid.constant dense<1.000000e+00> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+def Braid_FillOp : Braid_ComputeOp<"fill"> {
+  let summary = "a tensor with every element equal to one number";
+  let description = [{
+    ```mlir
+    %z = braid.fill 0.000000e+00 : tensor<1024x768xf32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+def Braid_SgdOp : Braid_ComputeOp<"sgd", [
+    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+                   "new_momentum_buffer"]>]> {
+  let summary = "one SGD step with momentum, as torch.optim.SGD";
+  let description = [{
+    With `g = grad + weight_decay * param`:
+    `buf' = momentum * buf + (1 - dampening) * g`, then
+    `param' = param - lr * (nesterov ? g + momentum * buf' : buf')`.
+    (torch initializes the buffer to `g` on the first step; the exporter
+    writes the buffer accordingly.)
+
+    ```mlir
+    %w2, %m2 = braid.sgd %w, %dw, %m lr = 1.000000e-02 momentum = 9.000000e-01
+        weight_decay = 0.000000e+00 : tensor<1024x784xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
+                       Braid_FloatTensor:$momentum_buffer, F64Attr:$lr,
+                       F64Attr:$momentum, F64Attr:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dampening,
+                       UnitAttr:$nesterov);
+  let results = (outs Braid_FloatTensor:$new_param,
+                      Braid_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `lr` `=` $lr `momentum` `=` $momentum
+    `weight_decay` `=` $weight_decay attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_AdamWOp : Braid_ComputeOp<"adamw", [
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                   "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "one AdamW step, as torch.optim.AdamW";
+  let description = [{
+    `step` is the 1-based number of this update (a scalar). With bias
+    corrections `c1 = 1 - beta1^step`, `c2 = 1 - beta2^step`:
+    `param -= lr * weight_decay * param`,
+    `m' = beta1 * m + (1 - beta1) * grad`,
+    `v' = beta2 * v + (1 - beta2) * grad^2`,
+    `param' = param - lr * (m' / c1) / (sqrt(v' / c2) + eps)`.
+
+    ```mlir
+    %w2, %m2, %v2 = braid.adamw %w, %dw, %m, %v, %step lr = 3.000000e-04
+        beta1 = 9.000000e-01 beta2 = 9.990000e-01 eps = 1.000000e-08
+        weight_decay = 1.000000e-01 : tensor<768x768xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
+                       Braid_FloatTensor:$exp_avg, Braid_FloatTensor:$exp_avg_sq,
+                       Braid_ScalarTensor:$step, F64Attr:$lr, F64Attr:$beta1,
+                       F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
+  let results = (outs Braid_FloatTensor:$new_param,
+                      Braid_FloatTensor:$new_exp_avg,
+                      Braid_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step `lr` `=` $lr
+    `beta1` `=` $beta1 `beta2` `=` $beta2 `eps` `=` $eps
+    `weight_decay` `=` $weight_decay attr-dict `:` type($param) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Braid_AllReduceOp : Braid_CollectiveOp<"all_reduce", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "reduce tensors across a device group; every rank gets the result";
+  let description = [{
+    Reduces each input across the ranks of the group that `grid_axes` span on
+    `grid`. Several inputs form a bucket: one collective over their
+    concatenation. `grad_of` names, per input, the parameter whose gradient
+    it is; `bucket_index` and `bucket_bytes` describe a bucket built by
+    `braid-bucket-gradients`.
+
+    ```mlir
+    shard.grid @world(shape = 8)
+    %r = braid.all_reduce %g on @world grid_axes = [0] reduction = avg
+        grad_of = ["fc1.weight"] : tensor<1024x784xf32>
+    ```
+  }];
+  let arguments = !con((ins Variadic<Braid_Tensor>:$inputs), commonArgs,
+      (ins Braid_ReductionKind:$reduction,
+           OptionalAttr<StrArrayAttr>:$grad_of,
+           OptionalAttr<I64Attr>:$bucket_index,
+           OptionalAttr<I64Attr>:$bucket_bytes));
+  let results = (outs Variadic<Braid_Tensor>:$results);
+  let assemblyFormat = [{
+    $inputs `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
+    (`grad_of` `=` $grad_of^)? attr-dict `:` type($inputs)
+  }];
+}
+
+def Braid_AllReduceStartOp : Braid_CollectiveOp<"all_reduce_start", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "start an all_reduce; the future yields the results";
+  let description = [{
+    The start form of `braid.all_reduce`, with the same operands and
+    attributes. The future holds the input types.
+
+    ```mlir
+    %f = braid.all_reduce_start %g0, %g1 on @world grid_axes = [0]
+        reduction = avg : tensor<1024xf32>, tensor<10x1024xf32>
+    %r:2 = braid.wait %f : !braid.future<tensor<1024xf32>, tensor<10x1024xf32>>
+    ```
+  }];
+  let arguments = !con((ins Variadic<Braid_Tensor>:$inputs), commonArgs,
+      (ins Braid_ReductionKind:$reduction,
+           OptionalAttr<StrArrayAttr>:$grad_of,
+           OptionalAttr<I64Attr>:$bucket_index,
+           OptionalAttr<I64Attr>:$bucket_bytes));
+  let results = (outs Braid_FutureType:$future);
+  let assemblyFormat = [{
+    $inputs `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
+    (`grad_of` `=` $grad_of^)? attr-dict `:` type($inputs)
+  }];
+}
+
+class Braid_ReduceScatterBase<string mnemonic, Type resultType>
+    : Braid_CollectiveOp<mnemonic> {
+  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
+      (ins Braid_ReductionKind:$reduction, I64Attr:$scatter_dim));
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
+    `scatter_dim` `=` $scatter_dim attr-dict `:` type($input) `->` qualified(type($result))
+  }];
+}
+
+def Braid_ReduceScatterOp
+    : Braid_ReduceScatterBase<"reduce_scatter", Braid_Tensor> {
+  let summary = "reduce across a device group; each rank keeps one slice";
+  let description = [{
+    Reduces `input` across the group, then splits the result along
+    `scatter_dim` into as many slices as the group has ranks; rank `i` of the
+    group keeps slice `i`.
+
+    ```mlir
+    %s = braid.reduce_scatter %x on @world grid_axes = [1] reduction = sum
+        scatter_dim = 0 : tensor<1024x768xf32> -> tensor<512x768xf32>
+    ```
+  }];
+}
+
+def Braid_ReduceScatterStartOp
+    : Braid_ReduceScatterBase<"reduce_scatter_start", Braid_FutureType> {
+  let summary = "start a reduce_scatter";
+}
+
+class Braid_AllGatherBase<string mnemonic, Type resultType>
+    : Braid_CollectiveOp<mnemonic> {
+  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
+      (ins I64Attr:$gather_dim));
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `gather_dim` `=` $gather_dim
+    attr-dict `:` type($input) `->` qualified(type($result))
+  }];
+}
+
+def Braid_AllGatherOp : Braid_AllGatherBase<"all_gather", Braid_Tensor> {
+  let summary = "concatenate the ranks' tensors; every rank gets the whole";
+  let description = [{
+    ```mlir
+    %g = braid.all_gather %x on @world grid_axes = [1] gather_dim = 0
+        : tensor<512x768xf32> -> tensor<1024x768xf32>
+    ```
+  }];
+}
+
+def Braid_AllGatherStartOp
+    : Braid_AllGatherBase<"all_gather_start", Braid_FutureType> {
+  let summary = "start an all_gather";
+}
+
+class Braid_AllToAllBase<string mnemonic, Type resultType>
+    : Braid_CollectiveOp<mnemonic> {
+  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
+      (ins I64Attr:$split_dim, I64Attr:$concat_dim));
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `split_dim` `=` $split_dim
+    `concat_dim` `=` $concat_dim attr-dict `:` type($input) `->`
+    qualified(type($result))
+  }];
+}
+
+def Braid_AllToAllOp : Braid_AllToAllBase<"all_to_all", Braid_Tensor> {
+  let summary = "split along one dimension, exchange, concatenate along another";
+}
+
+def Braid_AllToAllStartOp
+    : Braid_AllToAllBase<"all_to_all_start", Braid_FutureType> {
+  let summary = "start an all_to_all";
+}
+
+class Braid_CollectiveBroadcastBase<string mnemonic, Type resultType>
+    : Braid_CollectiveOp<mnemonic> {
+  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
+      (ins I64Attr:$root));
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `root` `=` $root attr-dict
+    `:` type($input) `->` qualified(type($result))
+  }];
+}
+
+def Braid_CollectiveBroadcastOp
+    : Braid_CollectiveBroadcastBase<"collective_broadcast", Braid_Tensor> {
+  let summary = "every rank of the group gets the root rank's tensor";
+  let description = [{
+    `root` is the index of the sending rank within the group. (The name
+    follows StableHLO, which, like braid, keeps `broadcast` for the shape op.)
+  }];
+}
+
+def Braid_CollectiveBroadcastStartOp
+    : Braid_CollectiveBroadcastBase<"collective_broadcast_start",
+                                    Braid_FutureType> {
+  let summary = "start a collective_broadcast";
+}
+
+def Braid_SendOp : Braid_CollectiveOp<"send"> {
+  let summary = "send a tensor to one peer of the group (pipeline stages)";
+  let description = [{
+    `peer` is the index of the receiving rank within the group.
+
+    ```mlir
+    braid.send %act on @world grid_axes = [1] peer = 1 : tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
+      (ins I64Attr:$peer));
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
+    `:` type($input)
+  }];
+}
+
+def Braid_SendStartOp : Braid_CollectiveOp<"send_start"> {
+  let summary = "start a send; the future holds no value";
+  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
+      (ins I64Attr:$peer));
+  let results = (outs Braid_FutureType:$future);
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
+    `:` type($input) `->` qualified(type($future))
+  }];
+}
+
+def Braid_RecvOp : Braid_CollectiveOp<"recv"> {
+  let summary = "receive a tensor from one peer of the group";
+  let arguments = !con(commonArgs, (ins I64Attr:$peer));
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
+    `:` type($result)
+  }];
+}
+
+def Braid_RecvStartOp : Braid_CollectiveOp<"recv_start"> {
+  let summary = "start a receive; the future yields the tensor";
+  let arguments = !con(commonArgs, (ins I64Attr:$peer));
+  let results = (outs Braid_FutureType:$future);
+  let assemblyFormat = [{
+    `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
+    `:` qualified(type($future))
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Scheduling
+//===----------------------------------------------------------------------===//
+
+def Braid_WaitOp : Braid_Op<"wait", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "wait for a collective and yield its values";
+  let description = [{
+    Each future is waited exactly once (checked by `braid-verify-schedule`);
+    the results are the future's value types.
+  }];
+  let arguments = (ins Braid_FutureType:$future);
+  let results = (outs Variadic<Braid_Tensor>:$results);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+}
+
+def Braid_RecordEventOp : Braid_Op<"record_event"> {
+  let summary = "mark the current point of this op's stream";
+  let description = [{
+    Everything issued before it on its stream (`braid.stream`) happens before
+    any op issued after a `braid.wait_event` on the event.
+
+    ```mlir
+    %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
+    braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
+    ```
+  }];
+  let results = (outs Braid_EventType:$event);
+  let assemblyFormat = "attr-dict";
+}
+
+def Braid_WaitEventOp : Braid_Op<"wait_event"> {
+  let summary = "make this op's stream wait for an event of another stream";
+  let arguments = (ins Braid_EventType:$event);
+  let assemblyFormat = "$event attr-dict";
+}
+
+#endif // BRAID_DIALECT_BRAID_BRAIDOPS_TD

@@ -1,0 +1,142 @@
+//===- BraidDialect.cpp - braid dialect -------------------------*- C++ -*-===//
+//
+// Registration of the dialect and verification of the attributes braid puts on
+// other ops: `braid.role` on function arguments and results, `braid.stream` on
+// scheduled ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/BraidAttributes.h"
+#include "braid/Dialect/Braid/BraidOps.h"
+#include "braid/Dialect/Braid/BraidTypes.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace braid;
+
+#include "braid/Dialect/Braid/BraidOpsDialect.cpp.inc"
+
+void BraidDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "braid/Dialect/Braid/BraidOps.cpp.inc"
+      >();
+  registerTypes();
+  registerAttributes();
+}
+
+/// The role attribute of argument `index` of `func`, if any.
+static RoleAttr getArgRole(FunctionOpInterface func, unsigned index) {
+  return func.getArgAttrOfType<RoleAttr>(index, BraidDialect::kRoleAttrName);
+}
+
+LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  if (attr.getName() != kRoleAttrName)
+    return op->emitError() << "argument #" << argIndex
+                           << " has unknown braid attribute '"
+                           << attr.getName().getValue() << "'";
+  auto role = dyn_cast<RoleAttr>(attr.getValue());
+  if (!role)
+    return op->emitError() << "argument #" << argIndex << ": '"
+                           << kRoleAttrName
+                           << "' must be a #braid.role attribute, but is "
+                           << attr.getValue();
+  if (role.getKind() == RoleKind::Loss)
+    return op->emitError() << "argument #" << argIndex
+                           << ": role 'loss' is only for function results";
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return success();
+  Type type = func.getArgumentTypes()[argIndex];
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return op->emitError() << "argument #" << argIndex << " ('"
+                           << role.getName()
+                           << "') must be a statically shaped tensor, but is "
+                           << type;
+  for (unsigned i = 0; i < argIndex; ++i)
+    if (RoleAttr other = getArgRole(func, i))
+      if (other.getName() == role.getName())
+        return op->emitError()
+               << "argument #" << argIndex << " repeats the name '"
+               << role.getName() << "' of argument #" << i;
+  return success();
+}
+
+LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  if (attr.getName() != kRoleAttrName)
+    return op->emitError() << "result #" << resultIndex
+                           << " has unknown braid attribute '"
+                           << attr.getName().getValue() << "'";
+  auto role = dyn_cast<RoleAttr>(attr.getValue());
+  if (!role)
+    return op->emitError() << "result #" << resultIndex << ": '"
+                           << kRoleAttrName
+                           << "' must be a #braid.role attribute, but is "
+                           << attr.getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return success();
+  Type type = func.getResultTypes()[resultIndex];
+  switch (role.getKind()) {
+  case RoleKind::Batch:
+    return op->emitError() << "result #" << resultIndex
+                           << ": role 'batch' is only for function arguments";
+  case RoleKind::Loss: {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() != 0 ||
+        !isa<FloatType>(tensor.getElementType()))
+      return op->emitError() << "result #" << resultIndex
+                             << ": the loss must be a rank-0 float tensor, "
+                                "but is "
+                             << type;
+    return success();
+  }
+  case RoleKind::Parameter:
+  case RoleKind::OptimizerState:
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      RoleAttr arg = getArgRole(func, i);
+      if (!arg || arg.getName() != role.getName())
+        continue;
+      if (arg.getKind() != role.getKind())
+        return op->emitError()
+               << "result #" << resultIndex << " is the updated "
+               << stringifyRoleKind(role.getKind()) << " '" << role.getName()
+               << "', but argument #" << i << " of that name is "
+               << stringifyRoleKind(arg.getKind());
+      if (func.getArgumentTypes()[i] != type)
+        return op->emitError()
+               << "result #" << resultIndex << " is the updated '"
+               << role.getName() << "' of type " << type
+               << ", but argument #" << i << " has type "
+               << func.getArgumentTypes()[i];
+      return success();
+    }
+    return op->emitError() << "result #" << resultIndex << " is the updated "
+                           << stringifyRoleKind(role.getKind()) << " '"
+                           << role.getName()
+                           << "', but no argument has that name";
+  }
+  return success();
+}
+
+LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName() == kStreamAttrName) {
+    if (!isa<StreamAttr>(attr.getValue()))
+      return op->emitError() << "'" << kStreamAttrName
+                             << "' must be a #braid.stream attribute, but is "
+                             << attr.getValue();
+    return success();
+  }
+  return op->emitError() << "unknown braid attribute '"
+                         << attr.getName().getValue() << "'";
+}

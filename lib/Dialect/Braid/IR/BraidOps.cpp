@@ -1,0 +1,999 @@
+//===- BraidOps.cpp - braid operations --------------------------*- C++ -*-===//
+//
+// Verifiers, type inference and costs of the braid ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/BraidOps.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace braid;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+static uint64_t numElements(Value value) {
+  return getNumElements(value.getType());
+}
+
+/// Prints a shape as `8x128x768` (`scalar` for rank 0).
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+/// Checks that `dim` indexes a dimension of a rank-`rank` tensor.
+static LogicalResult verifyDimIndex(Operation *op, StringRef what, int64_t dim,
+                                    int64_t rank) {
+  if (dim < 0 || dim >= rank)
+    return op->emitOpError() << what << " " << dim
+                             << " is out of range for rank " << rank;
+  return success();
+}
+
+/// Checks that two values have the same element type.
+static LogicalResult verifySameElementType(Operation *op, StringRef aName,
+                                           Value a, StringRef bName, Value b) {
+  Type ta = getElementTypeOrSelf(a.getType());
+  Type tb = getElementTypeOrSelf(b.getType());
+  if (ta != tb)
+    return op->emitOpError() << aName << " element type " << ta
+                             << " differs from " << bName << " element type "
+                             << tb;
+  return success();
+}
+
+/// Checks that `value` has shape `expected`.
+static LogicalResult verifyShape(Operation *op, StringRef name, Value value,
+                                 ArrayRef<int64_t> expected) {
+  ArrayRef<int64_t> actual = tensorType(value).getShape();
+  if (actual != expected)
+    return op->emitOpError() << name << " has shape " << shapeString(actual)
+                             << ", expected " << shapeString(expected);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+/// The batch, M, K, N sizes of a matmul; assumes a verified op.
+namespace {
+struct MatmulSizes {
+  SmallVector<int64_t> batch;
+  int64_t m, k, n, rhsK;
+};
+} // namespace
+
+static MatmulSizes getMatmulSizes(MatmulOp op) {
+  ArrayRef<int64_t> a = tensorType(op.getLhs()).getShape();
+  ArrayRef<int64_t> b = tensorType(op.getRhs()).getShape();
+  MatmulSizes s;
+  s.batch.assign(a.begin(), a.end() - 2);
+  int64_t a0 = a[a.size() - 2], a1 = a[a.size() - 1];
+  int64_t b0 = b[b.size() - 2], b1 = b[b.size() - 1];
+  s.m = op.getTransposeA() ? a1 : a0;
+  s.k = op.getTransposeA() ? a0 : a1;
+  s.rhsK = op.getTransposeB() ? b1 : b0;
+  s.n = op.getTransposeB() ? b0 : b1;
+  return s;
+}
+
+LogicalResult MatmulOp::verify() {
+  RankedTensorType a = tensorType(getLhs()), b = tensorType(getRhs());
+  if (a.getRank() < 2)
+    return emitOpError() << "lhs must have rank 2 or more, but has rank "
+                         << a.getRank();
+  if (b.getRank() < 2)
+    return emitOpError() << "rhs must have rank 2 or more, but has rank "
+                         << b.getRank();
+  if (failed(verifySameElementType(*this, "lhs", getLhs(), "rhs", getRhs())) ||
+      failed(verifySameElementType(*this, "lhs", getLhs(), "result",
+                                   getResult())))
+    return failure();
+  ArrayRef<int64_t> aBatch = a.getShape().drop_back(2);
+  ArrayRef<int64_t> bBatch = b.getShape().drop_back(2);
+  if (b.getRank() != 2 && aBatch != bBatch)
+    return emitOpError() << "batch dimensions " << shapeString(aBatch)
+                         << " of lhs and " << shapeString(bBatch)
+                         << " of rhs differ (rhs may also have rank 2)";
+  MatmulSizes s = getMatmulSizes(*this);
+  if (s.k != s.rhsK)
+    return emitOpError() << "contracting sizes differ: lhs has " << s.k
+                         << ", rhs has " << s.rhsK;
+  SmallVector<int64_t> expected(s.batch);
+  expected.push_back(s.m);
+  expected.push_back(s.n);
+  return verifyShape(*this, "result", getResult(), expected);
+}
+
+uint64_t MatmulOp::getFlops() {
+  MatmulSizes s = getMatmulSizes(*this);
+  uint64_t batch = 1;
+  for (int64_t d : s.batch)
+    batch *= d;
+  return 2 * batch * s.m * s.n * s.k;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+// One flop an element for the simple elementwise ops. Transcendental and
+// multi-pass ops count the arithmetic of their usual formulation; these
+// constants are documented in docs/Dialect.md.
+uint64_t AddOp::getFlops() { return numElements(getResult()); }
+uint64_t SubOp::getFlops() { return numElements(getResult()); }
+uint64_t MulOp::getFlops() { return numElements(getResult()); }
+uint64_t DivOp::getFlops() { return numElements(getResult()); }
+uint64_t ScaleOp::getFlops() { return numElements(getResult()); }
+uint64_t BiasAddOp::getFlops() { return numElements(getResult()); }
+uint64_t CastOp::getFlops() { return numElements(getResult()); }
+uint64_t ReluOp::getFlops() { return numElements(getResult()); }
+uint64_t ReluBackwardOp::getFlops() { return numElements(getResult()); }
+uint64_t GeluOp::getFlops() { return 8 * numElements(getResult()); }
+uint64_t GeluBackwardOp::getFlops() { return 14 * numElements(getResult()); }
+uint64_t SoftmaxOp::getFlops() { return 5 * numElements(getResult()); }
+uint64_t SoftmaxBackwardOp::getFlops() { return 4 * numElements(getResult()); }
+uint64_t LogSoftmaxOp::getFlops() { return 5 * numElements(getResult()); }
+uint64_t LogSoftmaxBackwardOp::getFlops() {
+  return 4 * numElements(getResult());
+}
+uint64_t CausalMaskOp::getFlops() { return numElements(getResult()); }
+
+LogicalResult BiasAddOp::verify() {
+  RankedTensorType input = tensorType(getInput()), bias = tensorType(getBias());
+  if (input.getRank() < 1)
+    return emitOpError() << "input must have rank 1 or more";
+  if (bias.getRank() != 1)
+    return emitOpError() << "bias must have rank 1, but has rank "
+                         << bias.getRank();
+  if (bias.getDimSize(0) != input.getShape().back())
+    return emitOpError() << "bias size " << bias.getDimSize(0)
+                         << " differs from the last dimension of the input ("
+                         << input.getShape().back() << ")";
+  return verifySameElementType(*this, "input", getInput(), "bias", getBias());
+}
+
+LogicalResult CastOp::verify() {
+  return verifyShape(*this, "result", getResult(),
+                     tensorType(getInput()).getShape());
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+template <typename ReduceOp>
+static LogicalResult verifyReduce(ReduceOp op) {
+  RankedTensorType input = tensorType(op.getInput());
+  ArrayRef<int64_t> dims = op.getDims();
+  if (dims.empty())
+    return op.emitOpError() << "dims must not be empty";
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (failed(verifyDimIndex(op, "reduced dimension", dim, input.getRank())))
+      return failure();
+    if (i > 0 && dims[i - 1] >= dim)
+      return op.emitOpError() << "dims must be strictly increasing, but "
+                              << dim << " follows " << dims[i - 1];
+  }
+  if (failed(verifySameElementType(op, "input", op.getInput(), "result",
+                                   op.getResult())))
+    return failure();
+  SmallVector<int64_t> expected;
+  for (auto [i, size] : llvm::enumerate(input.getShape())) {
+    if (!llvm::is_contained(dims, static_cast<int64_t>(i)))
+      expected.push_back(size);
+    else if (op.getKeepDims())
+      expected.push_back(1);
+  }
+  return verifyShape(op, "result", op.getResult(), expected);
+}
+
+LogicalResult ReduceSumOp::verify() { return verifyReduce(*this); }
+LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this); }
+uint64_t ReduceSumOp::getFlops() { return numElements(getInput()); }
+uint64_t ReduceMeanOp::getFlops() {
+  return numElements(getInput()) + numElements(getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax family and the causal mask
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyDimIndex(*this, "dim", getDim(),
+                        tensorType(getInput()).getRank());
+}
+LogicalResult LogSoftmaxOp::verify() {
+  return verifyDimIndex(*this, "dim", getDim(),
+                        tensorType(getInput()).getRank());
+}
+LogicalResult SoftmaxBackwardOp::verify() {
+  return verifyDimIndex(*this, "dim", getDim(),
+                        tensorType(getGrad()).getRank());
+}
+LogicalResult LogSoftmaxBackwardOp::verify() {
+  return verifyDimIndex(*this, "dim", getDim(),
+                        tensorType(getGrad()).getRank());
+}
+
+LogicalResult CausalMaskOp::verify() {
+  ArrayRef<int64_t> shape = tensorType(getInput()).getShape();
+  if (shape.size() < 2)
+    return emitOpError() << "input must have rank 2 or more, but has rank "
+                         << shape.size();
+  if (shape[shape.size() - 2] != shape.back())
+    return emitOpError() << "the last two dimensions must be equal, but are "
+                         << shape[shape.size() - 2] << " and " << shape.back();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layer norm
+//===----------------------------------------------------------------------===//
+
+/// Checks the shapes shared by layer_norm and its backward: `gamma` spans
+/// the trailing dimensions of `input`, `mean` its leading ones.
+static LogicalResult verifyLayerNormShapes(Operation *op, Value input,
+                                           Value gamma, Value mean) {
+  ArrayRef<int64_t> x = tensorType(input).getShape();
+  ArrayRef<int64_t> g = tensorType(gamma).getShape();
+  if (g.empty() || g.size() > x.size())
+    return op->emitOpError()
+           << "gamma must have rank between 1 and the input's rank ("
+           << x.size() << "), but has rank " << g.size();
+  if (x.take_back(g.size()) != g)
+    return op->emitOpError()
+           << "gamma shape " << shapeString(g)
+           << " differs from the trailing dimensions of the input ("
+           << shapeString(x.take_back(g.size())) << ")";
+  if (failed(verifySameElementType(op, "input", input, "gamma", gamma)))
+    return failure();
+  return verifyShape(op, "mean", mean, x.drop_back(g.size()));
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (getEpsilon().convertToDouble() <= 0)
+    return emitOpError() << "epsilon must be positive, but is "
+                         << getEpsilon().convertToDouble();
+  return verifyLayerNormShapes(*this, getInput(), getGamma(), getMean());
+}
+
+LogicalResult LayerNormBackwardOp::verify() {
+  return verifyLayerNormShapes(*this, getInput(), getGamma(), getMean());
+}
+
+uint64_t LayerNormOp::getFlops() { return 8 * numElements(getInput()); }
+uint64_t LayerNormBackwardOp::getFlops() {
+  return 12 * numElements(getInput());
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// Checks `[N, C]` inputs against `[N]` labels.
+static LogicalResult verifyLossShapes(Operation *op, Value input,
+                                      Value labels) {
+  ArrayRef<int64_t> x = tensorType(input).getShape();
+  ArrayRef<int64_t> l = tensorType(labels).getShape();
+  if (x.size() != 2)
+    return op->emitOpError() << "input must have rank 2 ([N, C]), but has rank "
+                             << x.size();
+  if (l.size() != 1 || l[0] != x[0])
+    return op->emitOpError() << "labels have shape " << shapeString(l)
+                             << ", expected " << x[0];
+  return success();
+}
+
+LogicalResult NllLossOp::verify() {
+  return verifyLossShapes(*this, getInput(), getLabels());
+}
+LogicalResult CrossEntropyOp::verify() {
+  return verifyLossShapes(*this, getInput(), getLabels());
+}
+LogicalResult NllLossBackwardOp::verify() {
+  return verifyLossShapes(*this, getInput(), getLabels());
+}
+LogicalResult CrossEntropyBackwardOp::verify() {
+  return verifyLossShapes(*this, getInput(), getLabels());
+}
+
+uint64_t NllLossOp::getFlops() { return numElements(getLabels()); }
+uint64_t NllLossBackwardOp::getFlops() { return numElements(getInput()); }
+uint64_t CrossEntropyOp::getFlops() { return 6 * numElements(getInput()); }
+uint64_t CrossEntropyBackwardOp::getFlops() {
+  return 6 * numElements(getInput());
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+/// Checks a `[V, D]` table (or its gradient) against rows shaped
+/// `ids.shape + [D]`.
+static LogicalResult verifyEmbeddingShapes(Operation *op, Value table,
+                                           Value ids, Value rows) {
+  ArrayRef<int64_t> t = tensorType(table).getShape();
+  if (t.size() != 2)
+    return op->emitOpError() << "table must have rank 2 ([V, D]), but has rank "
+                             << t.size();
+  SmallVector<int64_t> expected(tensorType(ids).getShape());
+  expected.push_back(t[1]);
+  if (failed(verifySameElementType(op, "table", table, "rows", rows)))
+    return failure();
+  return verifyShape(op, "rows", rows, expected);
+}
+
+LogicalResult EmbeddingOp::verify() {
+  return verifyEmbeddingShapes(*this, getTable(), getIds(), getResult());
+}
+LogicalResult EmbeddingBackwardOp::verify() {
+  return verifyEmbeddingShapes(*this, getResult(), getIds(), getGrad());
+}
+
+uint64_t EmbeddingOp::getFlops() { return 0; }
+uint64_t EmbeddingOp::getBytesRead() {
+  // Only the gathered rows are read from the table.
+  return getTensorBytes(getResult().getType()) +
+         getTensorBytes(getIds().getType());
+}
+uint64_t EmbeddingBackwardOp::getFlops() { return numElements(getGrad()); }
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(verifySameElementType(*this, "input", getInput(), "result",
+                                   getResult())))
+    return failure();
+  if (numElements(getInput()) != numElements(getResult()))
+    return emitOpError() << "input has " << numElements(getInput())
+                         << " elements but result has "
+                         << numElements(getResult());
+  return success();
+}
+uint64_t ReshapeOp::getFlops() { return 0; }
+uint64_t ReshapeOp::getBytesRead() { return 0; }
+uint64_t ReshapeOp::getBytesWritten() { return 0; }
+
+LogicalResult TransposeOp::verify() {
+  ArrayRef<int64_t> shape = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> perm = getPermutation();
+  if (perm.size() != shape.size())
+    return emitOpError() << "permutation has " << perm.size()
+                         << " entries for an input of rank " << shape.size();
+  SmallVector<bool> seen(shape.size(), false);
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (failed(verifyDimIndex(*this, "permutation entry", p, shape.size())))
+      return failure();
+    if (seen[p])
+      return emitOpError() << "permutation repeats dimension " << p;
+    seen[p] = true;
+    expected.push_back(shape[p]);
+  }
+  if (failed(verifySameElementType(*this, "input", getInput(), "result",
+                                   getResult())))
+    return failure();
+  return verifyShape(*this, "result", getResult(), expected);
+}
+uint64_t TransposeOp::getFlops() { return 0; }
+
+LogicalResult BroadcastOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> out = tensorType(getResult()).getShape();
+  ArrayRef<int64_t> dims = getDims();
+  if (in.size() + dims.size() != out.size())
+    return emitOpError() << "input rank " << in.size() << " plus "
+                         << dims.size() << " new dimensions differs from "
+                         << "result rank " << out.size();
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (failed(verifyDimIndex(*this, "new dimension", dim, out.size())))
+      return failure();
+    if (i > 0 && dims[i - 1] >= dim)
+      return emitOpError() << "dims must be strictly increasing, but " << dim
+                           << " follows " << dims[i - 1];
+  }
+  SmallVector<int64_t> kept;
+  for (auto [i, size] : llvm::enumerate(out))
+    if (!llvm::is_contained(dims, static_cast<int64_t>(i)))
+      kept.push_back(size);
+  if (kept != SmallVector<int64_t>(in))
+    return emitOpError() << "result dimensions " << shapeString(kept)
+                         << " other than the new ones differ from the input "
+                         << "shape " << shapeString(in);
+  return verifySameElementType(*this, "input", getInput(), "result",
+                               getResult());
+}
+uint64_t BroadcastOp::getFlops() { return 0; }
+
+LogicalResult SliceOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> out = tensorType(getResult()).getShape();
+  ArrayRef<int64_t> offsets = getOffsets();
+  SmallVector<int64_t> strides(in.size(), 1);
+  if (std::optional<ArrayRef<int64_t>> s = getStrides())
+    strides.assign(s->begin(), s->end());
+  if (out.size() != in.size())
+    return emitOpError() << "result rank " << out.size()
+                         << " differs from input rank " << in.size();
+  if (offsets.size() != in.size() || strides.size() != in.size())
+    return emitOpError() << "needs " << in.size()
+                         << " offsets and strides, one per dimension";
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (strides[d] < 1)
+      return emitOpError() << "stride " << strides[d] << " of dimension " << d
+                           << " must be positive";
+    if (offsets[d] < 0 ||
+        (out[d] > 0 && offsets[d] + (out[d] - 1) * strides[d] >= in[d]))
+      return emitOpError() << "dimension " << d << " reads from offset "
+                           << offsets[d] << " " << out[d]
+                           << " elements with stride " << strides[d]
+                           << ", past the input size " << in[d];
+  }
+  return verifySameElementType(*this, "input", getInput(), "result",
+                               getResult());
+}
+uint64_t SliceOp::getFlops() { return 0; }
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  RankedTensorType result = tensorType(getResult());
+  if (failed(verifyDimIndex(*this, "dim", getDim(), result.getRank())))
+    return failure();
+  int64_t total = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    RankedTensorType type = tensorType(input);
+    if (type.getRank() != result.getRank())
+      return emitOpError() << "input #" << i << " has rank " << type.getRank()
+                           << ", the result has rank " << result.getRank();
+    if (type.getElementType() != result.getElementType())
+      return emitOpError() << "input #" << i << " element type "
+                           << type.getElementType()
+                           << " differs from the result element type "
+                           << result.getElementType();
+    for (int64_t d = 0; d < result.getRank(); ++d)
+      if (d != getDim() && type.getDimSize(d) != result.getDimSize(d))
+        return emitOpError() << "input #" << i << " has size "
+                             << type.getDimSize(d) << " in dimension " << d
+                             << ", the result has "
+                             << result.getDimSize(d);
+    total += type.getDimSize(getDim());
+  }
+  if (total != result.getDimSize(getDim()))
+    return emitOpError() << "inputs add up to " << total << " in dimension "
+                         << getDim() << ", the result has "
+                         << result.getDimSize(getDim());
+  return success();
+}
+uint64_t ConcatOp::getFlops() { return 0; }
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+uint64_t ConstantOp::getFlops() { return 0; }
+uint64_t FillOp::getFlops() { return 0; }
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+LogicalResult SgdOp::verify() {
+  double lr = getLr().convertToDouble();
+  double momentum = getMomentum().convertToDouble();
+  double dampening = getDampening().convertToDouble();
+  double weightDecay = getWeightDecay().convertToDouble();
+  if (!(lr > 0))
+    return emitOpError() << "lr must be positive, but is " << lr;
+  if (!(momentum >= 0))
+    return emitOpError() << "momentum must be non-negative, but is "
+                         << momentum;
+  if (!(weightDecay >= 0))
+    return emitOpError() << "weight_decay must be non-negative, but is "
+                         << weightDecay;
+  if (!(dampening >= 0 && dampening <= 1))
+    return emitOpError() << "dampening must be in [0, 1], but is "
+                         << dampening;
+  if (getNesterov() && (momentum <= 0 || dampening != 0))
+    return emitOpError() << "nesterov needs a positive momentum and zero "
+                            "dampening";
+  return success();
+}
+uint64_t SgdOp::getFlops() { return 6 * numElements(getParam()); }
+
+LogicalResult AdamWOp::verify() {
+  double lr = getLr().convertToDouble();
+  double beta1 = getBeta1().convertToDouble();
+  double beta2 = getBeta2().convertToDouble();
+  double eps = getEps().convertToDouble();
+  double weightDecay = getWeightDecay().convertToDouble();
+  if (!(lr > 0))
+    return emitOpError() << "lr must be positive, but is " << lr;
+  if (!(beta1 >= 0 && beta1 < 1))
+    return emitOpError() << "beta1 must be in [0, 1), but is " << beta1;
+  if (!(beta2 >= 0 && beta2 < 1))
+    return emitOpError() << "beta2 must be in [0, 1), but is " << beta2;
+  if (!(eps > 0))
+    return emitOpError() << "eps must be positive, but is " << eps;
+  if (!(weightDecay >= 0))
+    return emitOpError() << "weight_decay must be non-negative, but is "
+                         << weightDecay;
+  return success();
+}
+uint64_t AdamWOp::getFlops() { return 12 * numElements(getParam()); }
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Checks the grid axes that need no grid: non-empty, non-negative, unique.
+static LogicalResult verifyGridAxes(Operation *op, ArrayRef<int16_t> axes) {
+  if (axes.empty())
+    return op->emitOpError() << "grid_axes must not be empty";
+  llvm::SmallSet<int16_t, 4> seen;
+  for (int16_t axis : axes) {
+    if (axis < 0)
+      return op->emitOpError() << "grid axis " << axis << " is negative";
+    if (!seen.insert(axis).second)
+      return op->emitOpError() << "grid axis " << axis << " is repeated";
+  }
+  return success();
+}
+
+/// The single value type a collective yields: its result's type, or the one
+/// value type of the future it yields (null if the future does not hold
+/// exactly one, after an error).
+static RankedTensorType getYieldedTensor(Operation *op, Value result) {
+  if (auto future = dyn_cast<FutureType>(result.getType())) {
+    if (future.getValueTypes().size() != 1) {
+      op->emitOpError() << "yields " << future
+                        << ", which must hold exactly one tensor";
+      return {};
+    }
+    return cast<RankedTensorType>(future.getValueTypes()[0]);
+  }
+  return cast<RankedTensorType>(result.getType());
+}
+
+/// Checks that an avg reduction is over float tensors.
+static LogicalResult verifyReduction(Operation *op, ReductionKind kind,
+                                     TypeRange types) {
+  if (kind != ReductionKind::Avg)
+    return success();
+  for (Type type : types)
+    if (!isa<FloatType>(getElementTypeOrSelf(type)))
+      return op->emitOpError() << "reduction 'avg' needs float tensors, but "
+                               << "an input is " << type;
+  return success();
+}
+
+/// Checks `grad_of`, `bucket_index` and `bucket_bytes` of an all-reduce.
+template <typename Op>
+static LogicalResult verifyAllReduce(Op op) {
+  if (failed(verifyGridAxes(op, op.getGridAxes())))
+    return failure();
+  OperandRange inputs = op.getInputs();
+  if (inputs.empty())
+    return op.emitOpError() << "needs at least one input";
+  if (failed(verifyReduction(op, op.getReduction(), inputs.getTypes())))
+    return failure();
+  if (std::optional<int64_t> index = op.getBucketIndex(); index && *index < 0)
+    return op.emitOpError() << "bucket_index must be non-negative, but is "
+                            << *index;
+  if (std::optional<int64_t> bytes = op.getBucketBytes()) {
+    uint64_t actual = sumTensorBytes(inputs.getTypes());
+    if (*bytes < 0 || static_cast<uint64_t>(*bytes) != actual)
+      return op.emitOpError() << "bucket_bytes is " << *bytes
+                              << " but the inputs hold " << actual << " bytes";
+  }
+  std::optional<ArrayAttr> gradOf = op.getGradOf();
+  if (!gradOf)
+    return success();
+  if (gradOf->size() != inputs.size())
+    return op.emitOpError() << "grad_of names " << gradOf->size()
+                            << " parameters for " << inputs.size()
+                            << " inputs";
+  auto func = op->template getParentOfType<FunctionOpInterface>();
+  if (!func)
+    return success();
+  // Parameters by name, gathered once for all names of the op.
+  llvm::StringMap<unsigned> params;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto role = func.template getArgAttrOfType<RoleAttr>(
+            i, BraidDialect::kRoleAttrName))
+      if (role.getKind() == RoleKind::Parameter)
+        params.try_emplace(role.getName(), i);
+  for (auto [i, name] : llvm::enumerate(gradOf->getAsValueRange<StringAttr>())) {
+    auto it = params.find(name);
+    if (it == params.end())
+      return op.emitOpError() << "grad_of names '" << name
+                              << "', which is not a parameter argument of @"
+                              << func.getName();
+    Type paramType = func.getArgumentTypes()[it->second];
+    if (paramType != inputs[i].getType())
+      return op.emitOpError()
+             << "input #" << i << " of type " << inputs[i].getType()
+             << " cannot be the gradient of '" << name << "' of type "
+             << paramType;
+  }
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() { return verifyAllReduce(*this); }
+
+LogicalResult AllReduceStartOp::verify() { return verifyAllReduce(*this); }
+
+LogicalResult AllReduceOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, operands.getTypes());
+  return success();
+}
+
+LogicalResult AllReduceStartOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(
+      FutureType::get(context, llvm::to_vector(operands.getTypes())));
+  return success();
+}
+
+/// Checks that a reduce-scatter or all-gather changes only `dim` of its
+/// input, and the element type not at all.
+static LogicalResult verifyResizedDim(Operation *op, StringRef what,
+                                      RankedTensorType input,
+                                      RankedTensorType result, int64_t dim) {
+  if (failed(verifyDimIndex(op, what, dim, input.getRank())))
+    return failure();
+  if (input.getElementType() != result.getElementType())
+    return op->emitOpError() << "result element type "
+                             << result.getElementType()
+                             << " differs from input element type "
+                             << input.getElementType();
+  if (input.getRank() != result.getRank())
+    return op->emitOpError() << "result rank " << result.getRank()
+                             << " differs from input rank "
+                             << input.getRank();
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (d != dim && input.getDimSize(d) != result.getDimSize(d))
+      return op->emitOpError()
+             << "result size " << result.getDimSize(d) << " in dimension " << d
+             << " differs from the input's " << input.getDimSize(d)
+             << "; only " << what << " " << dim << " may change";
+  return success();
+}
+
+template <typename Op>
+static LogicalResult verifyReduceScatter(Op op) {
+  if (failed(verifyGridAxes(op, op.getGridAxes())))
+    return failure();
+  RankedTensorType result = getYieldedTensor(op, op.getResult());
+  if (!result)
+    return failure();
+  if (failed(verifyReduction(op, op.getReduction(), op.getInput().getType())))
+    return failure();
+  return verifyResizedDim(op, "scatter_dim", tensorType(op.getInput()), result,
+                          op.getScatterDim());
+}
+
+LogicalResult ReduceScatterOp::verify() { return verifyReduceScatter(*this); }
+LogicalResult ReduceScatterStartOp::verify() {
+  return verifyReduceScatter(*this);
+}
+
+template <typename Op>
+static LogicalResult verifyAllGather(Op op) {
+  if (failed(verifyGridAxes(op, op.getGridAxes())))
+    return failure();
+  RankedTensorType result = getYieldedTensor(op, op.getResult());
+  if (!result)
+    return failure();
+  return verifyResizedDim(op, "gather_dim", tensorType(op.getInput()), result,
+                          op.getGatherDim());
+}
+
+LogicalResult AllGatherOp::verify() { return verifyAllGather(*this); }
+LogicalResult AllGatherStartOp::verify() { return verifyAllGather(*this); }
+
+template <typename Op>
+static LogicalResult verifyAllToAll(Op op) {
+  if (failed(verifyGridAxes(op, op.getGridAxes())))
+    return failure();
+  RankedTensorType result = getYieldedTensor(op, op.getResult());
+  if (!result)
+    return failure();
+  RankedTensorType input = tensorType(op.getInput());
+  if (failed(verifyDimIndex(op, "split_dim", op.getSplitDim(),
+                            input.getRank())) ||
+      failed(verifyDimIndex(op, "concat_dim", op.getConcatDim(),
+                            input.getRank())))
+    return failure();
+  if (input.getElementType() != result.getElementType() ||
+      input.getRank() != result.getRank())
+    return op.emitOpError() << "result type " << result
+                            << " must have the rank and element type of the "
+                               "input type "
+                            << input;
+  return success();
+}
+
+LogicalResult AllToAllOp::verify() { return verifyAllToAll(*this); }
+LogicalResult AllToAllStartOp::verify() { return verifyAllToAll(*this); }
+
+template <typename Op>
+static LogicalResult verifyCollectiveBroadcast(Op op) {
+  if (failed(verifyGridAxes(op, op.getGridAxes())))
+    return failure();
+  RankedTensorType result = getYieldedTensor(op, op.getResult());
+  if (!result)
+    return failure();
+  if (result != op.getInput().getType())
+    return op.emitOpError() << "yields " << result
+                            << ", which differs from the input type "
+                            << op.getInput().getType();
+  if (op.getRoot() < 0)
+    return op.emitOpError() << "root " << op.getRoot() << " is negative";
+  return success();
+}
+
+LogicalResult CollectiveBroadcastOp::verify() {
+  return verifyCollectiveBroadcast(*this);
+}
+LogicalResult CollectiveBroadcastStartOp::verify() {
+  return verifyCollectiveBroadcast(*this);
+}
+
+static LogicalResult verifyPeer(Operation *op, ArrayRef<int16_t> axes,
+                                int64_t peer) {
+  if (failed(verifyGridAxes(op, axes)))
+    return failure();
+  if (peer < 0)
+    return op->emitOpError() << "peer " << peer << " is negative";
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyPeer(*this, getGridAxes(), getPeer());
+}
+
+LogicalResult SendStartOp::verify() {
+  if (!getFuture().getType().getValueTypes().empty())
+    return emitOpError() << "yields " << getFuture().getType()
+                         << ", but a send's future holds no value "
+                            "(!braid.future<>)";
+  return verifyPeer(*this, getGridAxes(), getPeer());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyPeer(*this, getGridAxes(), getPeer());
+}
+
+LogicalResult RecvStartOp::verify() {
+  if (!getYieldedTensor(*this, getFuture()))
+    return failure();
+  return verifyPeer(*this, getGridAxes(), getPeer());
+}
+
+//===----------------------------------------------------------------------===//
+// Grid checks (SymbolUserOpInterface)
+//===----------------------------------------------------------------------===//
+
+/// Looks up the grid of `op` and checks its axes against it. Returns the
+/// number of ranks in the group the axes span, or std::nullopt if that is
+/// not static. Sets `failed` on an error.
+static std::optional<int64_t>
+verifyGridUse(CollectiveOpInterface op, SymbolTableCollection &symbolTable,
+              bool &failedCheck) {
+  failedCheck = false;
+  FlatSymbolRefAttr gridName = op.getGridAttr();
+  shard::GridOp grid = shard::getGridOrNull(op, gridName, symbolTable);
+  if (!grid) {
+    op->emitOpError() << "grid " << gridName
+                      << " does not name a shard.grid in scope";
+    failedCheck = true;
+    return std::nullopt;
+  }
+  ArrayRef<int64_t> shape = grid.getShape();
+  int64_t groupSize = 1;
+  bool dynamic = false;
+  for (int16_t axis : op.getGridAxes()) {
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) {
+      op->emitOpError() << "grid axis " << axis << " is out of range for grid "
+                        << gridName << " of rank " << shape.size();
+      failedCheck = true;
+      return std::nullopt;
+    }
+    if (ShapedType::isDynamic(shape[axis]))
+      dynamic = true;
+    else
+      groupSize *= shape[axis];
+  }
+  if (dynamic)
+    return std::nullopt;
+  return groupSize;
+}
+
+/// Checks that `result` is `input` with dimension `dim` scaled: divided by
+/// `groupSize` (scatter) or multiplied by it (gather).
+static LogicalResult verifyGroupScaledDim(Operation *op, StringRef what,
+                                          int64_t dim, int64_t inputSize,
+                                          int64_t resultSize,
+                                          int64_t groupSize, bool divide) {
+  if (divide && inputSize % groupSize != 0)
+    return op->emitOpError() << what << " " << dim << " has size " << inputSize
+                             << ", which the group of " << groupSize
+                             << " ranks does not divide";
+  int64_t expected = divide ? inputSize / groupSize : inputSize * groupSize;
+  if (resultSize != expected)
+    return op->emitOpError() << "result size " << resultSize << " in " << what
+                             << " " << dim << " should be " << expected
+                             << " for a group of " << groupSize << " ranks";
+  return success();
+}
+
+template <typename Op>
+static LogicalResult verifyGridOnly(Op op, SymbolTableCollection &table) {
+  bool failedCheck;
+  verifyGridUse(cast<CollectiveOpInterface>(op.getOperation()), table,
+                failedCheck);
+  return failure(failedCheck);
+}
+
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyGridOnly(*this, table);
+}
+LogicalResult
+AllReduceStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyGridOnly(*this, table);
+}
+
+template <typename Op>
+static LogicalResult verifyReduceScatterGrid(Op op,
+                                             SymbolTableCollection &table) {
+  bool failedCheck;
+  std::optional<int64_t> n = verifyGridUse(
+      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
+  if (failedCheck || !n)
+    return failure(failedCheck);
+  int64_t dim = op.getScatterDim();
+  return verifyGroupScaledDim(
+      op, "scatter_dim", dim, tensorType(op.getInput()).getDimSize(dim),
+      getYieldedTensor(op, op.getResult()).getDimSize(dim), *n, true);
+}
+
+LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyReduceScatterGrid(*this, table);
+}
+LogicalResult
+ReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyReduceScatterGrid(*this, table);
+}
+
+template <typename Op>
+static LogicalResult verifyAllGatherGrid(Op op, SymbolTableCollection &table) {
+  bool failedCheck;
+  std::optional<int64_t> n = verifyGridUse(
+      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
+  if (failedCheck || !n)
+    return failure(failedCheck);
+  int64_t dim = op.getGatherDim();
+  return verifyGroupScaledDim(
+      op, "gather_dim", dim, tensorType(op.getInput()).getDimSize(dim),
+      getYieldedTensor(op, op.getResult()).getDimSize(dim), *n, false);
+}
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyAllGatherGrid(*this, table);
+}
+LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyAllGatherGrid(*this, table);
+}
+
+template <typename Op>
+static LogicalResult verifyAllToAllGrid(Op op, SymbolTableCollection &table) {
+  bool failedCheck;
+  std::optional<int64_t> n = verifyGridUse(
+      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
+  if (failedCheck || !n)
+    return failure(failedCheck);
+  RankedTensorType input = tensorType(op.getInput());
+  RankedTensorType result = getYieldedTensor(op, op.getResult());
+  SmallVector<int64_t> expected(input.getShape());
+  int64_t split = op.getSplitDim(), concat = op.getConcatDim();
+  if (expected[split] % *n != 0)
+    return op.emitOpError() << "split_dim " << split << " has size "
+                            << expected[split] << ", which the group of " << *n
+                            << " ranks does not divide";
+  expected[split] /= *n;
+  expected[concat] *= *n;
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return op.emitOpError() << "result has shape "
+                            << shapeString(result.getShape()) << ", expected "
+                            << shapeString(expected) << " for a group of "
+                            << *n << " ranks";
+  return success();
+}
+
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyAllToAllGrid(*this, table);
+}
+LogicalResult AllToAllStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyAllToAllGrid(*this, table);
+}
+
+/// Checks that a rank index (`root`, `peer`) lies within the group.
+template <typename Op>
+static LogicalResult verifyRankInGroup(Op op, SymbolTableCollection &table,
+                                       StringRef what, int64_t rank) {
+  bool failedCheck;
+  std::optional<int64_t> n = verifyGridUse(
+      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
+  if (failedCheck || !n)
+    return failure(failedCheck);
+  if (rank >= *n)
+    return op.emitOpError() << what << " " << rank
+                            << " is out of range for a group of " << *n
+                            << " ranks";
+  return success();
+}
+
+LogicalResult
+CollectiveBroadcastOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyRankInGroup(*this, table, "root", getRoot());
+}
+LogicalResult
+CollectiveBroadcastStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyRankInGroup(*this, table, "root", getRoot());
+}
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyRankInGroup(*this, table, "peer", getPeer());
+}
+LogicalResult SendStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyRankInGroup(*this, table, "peer", getPeer());
+}
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyRankInGroup(*this, table, "peer", getPeer());
+}
+LogicalResult RecvStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyRankInGroup(*this, table, "peer", getPeer());
+}
+
+//===----------------------------------------------------------------------===//
+// WaitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WaitOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> location,
+                                       ValueRange operands, DictionaryAttr,
+                                       OpaqueProperties, RegionRange,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto future = dyn_cast<FutureType>(operands[0].getType());
+  if (!future)
+    return emitOptionalError(location, "braid.wait needs a !braid.future, got ",
+                             operands[0].getType());
+  llvm::append_range(inferred, future.getValueTypes());
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "braid/Dialect/Braid/BraidOps.cpp.inc"

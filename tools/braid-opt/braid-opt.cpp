@@ -1,0 +1,28 @@
+//===- braid-opt.cpp - braid's mlir-opt -------------------------*- C++ -*-===//
+//
+// Parses, verifies, transforms and prints braid IR, like mlir-opt: the tool
+// for running single passes in tests and experiments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<braid::BraidDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect, mlir::shard::ShardDialect,
+                  mlir::tensor::TensorDialect>();
+  mlir::registerTransformsPasses();
+  braid::registerBraidPasses();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "braid optimizer driver\n", registry));
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages braid needs, when they are missing. Idempotent:
+# when everything is present it only runs dpkg-query and returns in a second.
+#
+# Usage: utils/setup.sh
+set -euo pipefail
+
+packages=(
+  # LLVM/MLIR 22: headers, libMLIR.so, mlir-tblgen, lit, FileCheck.
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  # Build tools: clang-14 + lld with ninja is the fastest build here.
+  cmake ninja-build clang-14 lld
+  # lit runs under Debian's python3.
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = installed ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing missing packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
