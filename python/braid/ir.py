@@ -1,0 +1,247 @@
+"""A small builder that writes graph-level braid IR as text.
+
+It tracks shapes so that each op's result type is computed, not typed by
+hand; braid-opt's verifiers check the result. Only the standard library is
+used, so any python3 runs it.
+"""
+
+import math
+
+
+class Value:
+    """An SSA value of tensor type."""
+
+    def __init__(self, name, shape, dtype):
+        self.name = name
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+    @property
+    def type(self):
+        if not self.shape:
+            return "tensor<%s>" % self.dtype
+        return "tensor<%sx%s>" % ("x".join(str(d) for d in self.shape), self.dtype)
+
+    def __str__(self):
+        return self.name
+
+
+def _float(x):
+    """MLIR's spelling of an f64 attribute value."""
+    return "%e" % x
+
+
+class StepBuilder:
+    """Builds one `func.func` training step on a data-parallel grid."""
+
+    def __init__(self, name, world_size, grid="world"):
+        self.name = name
+        self.grid = grid
+        self.world_size = world_size
+        self.args = []       # (Value, role kind, role name)
+        self.results = []    # (Value, role kind or None, role name)
+        self.body = []
+        self._names = {}
+        self._params = {}
+
+    # -- naming -----------------------------------------------------------
+    def _fresh(self, hint):
+        hint = "".join(c if c.isalnum() else "_" for c in hint)
+        n = self._names.get(hint, 0)
+        self._names[hint] = n + 1
+        return "%%%s%s" % (hint, "" if n == 0 else "_%d" % n)
+
+    def _emit(self, hint, shape, dtype, text):
+        v = Value(self._fresh(hint), shape, dtype)
+        self.body.append("%s = %s" % (v.name, text))
+        return v
+
+    def _emit_multi(self, hints, shapes, dtypes, text):
+        vals = [Value(self._fresh(h), s, d) for h, s, d in zip(hints, shapes, dtypes)]
+        self.body.append("%s = %s" % (", ".join(v.name for v in vals), text))
+        return vals
+
+    # -- arguments and results ---------------------------------------------
+    def arg(self, kind, name, shape, dtype="f32"):
+        v = Value(self._fresh(name), shape, dtype)
+        self.args.append((v, kind, name))
+        if kind == "parameter":
+            self._params[name] = v
+        return v
+
+    def param(self, name, shape, dtype="f32"):
+        return self.arg("parameter", name, shape, dtype)
+
+    def result(self, value, kind=None, name=None):
+        self.results.append((value, kind, name))
+
+    # -- compute ops ---------------------------------------------------------
+    def matmul(self, a, b, ta=False, tb=False, hint="mm"):
+        m = a.shape[-1] if ta else a.shape[-2]
+        k = a.shape[-2] if ta else a.shape[-1]
+        kb = b.shape[-1] if tb else b.shape[-2]
+        n = b.shape[-2] if tb else b.shape[-1]
+        assert k == kb, (a.shape, b.shape, ta, tb)
+        shape = a.shape[:-2] + (m, n)
+        attrs = [x for x, on in (("transpose_a", ta), ("transpose_b", tb)) if on]
+        attr = " {%s}" % ", ".join(attrs) if attrs else ""
+        r = Value(None, shape, a.dtype)
+        return self._emit(hint, shape, a.dtype, "braid.matmul %s, %s%s : %s, %s -> %s"
+                          % (a, b, attr, a.type, b.type, r.type))
+
+    def _binary(self, op, a, b, hint):
+        assert a.shape == b.shape, (op, a.shape, b.shape)
+        return self._emit(hint, a.shape, a.dtype, "braid.%s %s, %s : %s" % (op, a, b, a.type))
+
+    def add(self, a, b, hint="add"):
+        return self._binary("add", a, b, hint)
+
+    def mul(self, a, b, hint="mul"):
+        return self._binary("mul", a, b, hint)
+
+    def scale(self, x, factor, hint="scaled"):
+        return self._emit(hint, x.shape, x.dtype, "braid.scale %s by %s : %s" % (x, _float(factor), x.type))
+
+    def bias_add(self, x, b, hint="biased"):
+        return self._emit(hint, x.shape, x.dtype, "braid.bias_add %s, %s : %s, %s" % (x, b, x.type, b.type))
+
+    def reduce_sum(self, x, dims, hint="sum"):
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in dims)
+        r = Value(None, shape, x.dtype)
+        return self._emit(hint, shape, x.dtype, "braid.reduce_sum %s dims = [%s] : %s -> %s"
+                          % (x, ", ".join(map(str, dims)), x.type, r.type))
+
+    def _unary(self, op, x, hint, attrs=""):
+        return self._emit(hint, x.shape, x.dtype, "braid.%s %s%s : %s" % (op, x, attrs, x.type))
+
+    def relu(self, x, hint="relu"):
+        return self._unary("relu", x, hint)
+
+    def relu_backward(self, dy, y, hint="drelu"):
+        return self._emit(hint, y.shape, y.dtype, "braid.relu_backward %s, %s : %s" % (dy, y, y.type))
+
+    def gelu(self, x, hint="gelu"):
+        return self._unary("gelu", x, hint, " {approximate_tanh}")
+
+    def gelu_backward(self, dy, x, hint="dgelu"):
+        return self._emit(hint, x.shape, x.dtype,
+                          "braid.gelu_backward %s, %s {approximate_tanh} : %s" % (dy, x, x.type))
+
+    def softmax(self, x, dim, hint="probs"):
+        return self._emit(hint, x.shape, x.dtype, "braid.softmax %s dim = %d : %s" % (x, dim, x.type))
+
+    def softmax_backward(self, dy, y, dim, hint="dsoftmax"):
+        return self._emit(hint, y.shape, y.dtype,
+                          "braid.softmax_backward %s, %s dim = %d : %s" % (dy, y, dim, y.type))
+
+    def causal_mask(self, x, fill, hint="masked"):
+        return self._emit(hint, x.shape, x.dtype,
+                          "braid.causal_mask %s fill = %s : %s" % (x, _float(fill), x.type))
+
+    def layer_norm(self, x, gamma, beta, eps=1e-5, hint="ln"):
+        stats = Value(None, x.shape[:len(x.shape) - len(gamma.shape)], "f32")
+        return self._emit_multi(
+            [hint, hint + "_mean", hint + "_rstd"], [x.shape, stats.shape, stats.shape],
+            [x.dtype, "f32", "f32"],
+            "braid.layer_norm %s, %s, %s eps = %s : %s, %s -> %s"
+            % (x, gamma, beta, _float(eps), x.type, gamma.type, stats.type))
+
+    def layer_norm_backward(self, dy, x, mean, rstd, gamma, hint="dln"):
+        return self._emit_multi(
+            [hint + "_dx", hint + "_dgamma", hint + "_dbeta"],
+            [x.shape, gamma.shape, gamma.shape], [x.dtype] * 3,
+            "braid.layer_norm_backward %s, %s, %s, %s, %s : %s, %s, %s"
+            % (dy, x, mean, rstd, gamma, x.type, mean.type, gamma.type))
+
+    def cross_entropy(self, logits, labels, hint="loss"):
+        return self._emit(hint, (), logits.dtype,
+                          "braid.cross_entropy %s, %s reduction = mean : %s, %s -> tensor<%s>"
+                          % (logits, labels, logits.type, labels.type, logits.dtype))
+
+    def cross_entropy_backward(self, dloss, logits, labels, hint="dlogits"):
+        return self._emit(hint, logits.shape, logits.dtype,
+                          "braid.cross_entropy_backward %s, %s, %s reduction = mean : %s, %s, %s"
+                          % (dloss, logits, labels, dloss.type, logits.type, labels.type))
+
+    def embedding(self, table, ids, hint="emb"):
+        shape = ids.shape + (table.shape[1],)
+        r = Value(None, shape, table.dtype)
+        return self._emit(hint, shape, table.dtype, "braid.embedding %s, %s : %s, %s -> %s"
+                          % (table, ids, table.type, ids.type, r.type))
+
+    def embedding_backward(self, dy, ids, table_shape, hint="demb"):
+        r = Value(None, table_shape, dy.dtype)
+        return self._emit(hint, table_shape, dy.dtype, "braid.embedding_backward %s, %s : %s, %s -> %s"
+                          % (dy, ids, dy.type, ids.type, r.type))
+
+    def reshape(self, x, shape, hint="view"):
+        assert math.prod(shape) == math.prod(x.shape), (x.shape, shape)
+        r = Value(None, shape, x.dtype)
+        return self._emit(hint, shape, x.dtype, "braid.reshape %s : %s -> %s" % (x, x.type, r.type))
+
+    def transpose(self, x, perm, hint="t"):
+        shape = tuple(x.shape[p] for p in perm)
+        r = Value(None, shape, x.dtype)
+        return self._emit(hint, shape, x.dtype, "braid.transpose %s permutation = [%s] : %s -> %s"
+                          % (x, ", ".join(map(str, perm)), x.type, r.type))
+
+    def broadcast(self, x, dims, shape, hint="bcast"):
+        r = Value(None, shape, x.dtype)
+        return self._emit(hint, shape, x.dtype, "braid.broadcast %s dims = [%s] : %s -> %s"
+                          % (x, ", ".join(map(str, dims)), x.type, r.type))
+
+    def slice(self, x, offsets, shape, hint="slice"):
+        r = Value(None, shape, x.dtype)
+        return self._emit(hint, shape, x.dtype, "braid.slice %s offsets = [%s] : %s -> %s"
+                          % (x, ", ".join(map(str, offsets)), x.type, r.type))
+
+    def concat(self, xs, dim, hint="cat"):
+        shape = list(xs[0].shape)
+        shape[dim] = sum(x.shape[dim] for x in xs)
+        r = Value(None, shape, xs[0].dtype)
+        return self._emit(hint, shape, xs[0].dtype, "braid.concat %s dim = %d : %s -> %s"
+                          % (", ".join(map(str, xs)), dim, ", ".join(x.type for x in xs), r.type))
+
+    def constant(self, value, dtype="f32", hint="cst"):
+        return self._emit(hint, (), dtype, "braid.constant dense<%s> : tensor<%s>" % (_float(value), dtype))
+
+    # -- collectives and optimizers -------------------------------------------
+    def grad_all_reduce(self, grad, param_name):
+        """The data-parallel average of one parameter's gradient."""
+        hint = "g_" + param_name
+        return self._emit(hint, grad.shape, grad.dtype,
+                          'braid.all_reduce %s on @%s grid_axes = [0] reduction = avg grad_of = ["%s"] : %s'
+                          % (grad, self.grid, param_name, grad.type))
+
+    def sgd(self, name, grad, buf, lr, momentum, weight_decay=0.0):
+        p = self._params[name]
+        return self._emit_multi(
+            ["new_" + name, "new_" + name + ".momentum"], [p.shape] * 2, [p.dtype] * 2,
+            "braid.sgd %s, %s, %s lr = %s momentum = %s weight_decay = %s : %s"
+            % (p, grad, buf, _float(lr), _float(momentum), _float(weight_decay), p.type))
+
+    def adamw(self, name, grad, m, v, step, lr, betas, eps, weight_decay):
+        p = self._params[name]
+        return self._emit_multi(
+            ["new_" + name, "new_" + name + ".exp_avg", "new_" + name + ".exp_avg_sq"],
+            [p.shape] * 3, [p.dtype] * 3,
+            "braid.adamw %s, %s, %s, %s, %s lr = %s beta1 = %s beta2 = %s eps = %s weight_decay = %s : %s, %s"
+            % (p, grad, m, v, step, _float(lr), _float(betas[0]), _float(betas[1]), _float(eps),
+               _float(weight_decay), p.type, step.type))
+
+    # -- output ------------------------------------------------------------------
+    def text(self, header=""):
+        out = [header] if header else []
+        out.append("shard.grid @%s(shape = %d)" % (self.grid, self.world_size))
+        out.append("")
+        args = ",\n    ".join('%s: %s {braid.role = #braid.role<%s "%s">}' % (v, v.type, k, n)
+                              for v, k, n in self.args)
+        res = []
+        for v, k, n in self.results:
+            res.append('%s {braid.role = #braid.role<%s "%s">}' % (v.type, k, n) if k else v.type)
+        out.append("func.func @%s(\n    %s)\n    -> (%s) {" % (self.name, args, ",\n        ".join(res)))
+        out.extend("  " + line for line in self.body)
+        out.append("  return %s\n      : %s" % (", ".join(str(v) for v, _, _ in self.results),
+                                            ", ".join(v.type for v, _, _ in self.results)))
+        out.append("}")
+        return "\n".join(out) + "\n"

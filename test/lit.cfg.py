@@ -1,0 +1,20 @@
+# The braid regression tests: braid-opt on small inputs, checked by FileCheck
+# and --verify-diagnostics. They need nothing but the build.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "braid"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.braid_obj_root, "test")
+
+config.substitutions.append(("%examples", os.path.join(config.braid_src_root, "examples")))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(["braid-opt"], [config.braid_tools_dir])
