@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds braid and runs every test suite: the regression tests (test/) and the
+# integration tests (integration_test/). Ends with one line
+# `N passed, N failed, N skipped` summed over all suites, and exits non-zero if
+# any test failed.
+#
+# Usage: utils/run-tests.sh [extra lit options...]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="$root/build"
+
+bash "$root/utils/build.sh" || { echo "0 passed, 1 failed"; exit 1; }
+
+status=0
+results=()
+for suite in test integration_test; do
+  xml="$build/$suite-results.xml"
+  rm -f "$xml"
+  echo "== lit: $suite"
+  /usr/bin/python3 /usr/lib/llvm-22/bin/lit -sv --xunit-xml-output="$xml" "$@" \
+    "$build/$suite" || status=1
+  results+=("$xml")
+done
+
+/usr/bin/python3 "$root/utils/sum-lit-results.py" "${results[@]}" || status=1
+exit $status
