@@ -124,7 +124,7 @@ func.func @optimizers(%p: tensor<16x16xf32>, %g: tensor<16x16xf32>,
   %0:2 = braid.sgd %p, %g, %m lr = 0.01 momentum = 0.9 weight_decay = 0.0 : tensor<16x16xf32>
   // CHECK: braid.sgd {{.*}} weight_decay = 1.000000e-04 {nesterov} : tensor<16x16xf32>
   %1:2 = braid.sgd %p, %g, %m lr = 0.01 momentum = 0.9 weight_decay = 1.0e-4 {nesterov} : tensor<16x16xf32>
-  // CHECK: braid.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr = 3.000000e-04 beta1 = 9.000000e-01 beta2 = 9.990000e-01 eps = 1.000000e-08 weight_decay = 1.000000e-01 : tensor<16x16xf32>, tensor<f32>
+  // CHECK: braid.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr = 3.000000e-04 beta1 = 9.000000e-01 beta2 = 0.99899999999999999 eps = 1.000000e-08 weight_decay = 1.000000e-01 : tensor<16x16xf32>, tensor<f32>
   %2:3 = braid.adamw %p, %g, %m, %v, %step lr = 3.0e-4 beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.1 : tensor<16x16xf32>, tensor<f32>
   return
 }
