@@ -1,0 +1,607 @@
+// RUN: braid-opt %s --split-input-file --verify-diagnostics
+
+func.func @matmul_lhs_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @below {{'braid.matmul' op lhs must have rank 2 or more, but has rank 1}}
+  %0 = braid.matmul %a, %b : tensor<8xf32>, tensor<8x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rhs_rank(%a: tensor<2x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @below {{rhs must have rank 2 or more, but has rank 1}}
+  %0 = braid.matmul %a, %b : tensor<2x8xf32>, tensor<8xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_operand_types(%a: tensor<2x8xf32>, %b: tensor<8x4xbf16>) {
+  // expected-error @below {{lhs element type 'f32' differs from rhs element type 'bf16'}}
+  %0 = braid.matmul %a, %b : tensor<2x8xf32>, tensor<8x4xbf16> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_type(%a: tensor<2x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @below {{lhs element type 'f32' differs from result element type 'bf16'}}
+  %0 = braid.matmul %a, %b : tensor<2x8xf32>, tensor<8x4xf32> -> tensor<2x4xbf16>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<3x2x8xf32>, %b: tensor<4x8x4xf32>) {
+  // expected-error @below {{batch dimensions 3 of lhs and 4 of rhs differ (rhs may also have rank 2)}}
+  %0 = braid.matmul %a, %b : tensor<3x2x8xf32>, tensor<4x8x4xf32> -> tensor<3x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contracting(%a: tensor<2x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @below {{contracting sizes differ: lhs has 8, rhs has 4}}
+  %0 = braid.matmul %a, %b : tensor<2x8xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_shape(%a: tensor<2x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @below {{result has shape 2x8, expected 2x4}}
+  %0 = braid.matmul %a, %b {transpose_b} : tensor<2x8xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @elementwise_types(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @below {{requires the same type for all operands and results}}
+  %0 = "braid.add"(%a, %b) : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @integer_compute(%a: tensor<2x8xi32>) {
+  // expected-error @below {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<2x8xi32>'}}
+  %0 = braid.relu %a : tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?x8xf32>) {
+  // expected-error @below {{must be statically shaped tensor}}
+  %0 = braid.relu %a : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @bias_add_scalar_input(%a: tensor<f32>, %b: tensor<1xf32>) {
+  // expected-error @below {{input must have rank 1 or more}}
+  %0 = braid.bias_add %a, %b : tensor<f32>, tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @bias_add_rank(%a: tensor<2x8xf32>, %b: tensor<1x8xf32>) {
+  // expected-error @below {{bias must have rank 1, but has rank 2}}
+  %0 = braid.bias_add %a, %b : tensor<2x8xf32>, tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @bias_add_size(%a: tensor<2x8xf32>, %b: tensor<2xf32>) {
+  // expected-error @below {{bias size 2 differs from the last dimension of the input (8)}}
+  %0 = braid.bias_add %a, %b : tensor<2x8xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @bias_add_type(%a: tensor<2x8xf32>, %b: tensor<8xbf16>) {
+  // expected-error @below {{input element type 'f32' differs from bias element type 'bf16'}}
+  %0 = braid.bias_add %a, %b : tensor<2x8xf32>, tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%a: tensor<2x8xf32>) {
+  // expected-error @below {{result has shape 8x2, expected 2x8}}
+  %0 = braid.cast %a : tensor<2x8xf32> -> tensor<8x2xbf16>
+  return
+}
+
+// -----
+
+func.func @reduce_no_dims(%a: tensor<2x8xf32>) {
+  // expected-error @below {{dims must not be empty}}
+  %0 = braid.reduce_sum %a dims = [] : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_range(%a: tensor<2x8xf32>) {
+  // expected-error @below {{reduced dimension 2 is out of range for rank 2}}
+  %0 = braid.reduce_mean %a dims = [2] : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_order(%a: tensor<2x8xf32>) {
+  // expected-error @below {{dims must be strictly increasing, but 0 follows 1}}
+  %0 = braid.reduce_sum %a dims = [1, 0] : tensor<2x8xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @reduce_type(%a: tensor<2x8xf32>) {
+  // expected-error @below {{input element type 'f32' differs from result element type 'bf16'}}
+  %0 = braid.reduce_sum %a dims = [0] : tensor<2x8xf32> -> tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @reduce_shape(%a: tensor<2x8xf32>) {
+  // expected-error @below {{result has shape 8, expected 1x8}}
+  %0 = braid.reduce_sum %a dims = [0] {keep_dims} : tensor<2x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_dim(%a: tensor<2x8xf32>) {
+  // expected-error @below {{'braid.softmax' op dim 2 is out of range for rank 2}}
+  %0 = braid.softmax %a dim = 2 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_backward_dim(%a: tensor<2x8xf32>) {
+  // expected-error @below {{'braid.softmax_backward' op dim -1 is out of range for rank 2}}
+  %0 = braid.softmax_backward %a, %a dim = -1 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_dim(%a: tensor<2x8xf32>) {
+  // expected-error @below {{'braid.log_softmax' op dim 5 is out of range for rank 2}}
+  %0 = braid.log_softmax %a dim = 5 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_backward_dim(%a: tensor<2x8xf32>) {
+  // expected-error @below {{'braid.log_softmax_backward' op dim 2 is out of range for rank 2}}
+  %0 = braid.log_softmax_backward %a, %a dim = 2 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @causal_mask_rank(%a: tensor<8xf32>) {
+  // expected-error @below {{input must have rank 2 or more, but has rank 1}}
+  %0 = braid.causal_mask %a fill = 0.0 : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @causal_mask_square(%a: tensor<2x4x8xf32>) {
+  // expected-error @below {{the last two dimensions must be equal, but are 4 and 8}}
+  %0 = braid.causal_mask %a fill = 0.0 : tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_eps(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @below {{epsilon must be positive, but is 0}}
+  %y, %m, %r = braid.layer_norm %x, %g, %g eps = 0.0 : tensor<4x16xf32>, tensor<16xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_gamma_rank(%x: tensor<16xf32>, %g: tensor<1x16xf32>) {
+  // expected-error @below {{gamma must have rank between 1 and the input's rank (1), but has rank 2}}
+  %y, %m, %r = braid.layer_norm %x, %g, %g eps = 1.0e-5 : tensor<16xf32>, tensor<1x16xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_gamma_shape(%x: tensor<4x16xf32>, %g: tensor<8xf32>) {
+  // expected-error @below {{gamma shape 8 differs from the trailing dimensions of the input (16)}}
+  %y, %m, %r = braid.layer_norm %x, %g, %g eps = 1.0e-5 : tensor<4x16xf32>, tensor<8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_gamma_type(%x: tensor<4x16xf32>, %g: tensor<16xbf16>) {
+  // expected-error @below {{input element type 'f32' differs from gamma element type 'bf16'}}
+  %y, %m, %r = braid.layer_norm %x, %g, %g eps = 1.0e-5 : tensor<4x16xf32>, tensor<16xbf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_stats(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @below {{mean has shape 16, expected 4}}
+  %y, %m, %r = braid.layer_norm %x, %g, %g eps = 1.0e-5 : tensor<4x16xf32>, tensor<16xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_backward_stats(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %m: tensor<2xf32>) {
+  // expected-error @below {{'braid.layer_norm_backward' op mean has shape 2, expected 4}}
+  %0:3 = braid.layer_norm_backward %x, %x, %m, %m, %g : tensor<4x16xf32>, tensor<2xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @nll_loss_rank(%x: tensor<4x8x16xf32>, %l: tensor<4xi64>) {
+  // expected-error @below {{'braid.nll_loss' op input must have rank 2 ([N, C]), but has rank 3}}
+  %0 = braid.nll_loss %x, %l reduction = mean : tensor<4x8x16xf32>, tensor<4xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels(%x: tensor<4x16xf32>, %l: tensor<8xi64>) {
+  // expected-error @below {{'braid.cross_entropy' op labels have shape 8, expected 4}}
+  %0 = braid.cross_entropy %x, %l reduction = sum : tensor<4x16xf32>, tensor<8xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @nll_loss_backward_labels(%d: tensor<f32>, %x: tensor<4x16xf32>, %l: tensor<4x1xi64>) {
+  // expected-error @below {{'braid.nll_loss_backward' op labels have shape 4x1, expected 4}}
+  %0 = braid.nll_loss_backward %d, %x, %l reduction = mean : tensor<f32>, tensor<4x16xf32>, tensor<4x1xi64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_backward_rank(%d: tensor<f32>, %x: tensor<16xf32>, %l: tensor<16xi64>) {
+  // expected-error @below {{'braid.cross_entropy_backward' op input must have rank 2 ([N, C]), but has rank 1}}
+  %0 = braid.cross_entropy_backward %d, %x, %l reduction = mean : tensor<f32>, tensor<16xf32>, tensor<16xi64>
+  return
+}
+
+// -----
+
+func.func @loss_float_labels(%x: tensor<4x16xf32>, %l: tensor<4xf32>) {
+  // expected-error @below {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = "braid.cross_entropy"(%x, %l) : (tensor<4x16xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @embedding_table_rank(%t: tensor<100xf32>, %i: tensor<4xi64>) {
+  // expected-error @below {{table must have rank 2 ([V, D]), but has rank 1}}
+  %0 = braid.embedding %t, %i : tensor<100xf32>, tensor<4xi64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_type(%t: tensor<100x16xf32>, %i: tensor<4xi64>) {
+  // expected-error @below {{table element type 'f32' differs from rows element type 'bf16'}}
+  %0 = braid.embedding %t, %i : tensor<100x16xf32>, tensor<4xi64> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @embedding_shape(%t: tensor<100x16xf32>, %i: tensor<4xi64>) {
+  // expected-error @below {{rows has shape 4x8, expected 4x16}}
+  %0 = braid.embedding %t, %i : tensor<100x16xf32>, tensor<4xi64> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_backward_shape(%d: tensor<4x8xf32>, %i: tensor<4xi64>) {
+  // expected-error @below {{'braid.embedding_backward' op rows has shape 4x8, expected 4x16}}
+  %0 = braid.embedding_backward %d, %i : tensor<4x8xf32>, tensor<4xi64> -> tensor<100x16xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_type(%a: tensor<2x8xf32>) {
+  // expected-error @below {{input element type 'f32' differs from result element type 'bf16'}}
+  %0 = braid.reshape %a : tensor<2x8xf32> -> tensor<16xbf16>
+  return
+}
+
+// -----
+
+func.func @reshape_size(%a: tensor<2x8xf32>) {
+  // expected-error @below {{input has 16 elements but result has 15}}
+  %0 = braid.reshape %a : tensor<2x8xf32> -> tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_length(%a: tensor<2x8xf32>) {
+  // expected-error @below {{permutation has 3 entries for an input of rank 2}}
+  %0 = braid.transpose %a permutation = [0, 1, 2] : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_range(%a: tensor<2x8xf32>) {
+  // expected-error @below {{permutation entry 2 is out of range for rank 2}}
+  %0 = braid.transpose %a permutation = [2, 0] : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_repeat(%a: tensor<2x8xf32>) {
+  // expected-error @below {{permutation repeats dimension 0}}
+  %0 = braid.transpose %a permutation = [0, 0] : tensor<2x8xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_type(%a: tensor<2x8xf32>) {
+  // expected-error @below {{input element type 'f32' differs from result element type 'f16'}}
+  %0 = braid.transpose %a permutation = [1, 0] : tensor<2x8xf32> -> tensor<8x2xf16>
+  return
+}
+
+// -----
+
+func.func @transpose_shape(%a: tensor<2x8xf32>) {
+  // expected-error @below {{result has shape 2x8, expected 8x2}}
+  %0 = braid.transpose %a permutation = [1, 0] : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_rank(%a: tensor<8xf32>) {
+  // expected-error @below {{input rank 1 plus 2 new dimensions differs from result rank 2}}
+  %0 = braid.broadcast %a dims = [0, 1] : tensor<8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_range(%a: tensor<8xf32>) {
+  // expected-error @below {{new dimension 2 is out of range for rank 2}}
+  %0 = braid.broadcast %a dims = [2] : tensor<8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_order(%a: tensor<8xf32>) {
+  // expected-error @below {{dims must be strictly increasing, but 0 follows 1}}
+  %0 = braid.broadcast %a dims = [1, 0] : tensor<8xf32> -> tensor<4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_kept(%a: tensor<8xf32>) {
+  // expected-error @below {{result dimensions 4 other than the new ones differ from the input shape 8}}
+  %0 = braid.broadcast %a dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_type(%a: tensor<8xf32>) {
+  // expected-error @below {{input element type 'f32' differs from result element type 'bf16'}}
+  %0 = braid.broadcast %a dims = [0] : tensor<8xf32> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @slice_rank(%a: tensor<2x8xf32>) {
+  // expected-error @below {{result rank 1 differs from input rank 2}}
+  %0 = braid.slice %a offsets = [0, 0] : tensor<2x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_offsets(%a: tensor<2x8xf32>) {
+  // expected-error @below {{needs 2 offsets and strides, one per dimension}}
+  %0 = braid.slice %a offsets = [0] : tensor<2x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_stride(%a: tensor<2x8xf32>) {
+  // expected-error @below {{stride 0 of dimension 1 must be positive}}
+  %0 = braid.slice %a offsets = [0, 0] strides = [1, 0] : tensor<2x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%a: tensor<2x8xf32>) {
+  // expected-error @below {{dimension 1 reads from offset 6 4 elements with stride 1, past the input size 8}}
+  %0 = braid.slice %a offsets = [0, 6] : tensor<2x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_type(%a: tensor<2x8xf32>) {
+  // expected-error @below {{input element type 'f32' differs from result element type 'bf16'}}
+  %0 = braid.slice %a offsets = [0, 0] : tensor<2x8xf32> -> tensor<2x4xbf16>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error @below {{needs at least one input}}
+  %0 = "braid.concat"() {dim = 0 : i64} : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_dim(%a: tensor<2x8xf32>) {
+  // expected-error @below {{dim 2 is out of range for rank 2}}
+  %0 = braid.concat %a, %a dim = 2 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_rank(%a: tensor<2x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @below {{input #1 has rank 1, the result has rank 2}}
+  %0 = braid.concat %a, %b dim = 0 : tensor<2x8xf32>, tensor<8xf32> -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_type(%a: tensor<2x8xf32>, %b: tensor<2x8xbf16>) {
+  // expected-error @below {{input #1 element type 'bf16' differs from the result element type 'f32'}}
+  %0 = braid.concat %a, %b dim = 0 : tensor<2x8xf32>, tensor<2x8xbf16> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_other_dim(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @below {{input #1 has size 4 in dimension 1, the result has 8}}
+  %0 = braid.concat %a, %b dim = 0 : tensor<2x8xf32>, tensor<2x4xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_total(%a: tensor<2x8xf32>) {
+  // expected-error @below {{inputs add up to 4 in dimension 0, the result has 5}}
+  %0 = braid.concat %a, %a dim = 0 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_lr(%p: tensor<4xf32>) {
+  // expected-error @below {{lr must be positive, but is 0}}
+  %0:2 = braid.sgd %p, %p, %p lr = 0.0 momentum = 0.9 weight_decay = 0.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_momentum(%p: tensor<4xf32>) {
+  // expected-error @below {{momentum must be non-negative, but is -5.000000e-01}}
+  %0:2 = braid.sgd %p, %p, %p lr = 0.1 momentum = -0.5 weight_decay = 0.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_weight_decay(%p: tensor<4xf32>) {
+  // expected-error @below {{weight_decay must be non-negative, but is -1}}
+  %0:2 = braid.sgd %p, %p, %p lr = 0.1 momentum = 0.9 weight_decay = -1.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_dampening(%p: tensor<4xf32>) {
+  // expected-error @below {{dampening must be in [0, 1], but is 2}}
+  %0:2 = braid.sgd %p, %p, %p lr = 0.1 momentum = 0.9 weight_decay = 0.0 {dampening = 2.0} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_nesterov(%p: tensor<4xf32>) {
+  // expected-error @below {{nesterov needs a positive momentum and zero dampening}}
+  %0:2 = braid.sgd %p, %p, %p lr = 0.1 momentum = 0.0 weight_decay = 0.0 {nesterov} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<4xbf16>) {
+  // expected-error @below {{all of {param, grad, momentum_buffer, new_param, new_momentum_buffer} have same type}}
+  %0:2 = "braid.sgd"(%p, %g, %p) {lr = 0.1, momentum = 0.9, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_lr(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @below {{lr must be positive, but is -1}}
+  %0:3 = braid.adamw %p, %p, %p, %p, %s lr = -1.0 beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_beta1(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @below {{beta1 must be in [0, 1), but is 1}}
+  %0:3 = braid.adamw %p, %p, %p, %p, %s lr = 1.0e-3 beta1 = 1.0 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_beta2(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @below {{beta2 must be in [0, 1), but is -5.000000e-01}}
+  %0:3 = braid.adamw %p, %p, %p, %p, %s lr = 1.0e-3 beta1 = 0.9 beta2 = -0.5 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_eps(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @below {{eps must be positive, but is 0}}
+  %0:3 = braid.adamw %p, %p, %p, %p, %s lr = 1.0e-3 beta1 = 0.9 beta2 = 0.999 eps = 0.0 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_weight_decay(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @below {{weight_decay must be non-negative, but is -1.000000e-01}}
+  %0:3 = braid.adamw %p, %p, %p, %p, %s lr = 1.0e-3 beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = -0.1 : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_step(%p: tensor<4xf32>) {
+  // expected-error @below {{operand #4 must be 0D tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xf32>'}}
+  %0:3 = braid.adamw %p, %p, %p, %p, %p lr = 1.0e-3 beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<4xf32>
+  return
+}
