@@ -751,8 +751,10 @@ static LogicalResult verifyCollectiveBroadcast(Op op) {
     return op.emitOpError() << "yields " << result
                             << ", which differs from the input type "
                             << op.getInput().getType();
-  if (op.getRoot() < 0)
-    return op.emitOpError() << "root " << op.getRoot() << " is negative";
+  // I64Attr accessors return uint64_t; read the root as signed.
+  int64_t root = op.getRoot();
+  if (root < 0)
+    return op.emitOpError() << "root " << root << " is negative";
   return success();
 }
 

@@ -1,0 +1,117 @@
+// RUN: braid-opt %s --split-input-file --verify-diagnostics
+
+// expected-error @below {{argument #0 has unknown braid attribute 'braid.param'}}
+func.func @unknown_arg_attr(%w: tensor<4xf32> {braid.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{argument #0: 'braid.role' must be a #braid.role attribute, but is "w"}}
+func.func @arg_role_not_role(%w: tensor<4xf32> {braid.role = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{argument #0: role 'loss' is only for function results}}
+func.func @arg_loss(%l: tensor<f32> {braid.role = #braid.role<loss "loss">}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{argument #0 ('w') must be a statically shaped tensor, but is 'tensor<?xf32>'}}
+func.func @arg_dynamic(%w: tensor<?xf32> {braid.role = #braid.role<parameter "w">}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{argument #1 repeats the name 'w' of argument #0}}
+func.func @arg_repeated(%w: tensor<4xf32> {braid.role = #braid.role<parameter "w">},
+                        %m: tensor<4xf32> {braid.role = #braid.role<optimizer_state "w">}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{result #0 has unknown braid attribute 'braid.output'}}
+func.func @unknown_result_attr(%w: tensor<4xf32>) -> (tensor<4xf32> {braid.output}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{result #0: 'braid.role' must be a #braid.role attribute, but is 1 : i64}}
+func.func @result_role_not_role(%w: tensor<4xf32>) -> (tensor<4xf32> {braid.role = 1}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{result #0: role 'batch' is only for function arguments}}
+func.func @result_batch(%w: tensor<4xf32>) -> (tensor<4xf32> {braid.role = #braid.role<batch "x">}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{result #0: the loss must be a rank-0 float tensor, but is 'tensor<4xf32>'}}
+func.func @loss_not_scalar(%w: tensor<4xf32>) -> (tensor<4xf32> {braid.role = #braid.role<loss "loss">}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{result #0 is the updated parameter 'w', but argument #0 of that name is optimizer_state}}
+func.func @result_kind(%w: tensor<4xf32> {braid.role = #braid.role<optimizer_state "w">})
+    -> (tensor<4xf32> {braid.role = #braid.role<parameter "w">}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{result #0 is the updated 'w' of type 'tensor<8xf32>', but argument #0 has type 'tensor<4xf32>'}}
+func.func @result_type(%w: tensor<4xf32> {braid.role = #braid.role<parameter "w">}, %x: tensor<8xf32>)
+    -> (tensor<8xf32> {braid.role = #braid.role<parameter "w">}) {
+  return %x : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @below {{result #0 is the updated optimizer_state 'w.m', but no argument has that name}}
+func.func @result_unknown(%w: tensor<4xf32>) -> (tensor<4xf32> {braid.role = #braid.role<optimizer_state "w.m">}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+func.func @stream_not_stream(%x: tensor<4xf32>) {
+  // expected-error @below {{'braid.stream' must be a #braid.stream attribute, but is 0 : i64}}
+  %0 = braid.relu %x {braid.stream = 0} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_op_attr(%x: tensor<4xf32>) {
+  // expected-error @below {{unknown braid attribute 'braid.streams'}}
+  %0 = braid.relu %x {braid.streams = 0} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @below {{a parameter role needs a non-empty name}}
+func.func @empty_name(%w: tensor<4xf32> {braid.role = #braid.role<parameter "">}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{failed to parse Braid_StreamAttr parameter 'kind' which is to be a `::braid::StreamKind`}}
+// expected-error @below {{expected ::braid::StreamKind to be one of: compute, comm}}
+func.func @bad_stream_kind(%x: tensor<4xf32>) attributes {s = #braid.stream<copy, 0>} {
+  return
+}
