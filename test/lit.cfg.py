@@ -9,7 +9,7 @@ from lit.llvm import llvm_config
 config.name = "braid"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.braid_obj_root, "test")
 
