@@ -14,6 +14,10 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.braid_obj_root, "test")
 
 config.substitutions.append(("%examples", os.path.join(config.braid_src_root, "examples")))
+config.substitutions.append(("%braid_src", config.braid_src_root))
+# lit itself runs under Debian's python3; the few script-driven checks here
+# use the same interpreter and only its standard library.
+config.substitutions.append(("%python", "/usr/bin/python3"))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -36,3 +36,11 @@ func.func @wait_event_not_event(%x: tensor<4xf32>) {
   "braid.wait_event"(%x) : (tensor<4xf32>) -> ()
   return
 }
+
+// -----
+
+func.func @wait_custom_not_future(%x: tensor<4xf32>) {
+  // expected-error @below {{braid.wait needs a !braid.future, got 'tensor<4xf32>'}}
+  %0 = braid.wait %x : tensor<4xf32>
+  return
+}

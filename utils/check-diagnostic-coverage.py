@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Checks that every diagnostic the braid dialect can emit is tested.
+
+For each `emitOpError`/`emitError`/`emitOptionalError` statement in the
+dialect's C++ sources, takes the longest string literal of the message and
+looks for it in the expected diagnostics of the lit tests. Prints each
+untested message and exits 1 if there is any.
+
+Usage: check-diagnostic-coverage.py SRC_DIR TEST_DIR
+"""
+
+import pathlib
+import re
+import sys
+
+EMIT = re.compile(r"(emitOpError|emitError|emitOptionalError)\s*\(")
+LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def messages(src_dir):
+    for path in sorted(pathlib.Path(src_dir).glob("*.cpp")):
+        text = path.read_text()
+        for m in EMIT.finditer(text):
+            end = text.find(";", m.end())
+            statement = text[m.start():end]
+            literals = [s.strip() for s in LITERAL.findall(statement)]
+            literals = [s for s in literals if len(s) > 3]
+            if literals:
+                line = text.count("\n", 0, m.start()) + 1
+                yield "%s:%d" % (path.name, line), max(literals, key=len)
+
+
+def expectations(test_dir):
+    found = []
+    for path in pathlib.Path(test_dir).rglob("*"):
+        if path.suffix not in (".mlir", ".test") or not path.is_file():
+            continue
+        for line in path.read_text().splitlines():
+            if "expected-error" in line or re.match(r"\s*[A-Z]+:", line):
+                found.append(line)
+    return "\n".join(found)
+
+
+def main(src_dir, test_dir):
+    tested = expectations(test_dir)
+    missing = [(where, msg) for where, msg in messages(src_dir) if msg not in tested]
+    for where, msg in missing:
+        print("untested diagnostic at %s: \"%s\"" % (where, msg))
+    total = sum(1 for _ in messages(src_dir))
+    print("%d of %d diagnostics tested" % (total - len(missing), total))
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
