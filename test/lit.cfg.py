@@ -15,6 +15,7 @@ config.test_exec_root = os.path.join(config.braid_obj_root, "test")
 
 config.substitutions.append(("%examples", os.path.join(config.braid_src_root, "examples")))
 config.substitutions.append(("%braid_src", config.braid_src_root))
+config.substitutions.append(("%braid_obj", config.braid_obj_root))
 # lit itself runs under Debian's python3; the few script-driven checks here
 # use the same interpreter and only its standard library.
 config.substitutions.append(("%python", "/usr/bin/python3"))

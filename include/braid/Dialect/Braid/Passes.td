@@ -16,10 +16,20 @@ def CostSummary : Pass<"braid-cost-summary", "mlir::ModuleOp"> {
     is not changed.
 
     ```
-    $ braid-opt --braid-cost-summary examples/mlp.mlir -o /dev/null
+    $ braid-opt --braid-cost-summary=top-ops=1 examples/mlp.mlir -o /dev/null
     braid cost summary: @mlp_step
-      compute ops                     22
-      flops                           ...
+      compute ops               18
+      flops                     214608700 (214.61 MFLOP)
+      bytes read                15581348 (14.86 MiB)
+      bytes written             11087488 (10.57 MiB)
+      collectives               4 (4 all_reduce)
+      collective bytes          3256360 (3.11 MiB)
+      parameter tensors         4
+      parameter elements        814090
+      parameter bytes           3256360 (3.11 MiB)
+      gradient bytes to reduce  3256360 (3.11 MiB)
+      top ops by flops:
+        braid.matmul                      5 ops  209453056 (97.6%)
     ```
   }];
   let options = [
