@@ -9,6 +9,7 @@
 #include "braid/Dialect/Braid/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -19,6 +20,7 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<braid::BraidDialect, mlir::arith::ArithDialect,
+                  mlir::cf::ControlFlowDialect,
                   mlir::func::FuncDialect, mlir::shard::ShardDialect,
                   mlir::tensor::TensorDialect>();
   mlir::registerTransformsPasses();

@@ -126,9 +126,11 @@ func.func @grad_of_state(%m: tensor<8xf32> {braid.role = #braid.role<optimizer_s
 // -----
 
 shard.grid @world(shape = 4x2)
-func.func @grad_of_type(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w">}, %g: tensor<4xf32>) {
-  // expected-error @below {{input #0 of type 'tensor<4xf32>' cannot be the gradient of 'w' of type 'tensor<8xf32>'}}
+func.func @grad_of_type(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w">}, %g: tensor<4xf32>, %h: tensor<2x2xf32>) {
+  // A chunk of the gradient is fine.
   %0 = braid.all_reduce %g on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<4xf32>
+  // expected-error @below {{input #0 of type 'tensor<2x2xf32>' is neither the gradient of 'w' of type 'tensor<8xf32>' nor a rank-1 chunk of it}}
+  %1 = braid.all_reduce %h on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<2x2xf32>
   return
 }
 
@@ -338,5 +340,14 @@ shard.grid @world(shape = 4x2)
 func.func @recv_start_peer_range() {
   // expected-error @below {{peer 8 is out of range for a group of 8 ranks}}
   %0 = braid.recv_start on @world grid_axes = [0, 1] peer = 8 : !braid.future<tensor<8xf32>>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @grad_of_chunk_too_large(%w: tensor<2x2xf32> {braid.role = #braid.role<parameter "w">}, %g: tensor<8xf32>) {
+  // expected-error @below {{input #0 of type 'tensor<8xf32>' is neither the gradient of 'w' of type 'tensor<2x2xf32>' nor a rank-1 chunk of it}}
+  %0 = braid.all_reduce %g on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<8xf32>
   return
 }

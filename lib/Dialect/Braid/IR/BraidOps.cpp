@@ -628,12 +628,19 @@ static LogicalResult verifyAllReduce(Op op) {
       return op.emitOpError() << "grad_of names '" << name
                               << "', which is not a parameter argument of @"
                               << func.getName();
-    Type paramType = func.getArgumentTypes()[it->second];
-    if (paramType != inputs[i].getType())
+    auto paramType = cast<RankedTensorType>(func.getArgumentTypes()[it->second]);
+    auto inputType = cast<RankedTensorType>(inputs[i].getType());
+    // The whole gradient, or a chunk of it (braid-bucket-gradients with
+    // split-large): a rank-1 tensor of the element type, no larger.
+    bool whole = paramType == inputType;
+    bool chunk = inputType.getRank() == 1 &&
+                 inputType.getElementType() == paramType.getElementType() &&
+                 inputType.getNumElements() <= paramType.getNumElements();
+    if (!whole && !chunk)
       return op.emitOpError()
-             << "input #" << i << " of type " << inputs[i].getType()
-             << " cannot be the gradient of '" << name << "' of type "
-             << paramType;
+             << "input #" << i << " of type " << inputType
+             << " is neither the gradient of '" << name << "' of type "
+             << paramType << " nor a rank-1 chunk of it";
   }
   return success();
 }

@@ -1,0 +1,141 @@
+//===- AssignStreams.cpp - streams and cross-stream sync --------*- C++ -*-===//
+//
+// Puts every op on the compute stream or a communication stream and inserts
+// record/wait event pairs where a value crosses streams and nothing orders
+// its producer before its user yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ScheduleUtils.h"
+
+#include "braid/Dialect/Braid/BraidOps.h"
+#include "braid/Dialect/Braid/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#define DEBUG_TYPE "braid-assign-streams"
+
+namespace braid {
+#define GEN_PASS_DEF_ASSIGNSTREAMS
+#include "braid/Dialect/Braid/Passes.h.inc"
+} // namespace braid
+
+using namespace mlir;
+using namespace braid;
+
+namespace {
+
+/// clock[t]: the position (1-based, in issue order) of the last op of stream
+/// t known to complete before the next op of the clock's owner.
+using VectorClock = SmallVector<unsigned, 4>;
+
+void mergeInto(VectorClock &into, const VectorClock &from) {
+  for (auto [a, b] : llvm::zip(into, from))
+    a = std::max(a, b);
+}
+
+struct AssignStreamsPass
+    : public braid::impl::AssignStreamsBase<AssignStreamsPass> {
+  using AssignStreamsBase::AssignStreamsBase;
+
+  void runOnOperation() override {
+    if (commStreams == 0) {
+      getOperation().emitError() << "comm-streams must be at least 1";
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<FunctionOpInterface>()) {
+      if (func.isExternal())
+        continue;
+      Block *body = getSchedulableBody(func);
+      if (!body)
+        return signalPassFailure();
+      runOnBlock(*body);
+    }
+  }
+
+  void runOnBlock(Block &body);
+};
+
+void AssignStreamsPass::runOnBlock(Block &body) {
+  MLIRContext *context = body.getParent()->getContext();
+  OpBuilder builder(context);
+  const unsigned numStreams = 1 + commStreams;
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  if (llvm::any_of(ops, [](Operation *op) { return getStreamIndex(op); }))
+    return; // Already assigned: the pass is idempotent.
+
+  llvm::StringMap<unsigned> groupIndex;
+  auto streamOf = [&](Operation *op) -> unsigned {
+    auto collective = dyn_cast<CollectiveOpInterface>(op);
+    if (!collective)
+      return 0;
+    unsigned group =
+        groupIndex.try_emplace(getGroupKey(collective), groupIndex.size())
+            .first->second;
+    return 1 + group % commStreams;
+  };
+
+  // Per op: its stream, its position, and the clock of its stream after it.
+  DenseMap<Operation *, unsigned> streamOfOp, positionOf;
+  DenseMap<Operation *, VectorClock> clockAfter;
+  DenseMap<Operation *, Value> eventAfter;
+  SmallVector<VectorClock> clock(numStreams, VectorClock(numStreams, 0));
+  unsigned position = 0;
+
+  for (Operation *op : ops) {
+    unsigned s = streamOf(op);
+    op->setAttr(BraidDialect::kStreamAttrName, getStreamAttr(context, s));
+    // A wait orders its stream after the collective.
+    if (auto wait = dyn_cast<WaitOp>(op))
+      if (Operation *start = wait.getFuture().getDefiningOp())
+        if (auto it = clockAfter.find(start); it != clockAfter.end())
+          mergeInto(clock[s], it->second);
+    // The latest producer on each other stream that this op reads from.
+    SmallVector<Operation *> needed(numStreams, nullptr);
+    for (Value operand : op->getOperands()) {
+      if (isa<FutureType, EventType>(operand.getType()))
+        continue;
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || !streamOfOp.count(producer))
+        continue; // Block arguments are ready before the step starts.
+      unsigned t = streamOfOp[producer];
+      if (t == s)
+        continue;
+      if (clock[s][t] >= positionOf[producer]) {
+        ++numElided;
+        continue;
+      }
+      if (!needed[t] || positionOf[needed[t]] < positionOf[producer])
+        needed[t] = producer;
+    }
+    for (unsigned t = 0; t < numStreams; ++t) {
+      Operation *producer = needed[t];
+      if (!producer)
+        continue;
+      Value &event = eventAfter[producer];
+      if (!event) {
+        builder.setInsertionPointAfter(producer);
+        auto record = RecordEventOp::create(builder, producer->getLoc());
+        record->setAttr(BraidDialect::kStreamAttrName,
+                        getStreamAttr(context, t));
+        event = record.getEvent();
+      }
+      builder.setInsertionPoint(op);
+      auto waitEvent = WaitEventOp::create(builder, op->getLoc(), event);
+      waitEvent->setAttr(BraidDialect::kStreamAttrName,
+                         getStreamAttr(context, s));
+      mergeInto(clock[s], clockAfter[producer]);
+      ++numEvents;
+    }
+    clock[s][s] = ++position;
+    streamOfOp[op] = s;
+    positionOf[op] = position;
+    clockAfter[op] = clock[s];
+  }
+}
+
+} // namespace

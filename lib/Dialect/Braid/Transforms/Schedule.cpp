@@ -1,0 +1,204 @@
+//===- Schedule.cpp - list scheduling for overlap ---------------*- C++ -*-===//
+//
+// Reorders the ops of a step, within their dependencies, so that the ops each
+// bucket needs run before those of later buckets and each bucket's optimizer
+// updates run right after its wait.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ScheduleUtils.h"
+
+#include "braid/Dialect/Braid/BraidOps.h"
+#include "braid/Dialect/Braid/Passes.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <queue>
+
+#define DEBUG_TYPE "braid-schedule"
+
+namespace braid {
+#define GEN_PASS_DEF_SCHEDULE
+#include "braid/Dialect/Braid/Passes.h.inc"
+} // namespace braid
+
+using namespace mlir;
+using namespace braid;
+
+namespace {
+
+constexpr unsigned kNoStart = ~0u;
+
+/// The priority of an op: lower runs first among ready ops.
+struct Priority {
+  bool afterWait;   // Depends on a wait: runs in the optimizer phase.
+  unsigned bucket;  // The start it feeds (before waits) or the wait it
+                    // follows (after); kNoStart for neither.
+  unsigned position; // Original position, to break ties stably.
+
+  bool operator<(const Priority &other) const {
+    return std::tie(afterWait, bucket, position) <
+           std::tie(other.afterWait, other.bucket, other.position);
+  }
+};
+
+struct SchedulePass : public braid::impl::ScheduleBase<SchedulePass> {
+  using ScheduleBase::ScheduleBase;
+
+  void runOnOperation() override {
+    if (!(maxLiveIncrease >= 0)) {
+      getOperation().emitError()
+          << "max-live-increase must be non-negative, but is "
+          << maxLiveIncrease;
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<FunctionOpInterface>()) {
+      if (func.isExternal())
+        continue;
+      Block *body = getSchedulableBody(func);
+      if (!body)
+        return signalPassFailure();
+      if (failed(runOnBlock(func, *body)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult runOnBlock(FunctionOpInterface func, Block &body);
+};
+
+LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  if (ops.empty())
+    return success();
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(ops))
+    position[op] = i;
+
+  // Dependencies: operands (also those used in nested regions), the issue
+  // order of each group's collectives, and the order of other ops with side
+  // effects.
+  SmallVector<SmallVector<unsigned>> preds(ops.size()), succs(ops.size());
+  auto addEdge = [&](unsigned from, unsigned to) {
+    preds[to].push_back(from);
+    succs[from].push_back(to);
+  };
+  llvm::StringMap<unsigned> lastOfGroup;
+  std::optional<unsigned> lastEffect;
+  for (unsigned i = 0, e = ops.size(); i < e; ++i) {
+    Operation *op = ops[i];
+    if (op->hasAttr(BraidDialect::kStreamAttrName) ||
+        isa<RecordEventOp, WaitEventOp>(op))
+      return op->emitError() << "braid-schedule runs before "
+                                "braid-assign-streams, but this op already "
+                                "has a stream or is an event";
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *producer = operand.getDefiningOp())
+          if (Operation *ancestor = body.findAncestorOpInBlock(*producer))
+            if (ancestor != op)
+              addEdge(position[ancestor], i);
+    });
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      auto [it, inserted] = lastOfGroup.try_emplace(getGroupKey(collective), i);
+      if (!inserted) {
+        addEdge(it->second, i);
+        it->second = i;
+      }
+    } else if (!isa<WaitOp>(op) && !isMemoryEffectFree(op)) {
+      if (lastEffect)
+        addEdge(*lastEffect, i);
+      lastEffect = i;
+    }
+  }
+
+  // The earliest start each op feeds (backward over users) and the latest
+  // wait it follows (forward over operands).
+  DenseMap<Operation *, unsigned> startIndex;
+  for (Operation *op : ops)
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op))
+      startIndex.try_emplace(op, startIndex.size());
+  SmallVector<unsigned> feeds(ops.size(), kNoStart);
+  for (int i = ops.size() - 1; i >= 0; --i) {
+    if (auto it = startIndex.find(ops[i]); it != startIndex.end())
+      feeds[i] = it->second;
+    for (unsigned succ : succs[i])
+      feeds[i] = std::min(feeds[i], feeds[succ]);
+  }
+  SmallVector<bool> afterWait(ops.size(), false);
+  SmallVector<unsigned> follows(ops.size(), 0);
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      afterWait[i] = true;
+      Operation *start = wait.getFuture().getDefiningOp();
+      follows[i] = start ? startIndex.lookup(start) : 0;
+    }
+    for (unsigned pred : preds[i]) {
+      if (!afterWait[pred])
+        continue;
+      afterWait[i] = true;
+      follows[i] = std::max(follows[i], follows[pred]);
+    }
+  }
+
+  // List scheduling.
+  // An op that feeds no collective (the loss, a step counter) runs as soon
+  // as it is ready: it frees its operands early and delays no bucket much.
+  auto priorityOf = [&](unsigned i) {
+    unsigned bucket = afterWait[i] ? follows[i]
+                      : feeds[i] == kNoStart ? 0
+                                             : feeds[i];
+    return Priority{afterWait[i], bucket, i};
+  };
+  std::priority_queue<std::pair<Priority, unsigned>,
+                      std::vector<std::pair<Priority, unsigned>>,
+                      std::greater<>>
+      ready;
+  SmallVector<unsigned> waiting(ops.size());
+  for (unsigned i = 0; i < ops.size(); ++i) {
+    waiting[i] = preds[i].size();
+    if (waiting[i] == 0)
+      ready.push({priorityOf(i), i});
+  }
+  SmallVector<Operation *> order;
+  while (!ready.empty()) {
+    unsigned i = ready.top().second;
+    ready.pop();
+    order.push_back(ops[i]);
+    for (unsigned succ : succs[i])
+      if (--waiting[succ] == 0)
+        ready.push({priorityOf(succ), succ});
+  }
+  assert(order.size() == ops.size() && "dependencies of one block are acyclic");
+
+  uint64_t before = getPeakLiveBytes(body, ops);
+  uint64_t after = getPeakLiveBytes(body, order);
+  peakLiveBefore += before;
+  if (report)
+    emitRemark(func.getLoc()) << "peak live bytes of @" << func.getName()
+                              << ": " << before << " before, " << after
+                              << " after scheduling";
+  if (after > before * (1.0 + maxLiveIncrease / 100.0)) {
+    ++numKept;
+    peakLiveAfter += before;
+    emitRemark(func.getLoc()) << "braid-schedule kept the order of @"
+                              << func.getName()
+                      << ": the new order would raise peak live bytes from "
+                      << before << " to " << after << ", more than "
+                      << maxLiveIncrease << "%";
+    return success();
+  }
+  peakLiveAfter += after;
+  Operation *terminator = body.getTerminator();
+  for (auto [i, op] : llvm::enumerate(order)) {
+    if (op != ops[i])
+      ++numMoved;
+    op->moveBefore(terminator);
+  }
+  return success();
+}
+
+} // namespace

@@ -1,0 +1,86 @@
+//===- ScheduleUtils.cpp - helpers shared by the overlap passes -*- C++ -*-===//
+
+#include "ScheduleUtils.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+std::string braid::getGroupKey(CollectiveOpInterface op) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << "@" << op.getGridAttr().getValue() << "[";
+  llvm::interleaveComma(op.getGridAxes(), os);
+  os << "]";
+  return key;
+}
+
+Block *braid::getSchedulableBody(FunctionOpInterface func) {
+  Region &body = func.getFunctionBody();
+  if (!llvm::hasSingleElement(body)) {
+    func.emitError() << "braid scheduling needs a function body of one "
+                        "block, but @"
+                     << func.getName() << " has " << body.getBlocks().size();
+    return nullptr;
+  }
+  return &body.front();
+}
+
+std::optional<unsigned> braid::getStreamIndex(Operation *op) {
+  auto stream = op->getAttrOfType<StreamAttr>(BraidDialect::kStreamAttrName);
+  if (!stream)
+    return std::nullopt;
+  return stream.getKind() == StreamKind::Compute ? 0 : 1 + stream.getIndex();
+}
+
+braid::StreamAttr braid::getStreamAttr(MLIRContext *context, unsigned index) {
+  if (index == 0)
+    return StreamAttr::get(context, StreamKind::Compute, 0);
+  return StreamAttr::get(context, StreamKind::Comm, index - 1);
+}
+
+uint64_t braid::getPeakLiveBytes(Block &block, ArrayRef<Operation *> order) {
+  llvm::DenseMap<Operation *, size_t> position;
+  for (auto [i, op] : llvm::enumerate(order))
+    position[op] = i;
+  const size_t end = order.size();
+  // The last position at which each value is used.
+  auto lastUse = [&](Value value) {
+    size_t last = 0;
+    bool used = false;
+    for (Operation *user : value.getUsers()) {
+      Operation *ancestor = block.findAncestorOpInBlock(*user);
+      if (!ancestor)
+        continue;
+      auto it = position.find(ancestor);
+      size_t at = it == position.end() ? end : it->second;
+      last = used ? std::max(last, at) : at;
+      used = true;
+    }
+    return used ? last : size_t(0);
+  };
+  // Bytes freed after each position.
+  SmallVector<uint64_t> freed(end + 1, 0);
+  uint64_t live = 0;
+  for (BlockArgument arg : block.getArguments()) {
+    uint64_t bytes = getTensorBytes(arg.getType());
+    live += bytes;
+    freed[lastUse(arg)] += bytes;
+  }
+  uint64_t peak = live;
+  for (auto [i, op] : llvm::enumerate(order)) {
+    for (Value result : op->getResults()) {
+      uint64_t bytes = getTensorBytes(result.getType());
+      if (!bytes)
+        continue;
+      live += bytes;
+      // An unused result is freed right after its producer.
+      size_t last = result.use_empty() ? i : lastUse(result);
+      freed[std::max(last, i)] += bytes;
+    }
+    peak = std::max(peak, live);
+    live -= freed[i];
+  }
+  return peak;
+}

@@ -1,0 +1,196 @@
+//===- VerifySchedule.cpp - check a scheduled step --------------*- C++ -*-===//
+//
+// Checks futures, cross-stream synchronization and the issue order of
+// collectives in a scheduled step, with a vector clock per stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ScheduleUtils.h"
+
+#include "braid/Dialect/Braid/BraidOps.h"
+#include "braid/Dialect/Braid/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#define DEBUG_TYPE "braid-verify-schedule"
+
+namespace braid {
+#define GEN_PASS_DEF_VERIFYSCHEDULE
+#include "braid/Dialect/Braid/Passes.h.inc"
+} // namespace braid
+
+using namespace mlir;
+using namespace braid;
+
+namespace {
+
+using VectorClock = SmallVector<unsigned, 4>;
+
+void mergeInto(VectorClock &into, const VectorClock &from) {
+  if (into.size() < from.size())
+    into.resize(from.size(), 0);
+  for (auto [a, b] : llvm::zip(into, from))
+    a = std::max(a, b);
+}
+
+struct VerifySchedulePass
+    : public braid::impl::VerifyScheduleBase<VerifySchedulePass> {
+  void runOnOperation() override {
+    bool failedAny = false;
+    for (auto func : getOperation().getOps<FunctionOpInterface>()) {
+      if (func.isExternal())
+        continue;
+      Block *body = getSchedulableBody(func);
+      if (!body || failed(verifyFutures(*body)) || failed(verifyStreams(*body)))
+        failedAny = true;
+    }
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  LogicalResult verifyFutures(Block &body);
+  LogicalResult verifyStreams(Block &body);
+};
+
+LogicalResult VerifySchedulePass::verifyFutures(Block &body) {
+  bool ok = true;
+  body.walk([&](Operation *op) {
+    for (Value result : op->getResults()) {
+      if (!isa<FutureType>(result.getType()))
+        continue;
+      WaitOp firstWait;
+      for (OpOperand &use : result.getUses()) {
+        auto wait = dyn_cast<WaitOp>(use.getOwner());
+        if (!wait) {
+          use.getOwner()->emitError()
+              << "uses the future of '" << op->getName()
+              << "' directly; only braid.wait may use a future";
+          ok = false;
+          continue;
+        }
+        if (firstWait) {
+          InFlightDiagnostic diag = wait.emitError()
+                                    << "waits a second time for the future of '"
+                                    << op->getName() << "'";
+          diag.attachNote(firstWait.getLoc()) << "first wait here";
+          ok = false;
+          continue;
+        }
+        firstWait = wait;
+      }
+      if (!firstWait && result.getUses().empty()) {
+        op->emitError() << "yields a future that is never waited";
+        ok = false;
+      }
+    }
+  });
+  return success(ok);
+}
+
+LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  bool anyStream =
+      llvm::any_of(ops, [](Operation *op) { return getStreamIndex(op); });
+  bool ok = true;
+
+  DenseMap<Operation *, unsigned> streamOf, positionOf;
+  DenseMap<Operation *, VectorClock> clockAfter;
+  DenseMap<Value, VectorClock> eventClock;
+  SmallVector<VectorClock> clock;
+  auto clockOf = [&](unsigned s) -> VectorClock & {
+    if (clock.size() <= s)
+      clock.resize(s + 1);
+    return clock[s];
+  };
+  auto known = [&](unsigned s, unsigned t) -> unsigned {
+    VectorClock &c = clockOf(s);
+    return t < c.size() ? c[t] : 0;
+  };
+  llvm::StringMap<Operation *> lastOfGroup;
+  unsigned position = 0;
+
+  for (Operation *op : ops) {
+    ++numChecked;
+    std::optional<unsigned> stream = getStreamIndex(op);
+    if (anyStream && !stream) {
+      op->emitError() << "has no 'braid.stream' in a function whose other "
+                         "ops have one";
+      ok = false;
+      continue;
+    }
+    unsigned s = stream.value_or(0);
+
+    // Synchronization this op performs.
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      if (Operation *start = wait.getFuture().getDefiningOp())
+        if (auto it = clockAfter.find(start); it != clockAfter.end())
+          mergeInto(clockOf(s), it->second);
+    } else if (auto waitEvent = dyn_cast<WaitEventOp>(op)) {
+      auto it = eventClock.find(waitEvent.getEvent());
+      if (it == eventClock.end()) {
+        op->emitError() << "waits for an event that no braid.record_event "
+                           "of this function recorded";
+        ok = false;
+      } else {
+        mergeInto(clockOf(s), it->second);
+      }
+    }
+
+    // Every value from another stream must be ordered before this op.
+    for (Value operand : op->getOperands()) {
+      if (isa<FutureType, EventType>(operand.getType()))
+        continue;
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || !streamOf.count(producer))
+        continue;
+      unsigned t = streamOf[producer];
+      if (t == s || known(s, t) >= positionOf[producer])
+        continue;
+      InFlightDiagnostic diag =
+          op->emitError() << "uses a value produced on stream "
+                          << getStreamAttr(op->getContext(), t)
+                          << " with no synchronization after its producer "
+                             "(a braid.wait_event on an event recorded after "
+                             "it)";
+      diag.attachNote(producer->getLoc()) << "produced here";
+      ok = false;
+    }
+
+    // Collectives of one group must be ordered, so every rank issues them in
+    // the same order.
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      std::string group = getGroupKey(collective);
+      Operation *&previous = lastOfGroup[group];
+      if (previous && streamOf[previous] != s &&
+          known(s, streamOf[previous]) < positionOf[previous]) {
+        InFlightDiagnostic diag =
+            op->emitError()
+            << "is a collective on group " << group << " issued on stream "
+            << getStreamAttr(op->getContext(), s)
+            << " with no synchronization after the previous collective of "
+               "that group on stream "
+            << getStreamAttr(op->getContext(), streamOf[previous])
+            << "; ranks may run them in different orders and deadlock";
+        diag.attachNote(previous->getLoc()) << "previous collective here";
+        ok = false;
+      }
+      previous = op;
+    }
+
+    VectorClock &mine = clockOf(s);
+    if (mine.size() <= s)
+      mine.resize(s + 1, 0);
+    mine[s] = ++position;
+    streamOf[op] = s;
+    positionOf[op] = position;
+    clockAfter[op] = mine;
+    if (auto record = dyn_cast<RecordEventOp>(op))
+      eventClock[record.getEvent()] = mine;
+  }
+  return success(ok);
+}
+
+} // namespace
