@@ -59,28 +59,34 @@ LogicalResult VerifySchedulePass::verifyFutures(Block &body) {
     for (Value result : op->getResults()) {
       if (!isa<FutureType>(result.getType()))
         continue;
-      WaitOp firstWait;
+      // Waits in program order (use lists are not).
+      SmallVector<WaitOp> waits;
       for (OpOperand &use : result.getUses()) {
-        auto wait = dyn_cast<WaitOp>(use.getOwner());
-        if (!wait) {
-          use.getOwner()->emitError()
-              << "uses the future of '" << op->getName()
-              << "' directly; only braid.wait may use a future";
-          ok = false;
+        if (auto wait = dyn_cast<WaitOp>(use.getOwner())) {
+          waits.push_back(wait);
           continue;
         }
-        if (firstWait) {
-          InFlightDiagnostic diag = wait.emitError()
-                                    << "waits a second time for the future of '"
-                                    << op->getName() << "'";
-          diag.attachNote(firstWait.getLoc()) << "first wait here";
-          ok = false;
-          continue;
-        }
-        firstWait = wait;
+        use.getOwner()->emitError()
+            << "uses the future of '" << op->getName()
+            << "' directly; only braid.wait may use a future";
+        ok = false;
       }
-      if (!firstWait && result.getUses().empty()) {
-        op->emitError() << "yields a future that is never waited";
+      llvm::sort(waits, [](WaitOp a, WaitOp b) {
+        return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+      });
+      if (waits.empty()) {
+        if (result.use_empty()) {
+          op->emitError() << "yields a future that is never waited";
+          ok = false;
+        }
+        continue;
+      }
+      WaitOp firstWait = waits.front();
+      for (WaitOp wait : llvm::drop_begin(waits)) {
+        InFlightDiagnostic diag = wait.emitError()
+                                  << "waits a second time for the future of '"
+                                  << op->getName() << "'";
+        diag.attachNote(firstWait.getLoc()) << "first wait here";
         ok = false;
       }
     }

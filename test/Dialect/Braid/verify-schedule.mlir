@@ -1,0 +1,36 @@
+// RUN: braid-opt %s --braid-verify-schedule | FileCheck %s
+
+shard.grid @world(shape = 8)
+
+// Synchronization is transitive: comm 1 waits for an event of comm 0, which
+// waited for compute after %g; so comm 1 may read %g. The two collectives of
+// one group on two streams are ordered by the same chain.
+// CHECK-LABEL: func.func @transitive
+func.func @transitive(%x: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %g = braid.relu %x {braid.stream = #braid.stream<compute, 0>} : tensor<64xf32>
+  %e0 = braid.record_event {braid.stream = #braid.stream<compute, 0>}
+  braid.wait_event %e0 {braid.stream = #braid.stream<comm, 0>}
+  %f0 = braid.all_reduce_start %g on @world grid_axes = [0] reduction = sum {braid.stream = #braid.stream<comm, 0>} : tensor<64xf32>
+  %e1 = braid.record_event {braid.stream = #braid.stream<comm, 0>}
+  braid.wait_event %e1 {braid.stream = #braid.stream<comm, 1>}
+  %f1 = braid.all_reduce_start %g on @world grid_axes = [0] reduction = sum {braid.stream = #braid.stream<comm, 1>} : tensor<64xf32>
+  %r0 = braid.wait %f0 {braid.stream = #braid.stream<compute, 0>} : !braid.future<tensor<64xf32>>
+  %r1 = braid.wait %f1 {braid.stream = #braid.stream<compute, 0>} : !braid.future<tensor<64xf32>>
+  return %r0, %r1 : tensor<64xf32>, tensor<64xf32>
+}
+
+// Without streams, a function is one stream: only futures are checked.
+// CHECK-LABEL: func.func @unstreamed
+func.func @unstreamed(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %f = braid.all_reduce_start %x on @world grid_axes = [0] reduction = sum : tensor<64xf32>
+  %r = braid.wait %f : !braid.future<tensor<64xf32>>
+  return %r : tensor<64xf32>
+}
+
+// A send's future is waited like any other.
+// CHECK-LABEL: func.func @send
+func.func @send(%x: tensor<64xf32>) {
+  %f = braid.send_start %x on @world grid_axes = [0] peer = 1 : tensor<64xf32> -> !braid.future<>
+  braid.wait %f : !braid.future<>
+  return
+}
