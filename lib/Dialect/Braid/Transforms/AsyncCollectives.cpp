@@ -68,6 +68,8 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
     std::string startName = (op->getName().getStringRef() + "_start").str();
     std::optional<RegisteredOperationName> name =
         RegisteredOperationName::lookup(startName, context);
+    // Every synchronous collective has a start form in the ODS; this is
+    // not reachable from input.
     if (!name)
       return op->emitOpError() << "has no start form '" << startName << "'";
     builder.setInsertionPoint(op);
