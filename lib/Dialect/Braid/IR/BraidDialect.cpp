@@ -32,6 +32,24 @@ static RoleAttr getArgRole(FunctionOpInterface func, unsigned index) {
   return func.getArgAttrOfType<RoleAttr>(index, BraidDialect::kRoleAttrName);
 }
 
+const RoleTable &BraidDialect::getRoleTable(FunctionOpInterface func) {
+  // Attributes and types are uniqued and immutable: a changed argument list
+  // is a new key, and the cache lives as long as the context.
+  std::pair<const void *, const void *> key = {
+      func.getArgAttrsAttr() ? func.getArgAttrsAttr().getAsOpaquePointer()
+                             : nullptr,
+      func.getFunctionType().getAsOpaquePointer()};
+  std::lock_guard<std::mutex> lock(roleTablesMutex);
+  std::unique_ptr<RoleTable> &table = roleTables[key];
+  if (!table) {
+    table = std::make_unique<RoleTable>();
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      if (RoleAttr role = getArgRole(func, i))
+        table->firstArgument.try_emplace(role.getName(), i);
+  }
+  return *table;
+}
+
 LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
@@ -59,12 +77,10 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                            << role.getName()
                            << "') must be a statically shaped tensor, but is "
                            << type;
-  for (unsigned i = 0; i < argIndex; ++i)
-    if (RoleAttr other = getArgRole(func, i))
-      if (other.getName() == role.getName())
-        return op->emitError()
-               << "argument #" << argIndex << " repeats the name '"
-               << role.getName() << "' of argument #" << i;
+  unsigned first = getRoleTable(func).firstArgument.lookup(role.getName());
+  if (first != argIndex)
+    return op->emitError() << "argument #" << argIndex << " repeats the name '"
+                           << role.getName() << "' of argument #" << first;
   return success();
 }
 
@@ -101,29 +117,29 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
     return success();
   }
   case RoleKind::Parameter:
-  case RoleKind::OptimizerState:
-    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-      RoleAttr arg = getArgRole(func, i);
-      if (!arg || arg.getName() != role.getName())
-        continue;
-      if (arg.getKind() != role.getKind())
-        return op->emitError()
-               << "result #" << resultIndex << " is the updated "
-               << stringifyRoleKind(role.getKind()) << " '" << role.getName()
-               << "', but argument #" << i << " of that name is "
-               << stringifyRoleKind(arg.getKind());
-      if (func.getArgumentTypes()[i] != type)
-        return op->emitError()
-               << "result #" << resultIndex << " is the updated '"
-               << role.getName() << "' of type " << type
-               << ", but argument #" << i << " has type "
-               << func.getArgumentTypes()[i];
-      return success();
-    }
-    return op->emitError() << "result #" << resultIndex << " is the updated "
-                           << stringifyRoleKind(role.getKind()) << " '"
-                           << role.getName()
-                           << "', but no argument has that name";
+  case RoleKind::OptimizerState: {
+    const RoleTable &table = getRoleTable(func);
+    auto it = table.firstArgument.find(role.getName());
+    if (it == table.firstArgument.end())
+      return op->emitError() << "result #" << resultIndex << " is the updated "
+                             << stringifyRoleKind(role.getKind()) << " '"
+                             << role.getName()
+                             << "', but no argument has that name";
+    unsigned i = it->second;
+    RoleAttr arg = getArgRole(func, i);
+    if (arg.getKind() != role.getKind())
+      return op->emitError()
+             << "result #" << resultIndex << " is the updated "
+             << stringifyRoleKind(role.getKind()) << " '" << role.getName()
+             << "', but argument #" << i << " of that name is "
+             << stringifyRoleKind(arg.getKind());
+    if (func.getArgumentTypes()[i] != type)
+      return op->emitError()
+             << "result #" << resultIndex << " is the updated '"
+             << role.getName() << "' of type " << type << ", but argument #"
+             << i << " has type " << func.getArgumentTypes()[i];
+    return success();
+  }
   }
   return success();
 }

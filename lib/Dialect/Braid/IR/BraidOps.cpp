@@ -615,16 +615,15 @@ static LogicalResult verifyAllReduce(Op op) {
   auto func = op->template getParentOfType<FunctionOpInterface>();
   if (!func)
     return success();
-  // Parameters by name, gathered once for all names of the op.
-  llvm::StringMap<unsigned> params;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (auto role = func.template getArgAttrOfType<RoleAttr>(
-            i, BraidDialect::kRoleAttrName))
-      if (role.getKind() == RoleKind::Parameter)
-        params.try_emplace(role.getName(), i);
+  auto *dialect = op->getContext()->template getLoadedDialect<BraidDialect>();
+  const RoleTable &table = dialect->getRoleTable(func);
   for (auto [i, name] : llvm::enumerate(gradOf->getAsValueRange<StringAttr>())) {
-    auto it = params.find(name);
-    if (it == params.end())
+    auto it = table.firstArgument.find(name);
+    auto role = it == table.firstArgument.end()
+                    ? RoleAttr()
+                    : func.template getArgAttrOfType<RoleAttr>(
+                          it->second, BraidDialect::kRoleAttrName);
+    if (!role || role.getKind() != RoleKind::Parameter)
       return op.emitOpError() << "grad_of names '" << name
                               << "', which is not a parameter argument of @"
                               << func.getName();

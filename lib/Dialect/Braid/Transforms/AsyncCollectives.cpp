@@ -44,20 +44,28 @@ struct AsyncCollectivesPass
   LogicalResult runOnBlock(Block &body);
 };
 
-/// The latest of `a` and `b` in their block; null stands for the block start.
-Operation *latest(Operation *a, Operation *b) {
-  if (!a)
-    return b;
-  if (!b)
-    return a;
-  return a->isBeforeInBlock(b) ? b : a;
-}
+/// Where an op stands in the block while starts move, without asking the
+/// block (whose order cache each move invalidates, which would make the pass
+/// quadratic): an op that did not move stands at its original index (a wait
+/// made in step 1 half a step after its collective's); a start moved after
+/// an anchor stands at the anchor's place, after every op placed there
+/// before it (a global placement counter).
+struct Place {
+  double index = -1; // -1: the block start.
+  unsigned placed = 0;
+  bool operator<(const Place &other) const {
+    return std::tie(index, placed) < std::tie(other.index, other.placed);
+  }
+};
 
 LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
   MLIRContext *context = body.getParent()->getContext();
   OpBuilder builder(context);
 
   // 1. Split in place: each collective becomes its start, then its wait.
+  DenseMap<Operation *, Place> place;
+  for (auto [i, op] : llvm::enumerate(body))
+    place[&op] = Place{static_cast<double>(i), 0};
   SmallVector<std::pair<Operation *, WaitOp>> splits;
   SmallVector<Operation *> collectives;
   for (Operation &op : body)
@@ -80,6 +88,10 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
         FutureType::get(context, llvm::to_vector(op->getResultTypes())));
     Operation *start = builder.create(state);
     auto wait = WaitOp::create(builder, op->getLoc(), start->getResult(0));
+    Place at = place[op];
+    place[start] = at;
+    place[wait] = Place{at.index + 0.5, 0};
+    place.erase(op);
     op->replaceAllUsesWith(wait.getResults());
     op->erase();
     splits.emplace_back(start, wait);
@@ -90,12 +102,17 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
   // the previous start of its group, which keeps each group's issue order.
   llvm::StringMap<Operation *> previousStart;
   DenseMap<Operation *, Operation *> lastPlaced;
+  unsigned placed = 0;
   for (auto [start, wait] : splits) {
     std::string group = getGroupKey(cast<CollectiveOpInterface>(start));
     Operation *anchor = previousStart.lookup(group);
-    for (Value operand : start->getOperands())
-      if (Operation *producer = operand.getDefiningOp())
-        anchor = latest(anchor, body.findAncestorOpInBlock(*producer));
+    for (Value operand : start->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || !(producer = body.findAncestorOpInBlock(*producer)))
+        continue;
+      if (!anchor || place[anchor] < place[producer])
+        anchor = producer;
+    }
     Operation *&last = lastPlaced[anchor];
     if (last)
       start->moveAfter(last);
@@ -104,19 +121,26 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
     else
       start->moveBefore(&body, body.begin());
     last = start;
+    place[start] = Place{anchor ? place[anchor].index : -1, ++placed};
     previousStart[group] = start;
   }
 
-  // 3. Sink each wait to right before the first user of its results.
+  // 3. Sink each wait to right before the first user of its results. The
+  // first users are found before any wait moves, in one numbering.
+  DenseMap<Operation *, unsigned> index;
+  for (auto [i, op] : llvm::enumerate(body))
+    index[&op] = i;
+  SmallVector<Operation *> firstUsers;
   for (auto [start, wait] : splits) {
-    Operation *firstUser = nullptr;
-    for (Operation *user : wait->getUsers()) {
-      Operation *ancestor = body.findAncestorOpInBlock(*user);
-      if (ancestor && (!firstUser || ancestor->isBeforeInBlock(firstUser)))
-        firstUser = ancestor;
-    }
-    wait->moveBefore(firstUser ? firstUser : body.getTerminator());
+    Operation *firstUser = body.getTerminator();
+    for (Operation *user : wait->getUsers())
+      if (Operation *ancestor = body.findAncestorOpInBlock(*user))
+        if (index[ancestor] < index[firstUser])
+          firstUser = ancestor;
+    firstUsers.push_back(firstUser);
   }
+  for (auto [split, firstUser] : llvm::zip(splits, firstUsers))
+    split.second->moveBefore(firstUser);
   return success();
 }
 
