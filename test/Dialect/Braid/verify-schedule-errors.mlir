@@ -86,3 +86,17 @@ func.func @foreign_event(%e: !braid.event, %x: tensor<64xf32>) {
   braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
   return
 }
+
+// -----
+
+// A use of a reduced value before its wait cannot even be written: the
+// value does not exist yet, and the IR verifier rejects the use.
+shard.grid @world(shape = 8)
+func.func @use_before_wait(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %f = braid.all_reduce_start %x on @world grid_axes = [0] reduction = sum : tensor<64xf32>
+  // expected-error @below {{operand #0 does not dominate this use}}
+  %y = braid.relu %r : tensor<64xf32>
+  // expected-note @below {{operand defined here}}
+  %r = braid.wait %f : !braid.future<tensor<64xf32>>
+  return %y : tensor<64xf32>
+}
