@@ -20,9 +20,8 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<braid::BraidDialect, mlir::arith::ArithDialect,
-                  mlir::cf::ControlFlowDialect,
-                  mlir::func::FuncDialect, mlir::shard::ShardDialect,
-                  mlir::tensor::TensorDialect>();
+                  mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+                  mlir::shard::ShardDialect, mlir::tensor::TensorDialect>();
   mlir::registerTransformsPasses();
   braid::registerBraidPasses();
   return mlir::asMainReturnCode(

@@ -60,8 +60,7 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                            << attr.getName().getValue() << "'";
   auto role = dyn_cast<RoleAttr>(attr.getValue());
   if (!role)
-    return op->emitError() << "argument #" << argIndex << ": '"
-                           << kRoleAttrName
+    return op->emitError() << "argument #" << argIndex << ": '" << kRoleAttrName
                            << "' must be a #braid.role attribute, but is "
                            << attr.getValue();
   if (role.getKind() == RoleKind::Loss)
@@ -121,10 +120,10 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
     const RoleTable &table = getRoleTable(func);
     auto it = table.firstArgument.find(role.getName());
     if (it == table.firstArgument.end())
-      return op->emitError() << "result #" << resultIndex << " is the updated "
-                             << stringifyRoleKind(role.getKind()) << " '"
-                             << role.getName()
-                             << "', but no argument has that name";
+      return op->emitError()
+             << "result #" << resultIndex << " is the updated "
+             << stringifyRoleKind(role.getKind()) << " '" << role.getName()
+             << "', but no argument has that name";
     unsigned i = it->second;
     RoleAttr arg = getArgRole(func, i);
     if (arg.getKind() != role.getKind())

@@ -47,7 +47,8 @@ uint64_t braid::detail::getCollectiveCommBytes(Operation *op) {
 }
 
 bool braid::detail::isAsyncCollective(Operation *op) {
-  return op->getNumResults() == 1 && isa<FutureType>(op->getResult(0).getType());
+  return op->getNumResults() == 1 &&
+         isa<FutureType>(op->getResult(0).getType());
 }
 
 #include "braid/Dialect/Braid/BraidInterfaces.cpp.inc"

@@ -43,8 +43,8 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
 static LogicalResult verifyDimIndex(Operation *op, StringRef what, int64_t dim,
                                     int64_t rank) {
   if (dim < 0 || dim >= rank)
-    return op->emitOpError() << what << " " << dim
-                             << " is out of range for rank " << rank;
+    return op->emitOpError()
+           << what << " " << dim << " is out of range for rank " << rank;
   return success();
 }
 
@@ -54,9 +54,9 @@ static LogicalResult verifySameElementType(Operation *op, StringRef aName,
   Type ta = getElementTypeOrSelf(a.getType());
   Type tb = getElementTypeOrSelf(b.getType());
   if (ta != tb)
-    return op->emitOpError() << aName << " element type " << ta
-                             << " differs from " << bName << " element type "
-                             << tb;
+    return op->emitOpError()
+           << aName << " element type " << ta << " differs from " << bName
+           << " element type " << tb;
   return success();
 }
 
@@ -105,8 +105,8 @@ LogicalResult MatmulOp::verify() {
     return emitOpError() << "rhs must have rank 2 or more, but has rank "
                          << b.getRank();
   if (failed(verifySameElementType(*this, "lhs", getLhs(), "rhs", getRhs())) ||
-      failed(verifySameElementType(*this, "lhs", getLhs(), "result",
-                                   getResult())))
+      failed(
+          verifySameElementType(*this, "lhs", getLhs(), "result", getResult())))
     return failure();
   ArrayRef<int64_t> aBatch = a.getShape().drop_back(2);
   ArrayRef<int64_t> bBatch = b.getShape().drop_back(2);
@@ -181,8 +181,7 @@ LogicalResult CastOp::verify() {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-template <typename ReduceOp>
-static LogicalResult verifyReduce(ReduceOp op) {
+template <typename ReduceOp> static LogicalResult verifyReduce(ReduceOp op) {
   RankedTensorType input = tensorType(op.getInput());
   ArrayRef<int64_t> dims = op.getDims();
   if (dims.empty())
@@ -191,8 +190,8 @@ static LogicalResult verifyReduce(ReduceOp op) {
     if (failed(verifyDimIndex(op, "reduced dimension", dim, input.getRank())))
       return failure();
     if (i > 0 && dims[i - 1] >= dim)
-      return op.emitOpError() << "dims must be strictly increasing, but "
-                              << dim << " follows " << dims[i - 1];
+      return op.emitOpError() << "dims must be strictly increasing, but " << dim
+                              << " follows " << dims[i - 1];
   }
   if (failed(verifySameElementType(op, "input", op.getInput(), "result",
                                    op.getResult())))
@@ -296,11 +295,11 @@ static LogicalResult verifyLossShapes(Operation *op, Value input,
   ArrayRef<int64_t> x = tensorType(input).getShape();
   ArrayRef<int64_t> l = tensorType(labels).getShape();
   if (x.size() != 2)
-    return op->emitOpError() << "input must have rank 2 ([N, C]), but has rank "
-                             << x.size();
+    return op->emitOpError()
+           << "input must have rank 2 ([N, C]), but has rank " << x.size();
   if (l.size() != 1 || l[0] != x[0])
-    return op->emitOpError() << "labels have shape " << shapeString(l)
-                             << ", expected " << x[0];
+    return op->emitOpError()
+           << "labels have shape " << shapeString(l) << ", expected " << x[0];
   return success();
 }
 
@@ -334,8 +333,8 @@ static LogicalResult verifyEmbeddingShapes(Operation *op, Value table,
                                            Value ids, Value rows) {
   ArrayRef<int64_t> t = tensorType(table).getShape();
   if (t.size() != 2)
-    return op->emitOpError() << "table must have rank 2 ([V, D]), but has rank "
-                             << t.size();
+    return op->emitOpError()
+           << "table must have rank 2 ([V, D]), but has rank " << t.size();
   SmallVector<int64_t> expected(tensorType(ids).getShape());
   expected.push_back(t[1]);
   if (failed(verifySameElementType(op, "table", table, "rows", rows)))
@@ -477,8 +476,7 @@ LogicalResult ConcatOp::verify() {
       if (d != getDim() && type.getDimSize(d) != result.getDimSize(d))
         return emitOpError() << "input #" << i << " has size "
                              << type.getDimSize(d) << " in dimension " << d
-                             << ", the result has "
-                             << result.getDimSize(d);
+                             << ", the result has " << result.getDimSize(d);
     total += type.getDimSize(getDim());
   }
   if (total != result.getDimSize(getDim()))
@@ -511,8 +509,7 @@ LogicalResult SgdOp::verify() {
     return emitOpError() << "weight_decay must be non-negative, but is "
                          << weightDecay;
   if (!(dampening >= 0 && dampening <= 1))
-    return emitOpError() << "dampening must be in [0, 1], but is "
-                         << dampening;
+    return emitOpError() << "dampening must be in [0, 1], but is " << dampening;
   if (getNesterov() && (momentum <= 0 || dampening != 0))
     return emitOpError() << "nesterov needs a positive momentum and zero "
                             "dampening";
@@ -587,8 +584,7 @@ static LogicalResult verifyReduction(Operation *op, ReductionKind kind,
 }
 
 /// Checks `grad_of`, `bucket_index` and `bucket_bytes` of an all-reduce.
-template <typename Op>
-static LogicalResult verifyAllReduce(Op op) {
+template <typename Op> static LogicalResult verifyAllReduce(Op op) {
   if (failed(verifyGridAxes(op, op.getGridAxes())))
     return failure();
   OperandRange inputs = op.getInputs();
@@ -597,8 +593,8 @@ static LogicalResult verifyAllReduce(Op op) {
   if (failed(verifyReduction(op, op.getReduction(), inputs.getTypes())))
     return failure();
   if (std::optional<int64_t> index = op.getBucketIndex(); index && *index < 0)
-    return op.emitOpError() << "bucket_index must be non-negative, but is "
-                            << *index;
+    return op.emitOpError()
+           << "bucket_index must be non-negative, but is " << *index;
   if (std::optional<int64_t> bytes = op.getBucketBytes()) {
     uint64_t actual = sumTensorBytes(inputs.getTypes());
     if (*bytes < 0 || static_cast<uint64_t>(*bytes) != actual)
@@ -610,24 +606,25 @@ static LogicalResult verifyAllReduce(Op op) {
     return success();
   if (gradOf->size() != inputs.size())
     return op.emitOpError() << "grad_of names " << gradOf->size()
-                            << " parameters for " << inputs.size()
-                            << " inputs";
+                            << " parameters for " << inputs.size() << " inputs";
   auto func = op->template getParentOfType<FunctionOpInterface>();
   if (!func)
     return success();
   auto *dialect = op->getContext()->template getLoadedDialect<BraidDialect>();
   const RoleTable &table = dialect->getRoleTable(func);
-  for (auto [i, name] : llvm::enumerate(gradOf->getAsValueRange<StringAttr>())) {
+  for (auto [i, name] :
+       llvm::enumerate(gradOf->getAsValueRange<StringAttr>())) {
     auto it = table.firstArgument.find(name);
     auto role = it == table.firstArgument.end()
                     ? RoleAttr()
                     : func.template getArgAttrOfType<RoleAttr>(
                           it->second, BraidDialect::kRoleAttrName);
     if (!role || role.getKind() != RoleKind::Parameter)
-      return op.emitOpError() << "grad_of names '" << name
-                              << "', which is not a parameter argument of @"
-                              << func.getName();
-    auto paramType = cast<RankedTensorType>(func.getArgumentTypes()[it->second]);
+      return op.emitOpError()
+             << "grad_of names '" << name
+             << "', which is not a parameter argument of @" << func.getName();
+    auto paramType =
+        cast<RankedTensorType>(func.getArgumentTypes()[it->second]);
     auto inputType = cast<RankedTensorType>(inputs[i].getType());
     // The whole gradient, or a chunk of it (braid-bucket-gradients with
     // split-large): a rank-1 tensor of the element type, no larger.
@@ -648,9 +645,11 @@ LogicalResult AllReduceOp::verify() { return verifyAllReduce(*this); }
 
 LogicalResult AllReduceStartOp::verify() { return verifyAllReduce(*this); }
 
-LogicalResult AllReduceOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
-    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            ValueRange operands, DictionaryAttr,
+                                            OpaqueProperties, RegionRange,
+                                            SmallVectorImpl<Type> &inferred) {
   llvm::append_range(inferred, operands.getTypes());
   return success();
 }
@@ -672,25 +671,22 @@ static LogicalResult verifyResizedDim(Operation *op, StringRef what,
   if (failed(verifyDimIndex(op, what, dim, input.getRank())))
     return failure();
   if (input.getElementType() != result.getElementType())
-    return op->emitOpError() << "result element type "
-                             << result.getElementType()
-                             << " differs from input element type "
-                             << input.getElementType();
+    return op->emitOpError()
+           << "result element type " << result.getElementType()
+           << " differs from input element type " << input.getElementType();
   if (input.getRank() != result.getRank())
     return op->emitOpError() << "result rank " << result.getRank()
-                             << " differs from input rank "
-                             << input.getRank();
+                             << " differs from input rank " << input.getRank();
   for (int64_t d = 0; d < input.getRank(); ++d)
     if (d != dim && input.getDimSize(d) != result.getDimSize(d))
       return op->emitOpError()
              << "result size " << result.getDimSize(d) << " in dimension " << d
-             << " differs from the input's " << input.getDimSize(d)
-             << "; only " << what << " " << dim << " may change";
+             << " differs from the input's " << input.getDimSize(d) << "; only "
+             << what << " " << dim << " may change";
   return success();
 }
 
-template <typename Op>
-static LogicalResult verifyReduceScatter(Op op) {
+template <typename Op> static LogicalResult verifyReduceScatter(Op op) {
   if (failed(verifyGridAxes(op, op.getGridAxes())))
     return failure();
   RankedTensorType result = getYieldedTensor(op, op.getResult());
@@ -707,8 +703,7 @@ LogicalResult ReduceScatterStartOp::verify() {
   return verifyReduceScatter(*this);
 }
 
-template <typename Op>
-static LogicalResult verifyAllGather(Op op) {
+template <typename Op> static LogicalResult verifyAllGather(Op op) {
   if (failed(verifyGridAxes(op, op.getGridAxes())))
     return failure();
   RankedTensorType result = getYieldedTensor(op, op.getResult());
@@ -721,18 +716,17 @@ static LogicalResult verifyAllGather(Op op) {
 LogicalResult AllGatherOp::verify() { return verifyAllGather(*this); }
 LogicalResult AllGatherStartOp::verify() { return verifyAllGather(*this); }
 
-template <typename Op>
-static LogicalResult verifyAllToAll(Op op) {
+template <typename Op> static LogicalResult verifyAllToAll(Op op) {
   if (failed(verifyGridAxes(op, op.getGridAxes())))
     return failure();
   RankedTensorType result = getYieldedTensor(op, op.getResult());
   if (!result)
     return failure();
   RankedTensorType input = tensorType(op.getInput());
-  if (failed(verifyDimIndex(op, "split_dim", op.getSplitDim(),
-                            input.getRank())) ||
-      failed(verifyDimIndex(op, "concat_dim", op.getConcatDim(),
-                            input.getRank())))
+  if (failed(
+          verifyDimIndex(op, "split_dim", op.getSplitDim(), input.getRank())) ||
+      failed(
+          verifyDimIndex(op, "concat_dim", op.getConcatDim(), input.getRank())))
     return failure();
   if (input.getElementType() != result.getElementType() ||
       input.getRank() != result.getRank())
@@ -746,17 +740,16 @@ static LogicalResult verifyAllToAll(Op op) {
 LogicalResult AllToAllOp::verify() { return verifyAllToAll(*this); }
 LogicalResult AllToAllStartOp::verify() { return verifyAllToAll(*this); }
 
-template <typename Op>
-static LogicalResult verifyCollectiveBroadcast(Op op) {
+template <typename Op> static LogicalResult verifyCollectiveBroadcast(Op op) {
   if (failed(verifyGridAxes(op, op.getGridAxes())))
     return failure();
   RankedTensorType result = getYieldedTensor(op, op.getResult());
   if (!result)
     return failure();
   if (result != op.getInput().getType())
-    return op.emitOpError() << "yields " << result
-                            << ", which differs from the input type "
-                            << op.getInput().getType();
+    return op.emitOpError()
+           << "yields " << result << ", which differs from the input type "
+           << op.getInput().getType();
   // I64Attr accessors return uint64_t; read the root as signed.
   int64_t root = op.getRoot();
   if (root < 0)
@@ -809,9 +802,9 @@ LogicalResult RecvStartOp::verify() {
 /// Looks up the grid of `op` and checks its axes against it. Returns the
 /// number of ranks in the group the axes span, or std::nullopt if that is
 /// not static. Sets `failed` on an error.
-static std::optional<int64_t>
-verifyGridUse(CollectiveOpInterface op, SymbolTableCollection &symbolTable,
-              bool &failedCheck) {
+static std::optional<int64_t> verifyGridUse(CollectiveOpInterface op,
+                                            SymbolTableCollection &symbolTable,
+                                            bool &failedCheck) {
   failedCheck = false;
   FlatSymbolRefAttr gridName = op.getGridAttr();
   shard::GridOp grid = shard::getGridOrNull(op, gridName, symbolTable);
@@ -845,12 +838,12 @@ verifyGridUse(CollectiveOpInterface op, SymbolTableCollection &symbolTable,
 /// `groupSize` (scatter) or multiplied by it (gather).
 static LogicalResult verifyGroupScaledDim(Operation *op, StringRef what,
                                           int64_t dim, int64_t inputSize,
-                                          int64_t resultSize,
-                                          int64_t groupSize, bool divide) {
+                                          int64_t resultSize, int64_t groupSize,
+                                          bool divide) {
   if (divide && inputSize % groupSize != 0)
-    return op->emitOpError() << what << " " << dim << " has size " << inputSize
-                             << ", which the group of " << groupSize
-                             << " ranks does not divide";
+    return op->emitOpError()
+           << what << " " << dim << " has size " << inputSize
+           << ", which the group of " << groupSize << " ranks does not divide";
   int64_t expected = divide ? inputSize / groupSize : inputSize * groupSize;
   if (resultSize != expected)
     return op->emitOpError() << "result size " << resultSize << " in " << what
@@ -870,8 +863,7 @@ static LogicalResult verifyGridOnly(Op op, SymbolTableCollection &table) {
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
   return verifyGridOnly(*this, table);
 }
-LogicalResult
-AllReduceStartOp::verifySymbolUses(SymbolTableCollection &table) {
+LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &table) {
   return verifyGridOnly(*this, table);
 }
 
@@ -929,16 +921,16 @@ static LogicalResult verifyAllToAllGrid(Op op, SymbolTableCollection &table) {
   SmallVector<int64_t> expected(input.getShape());
   int64_t split = op.getSplitDim(), concat = op.getConcatDim();
   if (expected[split] % *n != 0)
-    return op.emitOpError() << "split_dim " << split << " has size "
-                            << expected[split] << ", which the group of " << *n
-                            << " ranks does not divide";
+    return op.emitOpError()
+           << "split_dim " << split << " has size " << expected[split]
+           << ", which the group of " << *n << " ranks does not divide";
   expected[split] /= *n;
   expected[concat] *= *n;
   if (result.getShape() != ArrayRef<int64_t>(expected))
-    return op.emitOpError() << "result has shape "
-                            << shapeString(result.getShape()) << ", expected "
-                            << shapeString(expected) << " for a group of "
-                            << *n << " ranks";
+    return op.emitOpError()
+           << "result has shape " << shapeString(result.getShape())
+           << ", expected " << shapeString(expected) << " for a group of " << *n
+           << " ranks";
   return success();
 }
 
@@ -959,9 +951,9 @@ static LogicalResult verifyRankInGroup(Op op, SymbolTableCollection &table,
   if (failedCheck || !n)
     return failure(failedCheck);
   if (rank >= *n)
-    return op.emitOpError() << what << " " << rank
-                            << " is out of range for a group of " << *n
-                            << " ranks";
+    return op.emitOpError()
+           << what << " " << rank << " is out of range for a group of " << *n
+           << " ranks";
   return success();
 }
 

@@ -27,15 +27,6 @@ using namespace braid;
 
 namespace {
 
-/// clock[t]: the position (1-based, in issue order) of the last op of stream
-/// t known to complete before the next op of the clock's owner.
-using VectorClock = SmallVector<unsigned, 4>;
-
-void mergeInto(VectorClock &into, const VectorClock &from) {
-  for (auto [a, b] : llvm::zip(into, from))
-    a = std::max(a, b);
-}
-
 struct AssignStreamsPass
     : public braid::impl::AssignStreamsBase<AssignStreamsPass> {
   using AssignStreamsBase::AssignStreamsBase;
@@ -45,14 +36,12 @@ struct AssignStreamsPass
       getOperation().emitError() << "comm-streams must be at least 1";
       return signalPassFailure();
     }
-    for (auto func : getOperation().getOps<FunctionOpInterface>()) {
-      if (func.isExternal())
-        continue;
-      Block *body = getSchedulableBody(func);
-      if (!body)
-        return signalPassFailure();
-      runOnBlock(*body);
-    }
+    if (failed(forEachSchedulableBody(getOperation(),
+                                      [&](FunctionOpInterface, Block &body) {
+                                        runOnBlock(body);
+                                        return success();
+                                      })))
+      signalPassFailure();
   }
 
   void runOnBlock(Block &body);

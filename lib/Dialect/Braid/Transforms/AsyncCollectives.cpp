@@ -30,15 +30,11 @@ namespace {
 struct AsyncCollectivesPass
     : public braid::impl::AsyncCollectivesBase<AsyncCollectivesPass> {
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<FunctionOpInterface>()) {
-      if (func.isExternal())
-        continue;
-      Block *body = getSchedulableBody(func);
-      if (!body)
-        return signalPassFailure();
-      if (failed(runOnBlock(*body)))
-        return signalPassFailure();
-    }
+    if (failed(forEachSchedulableBody(getOperation(),
+                                      [&](FunctionOpInterface, Block &body) {
+                                        return runOnBlock(body);
+                                      })))
+      signalPassFailure();
   }
 
   LogicalResult runOnBlock(Block &body);
@@ -113,14 +109,7 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
       if (!anchor || place[anchor] < place[producer])
         anchor = producer;
     }
-    Operation *&last = lastPlaced[anchor];
-    if (last)
-      start->moveAfter(last);
-    else if (anchor)
-      start->moveAfter(anchor);
-    else
-      start->moveBefore(&body, body.begin());
-    last = start;
+    placeAfter(start, anchor, body, lastPlaced);
     place[start] = Place{anchor ? place[anchor].index : -1, ++placed};
     previousStart[group] = start;
   }

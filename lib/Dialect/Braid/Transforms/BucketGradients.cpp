@@ -15,8 +15,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
-#include <deque>
 #include "llvm/Support/Debug.h"
+#include <deque>
 
 #define DEBUG_TYPE "braid-bucket-gradients"
 
@@ -32,8 +32,8 @@ namespace {
 
 /// A gradient, or a chunk of one, to be reduced in some bucket.
 struct Piece {
-  AllReduceOp source;  // The per-gradient all-reduce it comes from.
-  Value value;         // What the bucket reduces.
+  AllReduceOp source; // The per-gradient all-reduce it comes from.
+  Value value;        // What the bucket reduces.
   uint64_t bytes;
   unsigned readyIndex; // Position of its producer; orders the pieces.
   Operation *anchor;   // The bucket goes after this op (null: block start).
@@ -63,8 +63,8 @@ struct BucketGradientsPass
 
   void runOnOperation() override {
     if (!(bucketCapMb > 0)) {
-      getOperation().emitError() << "bucket-cap-mb must be positive, but is "
-                                 << bucketCapMb;
+      getOperation().emitError()
+          << "bucket-cap-mb must be positive, but is " << bucketCapMb;
       return signalPassFailure();
     }
     if (!(firstBucketCapMb > 0)) {
@@ -81,14 +81,12 @@ struct BucketGradientsPass
       return signalPassFailure();
     }
     smallest = UINT64_MAX;
-    for (auto func : getOperation().getOps<FunctionOpInterface>()) {
-      if (func.isExternal())
-        continue;
-      Block *body = getSchedulableBody(func);
-      if (!body)
-        return signalPassFailure();
-      runOnBlock(*body);
-    }
+    if (failed(forEachSchedulableBody(getOperation(),
+                                      [&](FunctionOpInterface, Block &body) {
+                                        runOnBlock(body);
+                                        return success();
+                                      })))
+      return signalPassFailure();
     if (smallest != UINT64_MAX)
       smallestBucketBytes = smallest;
   }
@@ -101,21 +99,6 @@ struct BucketGradientsPass
 
   uint64_t capBytes = 0, firstCapBytes = 0, smallest = UINT64_MAX;
 };
-
-/// Places `op` right after `anchor` (at the block start for a null anchor),
-/// after the ops placed there before it, so that ops placed at one anchor
-/// keep the order they were placed in.
-void placeAfter(Operation *op, Operation *anchor, Block &body,
-                DenseMap<Operation *, Operation *> &lastPlaced) {
-  Operation *&last = lastPlaced[anchor];
-  if (last)
-    op->moveAfter(last);
-  else if (anchor)
-    op->moveAfter(anchor);
-  else
-    op->moveBefore(&body, body.begin());
-  last = op;
-}
 
 void BucketGradientsPass::closeBucket(GroupState &group,
                                       SmallVector<Bucket> &buckets) {
@@ -180,8 +163,7 @@ void BucketGradientsPass::runOnBlock(Block &body) {
   SmallVector<AllReduceOp> gradients;
   unsigned endOfBackward = 0;
   for (auto op : body.getOps<AllReduceOp>()) {
-    if (!op.getGradOf() || op.getInputs().size() != 1 ||
-        op.getBucketIndex())
+    if (!op.getGradOf() || op.getInputs().size() != 1 || op.getBucketIndex())
       continue;
     gradients.push_back(op);
     endOfBackward = std::max(endOfBackward, readyIndexOf(op.getInputs()[0]));
@@ -312,11 +294,10 @@ void BucketGradientsPass::runOnBlock(Block &body) {
     return last(a) < last(b);
   });
   if (report) {
-    InFlightDiagnostic remark =
-        emitRemark(body.getParentOp()->getLoc())
-        << "buckets: " << buckets.size() << " (";
-    llvm::interleaveComma(buckets, remark,
-                          [&](const Bucket &bucket) { remark << bucket.bytes; });
+    InFlightDiagnostic remark = emitRemark(body.getParentOp()->getLoc())
+                                << "buckets: " << buckets.size() << " (";
+    llvm::interleaveComma(
+        buckets, remark, [&](const Bucket &bucket) { remark << bucket.bytes; });
     remark << " bytes)";
   }
   DenseMap<Operation *, Operation *> lastBucketOf;

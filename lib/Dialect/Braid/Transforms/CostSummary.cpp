@@ -171,12 +171,9 @@ struct CostSummaryPass : public braid::impl::CostSummaryBase<CostSummaryPass> {
     os << "  top ops by flops:\n";
     for (const auto &[name, kind] : ArrayRef(kinds).take_front(topOps)) {
       double share = cost.flops ? 100.0 * kind.flops / cost.flops : 0.0;
-      os << "    " << llvm::left_justify(name, 30) << llvm::right_justify(
-                                                          std::to_string(
-                                                              kind.count),
-                                                          5)
-         << " ops  " << kind.flops << " ("
-         << llvm::formatv("{0:f1}", share) << "%)\n";
+      os << "    " << llvm::left_justify(name, 30)
+         << llvm::right_justify(std::to_string(kind.count), 5) << " ops  "
+         << kind.flops << " (" << llvm::formatv("{0:f1}", share) << "%)\n";
     }
   }
 };

@@ -33,9 +33,9 @@ constexpr unsigned kNoStart = ~0u;
 
 /// The priority of an op: lower runs first among ready ops.
 struct Priority {
-  bool afterWait;   // Depends on a wait: runs in the optimizer phase.
-  unsigned bucket;  // The start it feeds (before waits) or the wait it
-                    // follows (after); kNoStart for neither.
+  bool afterWait;    // Depends on a wait: runs in the optimizer phase.
+  unsigned bucket;   // The start it feeds (before waits) or the wait it
+                     // follows (after); kNoStart for neither.
   unsigned position; // Original position, to break ties stably.
 
   bool operator<(const Priority &other) const {
@@ -54,15 +54,11 @@ struct SchedulePass : public braid::impl::ScheduleBase<SchedulePass> {
           << maxLiveIncrease;
       return signalPassFailure();
     }
-    for (auto func : getOperation().getOps<FunctionOpInterface>()) {
-      if (func.isExternal())
-        continue;
-      Block *body = getSchedulableBody(func);
-      if (!body)
-        return signalPassFailure();
-      if (failed(runOnBlock(func, *body)))
-        return signalPassFailure();
-    }
+    if (failed(forEachSchedulableBody(
+            getOperation(), [&](FunctionOpInterface func, Block &body) {
+              return runOnBlock(func, body);
+            })))
+      signalPassFailure();
   }
 
   LogicalResult runOnBlock(FunctionOpInterface func, Block &body);
@@ -148,7 +144,7 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   // An op that feeds no collective (the loss, a step counter) runs as soon
   // as it is ready: it frees its operands early and delays no bucket much.
   auto priorityOf = [&](unsigned i) {
-    unsigned bucket = afterWait[i] ? follows[i]
+    unsigned bucket = afterWait[i]           ? follows[i]
                       : feeds[i] == kNoStart ? 0
                                              : feeds[i];
     return Priority{afterWait[i], bucket, i};
@@ -178,17 +174,16 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   uint64_t after = getPeakLiveBytes(body, order);
   peakLiveBefore += before;
   if (report)
-    emitRemark(func.getLoc()) << "peak live bytes of @" << func.getName()
-                              << ": " << before << " before, " << after
-                              << " after scheduling";
+    emitRemark(func.getLoc())
+        << "peak live bytes of @" << func.getName() << ": " << before
+        << " before, " << after << " after scheduling";
   if (after > before * (1.0 + maxLiveIncrease / 100.0)) {
     ++numKept;
     peakLiveAfter += before;
-    emitRemark(func.getLoc()) << "braid-schedule kept the order of @"
-                              << func.getName()
-                      << ": the new order would raise peak live bytes from "
-                      << before << " to " << after << ", more than "
-                      << maxLiveIncrease << "%";
+    emitRemark(func.getLoc())
+        << "braid-schedule kept the order of @" << func.getName()
+        << ": the new order would raise peak live bytes from " << before
+        << " to " << after << ", more than " << maxLiveIncrease << "%";
     return success();
   }
   peakLiveAfter += after;

@@ -16,15 +16,44 @@ std::string braid::getGroupKey(CollectiveOpInterface op) {
   return key;
 }
 
-Block *braid::getSchedulableBody(FunctionOpInterface func) {
-  Region &body = func.getFunctionBody();
-  if (!llvm::hasSingleElement(body)) {
-    func.emitError() << "braid scheduling needs a function body of one "
-                        "block, but @"
-                     << func.getName() << " has " << body.getBlocks().size();
-    return nullptr;
+LogicalResult braid::forEachSchedulableBody(
+    ModuleOp module,
+    function_ref<LogicalResult(FunctionOpInterface, Block &)> fn) {
+  bool ok = true;
+  for (auto func : module.getOps<FunctionOpInterface>()) {
+    if (func.isExternal())
+      continue;
+    Region &body = func.getFunctionBody();
+    if (!llvm::hasSingleElement(body)) {
+      func.emitError() << "braid scheduling needs a function body of one "
+                          "block, but @"
+                       << func.getName() << " has " << body.getBlocks().size();
+      ok = false;
+      continue;
+    }
+    if (failed(fn(func, body.front())))
+      ok = false;
   }
-  return &body.front();
+  return success(ok);
+}
+
+void braid::placeAfter(Operation *op, Operation *anchor, Block &body,
+                       DenseMap<Operation *, Operation *> &lastPlaced) {
+  Operation *&last = lastPlaced[anchor];
+  if (last)
+    op->moveAfter(last);
+  else if (anchor)
+    op->moveAfter(anchor);
+  else
+    op->moveBefore(&body, body.begin());
+  last = op;
+}
+
+void braid::mergeInto(VectorClock &into, const VectorClock &from) {
+  if (into.size() < from.size())
+    into.resize(from.size(), 0);
+  for (auto [a, b] : llvm::zip(into, from))
+    a = std::max(a, b);
 }
 
 std::optional<unsigned> braid::getStreamIndex(Operation *op) {

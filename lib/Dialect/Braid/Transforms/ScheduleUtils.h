@@ -5,7 +5,9 @@
 
 #include "braid/Dialect/Braid/BraidOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <optional>
 #include <string>
@@ -16,9 +18,31 @@ namespace braid {
 /// same key run on the same communicator.
 std::string getGroupKey(CollectiveOpInterface op);
 
-/// The body of a function the overlap passes can schedule: one block. Emits
-/// an error and returns null for a function with several blocks.
-mlir::Block *getSchedulableBody(mlir::FunctionOpInterface func);
+/// Calls `fn` on the body of every function of `module` that has one. The
+/// overlap passes schedule one block: a function with several blocks is an
+/// error. Goes on after a failure, so that every function is diagnosed, and
+/// fails if any call or function failed.
+mlir::LogicalResult forEachSchedulableBody(
+    mlir::ModuleOp module,
+    llvm::function_ref<mlir::LogicalResult(mlir::FunctionOpInterface,
+                                           mlir::Block &)>
+        fn);
+
+/// Moves `op` right after `anchor` (to the block start for a null anchor),
+/// after the ops placed there before it, so that ops placed at one anchor
+/// keep the order in which they were placed. `lastPlaced` remembers, per
+/// anchor, the last op placed there.
+void placeAfter(
+    mlir::Operation *op, mlir::Operation *anchor, mlir::Block &body,
+    llvm::DenseMap<mlir::Operation *, mlir::Operation *> &lastPlaced);
+
+/// A vector clock over streams (indexed as by getStreamIndex): entry t is
+/// the position, in issue order, of the last op of stream t known to have
+/// completed before the next op of the clock's stream.
+using VectorClock = llvm::SmallVector<unsigned, 4>;
+
+/// Raises each entry of `into` to at least that of `from`.
+void mergeInto(VectorClock &into, const VectorClock &from);
 
 /// The dense index of a stream: 0 for `#braid.stream<compute, 0>`, 1 + i for
 /// `#braid.stream<comm, i>`; std::nullopt without a `braid.stream`. (braid

@@ -25,27 +25,16 @@ using namespace braid;
 
 namespace {
 
-using VectorClock = SmallVector<unsigned, 4>;
-
-void mergeInto(VectorClock &into, const VectorClock &from) {
-  if (into.size() < from.size())
-    into.resize(from.size(), 0);
-  for (auto [a, b] : llvm::zip(into, from))
-    a = std::max(a, b);
-}
-
 struct VerifySchedulePass
     : public braid::impl::VerifyScheduleBase<VerifySchedulePass> {
   void runOnOperation() override {
-    bool failedAny = false;
-    for (auto func : getOperation().getOps<FunctionOpInterface>()) {
-      if (func.isExternal())
-        continue;
-      Block *body = getSchedulableBody(func);
-      if (!body || failed(verifyFutures(*body)) || failed(verifyStreams(*body)))
-        failedAny = true;
-    }
-    if (failedAny)
+    if (failed(forEachSchedulableBody(
+            getOperation(), [&](FunctionOpInterface, Block &body) {
+              // Both checks run, so that one run reports every problem.
+              bool futures = succeeded(verifyFutures(body));
+              bool streams = succeeded(verifyStreams(body));
+              return success(futures && streams);
+            })))
       signalPassFailure();
   }
 
