@@ -79,3 +79,13 @@ func.func @keep_memory(%x: tensor<256xf32>, %z: tensor<256xf32>)
   %c1 = braid.all_reduce %a on @world grid_axes = [0] reduction = sum : tensor<256xf32>
   return %c0#0, %c0#1, %c1 : tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
 }
+
+// A function with streams is already scheduled and stays as it is.
+// CHECK-LABEL: func.func @already_streamed
+// CHECK-NEXT: braid.relu %arg1
+// CHECK-NEXT: braid.relu %arg0
+func.func @already_streamed(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %b = braid.relu %y {braid.stream = #braid.stream<compute, 0>} : tensor<4xf32>
+  %a = braid.relu %x {braid.stream = #braid.stream<compute, 0>} : tensor<4xf32>
+  return %a, %b : tensor<4xf32>, tensor<4xf32>
+}

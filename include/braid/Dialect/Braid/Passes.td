@@ -164,7 +164,34 @@ def Schedule : Pass<"braid-schedule", "mlir::ModuleOp"> {
     Starts on one group keep their relative order. The pass measures the
     peak of live tensor bytes before and after (statistics, and with
     `report` a remark); if the new order raises it by more than
-    `max-live-increase` percent, the function keeps its order.
+    `max-live-increase` percent, the function keeps its order. A function
+    that already has streams (after `braid-assign-streams`) is left as it
+    is, so the pipeline can run twice.
+
+    Before (as autograd emits it):
+    ```mlir
+    %dx1 = braid.matmul %dy, %w2 ...                    // input gradient
+    %dw2 = braid.matmul %dy, %x {transpose_a} ...       // weight gradient
+    %f2 = braid.all_reduce_start %dw2 ... grad_of = ["w2"]
+    %dw1 = braid.matmul %dx1, %x {transpose_a} ...
+    %f1 = braid.all_reduce_start %dw1 ... grad_of = ["w1"]
+    %r1 = braid.wait %f1 ...
+    %n1:2 = braid.sgd %w1, %r1, %m1 ...
+    %r2 = braid.wait %f2 ...
+    %n2:2 = braid.sgd %w2, %r2, %m2 ...
+    ```
+    After:
+    ```mlir
+    %dw2 = braid.matmul %dy, %x {transpose_a} ...
+    %f2 = braid.all_reduce_start %dw2 ... grad_of = ["w2"]
+    %dx1 = braid.matmul %dy, %w2 ...                    // overlaps %f2
+    %dw1 = braid.matmul %dx1, %x {transpose_a} ...
+    %f1 = braid.all_reduce_start %dw1 ... grad_of = ["w1"]
+    %r2 = braid.wait %f2 ...
+    %n2:2 = braid.sgd %w2, %r2, %m2 ...                 // overlaps %f1
+    %r1 = braid.wait %f1 ...
+    %n1:2 = braid.sgd %w1, %r1, %m1 ...
+    ```
   }];
   let options = [
     Option<"maxLiveIncrease", "max-live-increase", "double", /*default=*/"10.0",
@@ -235,6 +262,20 @@ def VerifySchedule : Pass<"braid-verify-schedule", "mlir::ModuleOp"> {
     Program order is the issue order, and every rank runs the same program,
     so collectives issued on one stream are issued in the same order on every
     rank. The IR is not changed.
+
+    Rejected: the start reads `%g` from the compute stream, but nothing
+    orders it after `%g`'s producer.
+    ```mlir
+    %g = braid.relu %x {braid.stream = #braid.stream<compute, 0>} ...
+    %f = braid.all_reduce_start %g ... {braid.stream = #braid.stream<comm, 0>} ...
+    ```
+    Accepted:
+    ```mlir
+    %g = braid.relu %x {braid.stream = #braid.stream<compute, 0>} ...
+    %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
+    braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
+    %f = braid.all_reduce_start %g ... {braid.stream = #braid.stream<comm, 0>} ...
+    ```
   }];
   let statistics = [
     Statistic<"numChecked", "ops-checked", "Ops checked">
@@ -246,7 +287,28 @@ def Overlap : Pass<"braid-overlap", "mlir::ModuleOp"> {
   let description = [{
     Runs `braid-bucket-gradients`, `braid-async-collectives`,
     `braid-schedule`, `braid-assign-streams` and `braid-verify-schedule`,
-    forwarding the options below to the pass they belong to.
+    forwarding the options below to the pass they belong to. The pipeline is
+    idempotent. docs/Overlap.md shows the MLP step before and after.
+
+    Before: per-gradient synchronous all-reduces, the optimizer at the end.
+    ```mlir
+    %dw = braid.matmul ...
+    %r = braid.all_reduce %dw on @world grid_axes = [0] reduction = avg grad_of = ["w"]
+    ...
+    %n:2 = braid.sgd %w, %r, %m ...
+    ```
+    After: buckets started on a communication stream as soon as their
+    gradients exist, waited on the compute stream just before their
+    optimizer updates.
+    ```mlir
+    %dw = braid.matmul ... {braid.stream = #braid.stream<compute, 0>}
+    %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
+    braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
+    %f = braid.all_reduce_start %dw, ... {braid.stream = #braid.stream<comm, 0>, bucket_bytes = ..., bucket_index = 0}
+    ...
+    %r:2 = braid.wait %f {braid.stream = #braid.stream<compute, 0>}
+    %n:2 = braid.sgd %w, %r#0, %m ... {braid.stream = #braid.stream<compute, 0>}
+    ```
   }];
   let options = [
     Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",

@@ -68,7 +68,11 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
-  if (ops.empty())
+  // A function with streams is already scheduled: its events order its
+  // streams, and moving ops would break them. Leave it as it is.
+  if (ops.empty() || llvm::any_of(ops, [](Operation *op) {
+        return getStreamIndex(op) || isa<RecordEventOp, WaitEventOp>(op);
+      }))
     return success();
   DenseMap<Operation *, unsigned> position;
   for (auto [i, op] : llvm::enumerate(ops))
@@ -86,11 +90,6 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   std::optional<unsigned> lastEffect;
   for (unsigned i = 0, e = ops.size(); i < e; ++i) {
     Operation *op = ops[i];
-    if (op->hasAttr(BraidDialect::kStreamAttrName) ||
-        isa<RecordEventOp, WaitEventOp>(op))
-      return op->emitError() << "braid-schedule runs before "
-                                "braid-assign-streams, but this op already "
-                                "has a stream or is an event";
     op->walk([&](Operation *nested) {
       for (Value operand : nested->getOperands())
         if (Operation *producer = operand.getDefiningOp())
