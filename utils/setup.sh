@@ -10,8 +10,8 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # Build tools: clang-14 + lld with ninja is the fastest build here.
   cmake ninja-build clang-14 lld
-  # The format check of the test suite.
-  clang-format-14
+  # The format check of the test suite (clang-format over `git ls-files`).
+  clang-format-14 git
   # lit runs under Debian's python3.
   python3
 )
