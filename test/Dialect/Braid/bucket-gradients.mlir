@@ -122,3 +122,18 @@ func.func @already_bucketed(%a: tensor<64xf32> {braid.role = #braid.role<paramet
   %r:2 = braid.all_reduce %a, %b on @world grid_axes = [0] reduction = avg grad_of = ["a", "b"] {bucket_index = 0, bucket_bytes = 512} : tensor<64xf32>, tensor<64xf32>
   return %r#0, %r#1 : tensor<64xf32>, tensor<64xf32>
 }
+
+// A first gradient larger than the first cap (512 > 314 bytes) is the first
+// bucket, alone; the next ones fill a bucket of the normal cap.
+// CHECK-LABEL: func.func @large_first
+// CHECK: braid.all_reduce %arg0 {{.*}} grad_of = ["a"] {bucket_bytes = 512 : i64, bucket_index = 0 : i64}
+// CHECK: braid.all_reduce %arg1, %arg2 {{.*}} grad_of = ["b", "c"] {bucket_bytes = 512 : i64, bucket_index = 1 : i64}
+func.func @large_first(%a: tensor<128xf32> {braid.role = #braid.role<parameter "a">},
+                       %b: tensor<64xf32> {braid.role = #braid.role<parameter "b">},
+                       %c: tensor<64xf32> {braid.role = #braid.role<parameter "c">})
+    -> (tensor<128xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %ra = braid.all_reduce %a on @world grid_axes = [0] reduction = avg grad_of = ["a"] : tensor<128xf32>
+  %rb = braid.all_reduce %b on @world grid_axes = [0] reduction = avg grad_of = ["b"] : tensor<64xf32>
+  %rc = braid.all_reduce %c on @world grid_axes = [0] reduction = avg grad_of = ["c"] : tensor<64xf32>
+  return %ra, %rb, %rc : tensor<128xf32>, tensor<64xf32>, tensor<64xf32>
+}

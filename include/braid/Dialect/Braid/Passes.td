@@ -235,7 +235,7 @@ def AssignStreams : Pass<"braid-assign-streams", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"commStreams", "comm-streams", "unsigned", /*default=*/"1",
-           "Number of communication streams">
+           "Number of communication streams (1 to 64)">
   ];
   let statistics = [
     Statistic<"numEvents", "events", "Record/wait event pairs inserted">,
@@ -321,7 +321,7 @@ def Overlap : Pass<"braid-overlap", "mlir::ModuleOp"> {
     Option<"maxLiveIncrease", "max-live-increase", "double", /*default=*/"10.0",
            "Largest allowed increase of peak live bytes, in percent">,
     Option<"commStreams", "comm-streams", "unsigned", /*default=*/"1",
-           "Number of communication streams">,
+           "Number of communication streams (1 to 64)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Report buckets and peak live bytes as remarks">
   ];

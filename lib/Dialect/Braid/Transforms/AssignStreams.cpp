@@ -27,13 +27,19 @@ using namespace braid;
 
 namespace {
 
+/// More streams than this buy nothing (one group a stream) and would make
+/// the vector clocks large.
+constexpr unsigned kMaxCommStreams = 64;
+
 struct AssignStreamsPass
     : public braid::impl::AssignStreamsBase<AssignStreamsPass> {
   using AssignStreamsBase::AssignStreamsBase;
 
   void runOnOperation() override {
-    if (commStreams == 0) {
-      getOperation().emitError() << "comm-streams must be at least 1";
+    if (commStreams == 0 || commStreams > kMaxCommStreams) {
+      getOperation().emitError()
+          << "comm-streams must be between 1 and " << kMaxCommStreams
+          << ", but is " << static_cast<unsigned>(commStreams);
       return signalPassFailure();
     }
     if (failed(forEachSchedulableBody(getOperation(),

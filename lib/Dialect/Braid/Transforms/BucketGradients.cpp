@@ -73,8 +73,13 @@ struct BucketGradientsPass
           << firstBucketCapMb;
       return signalPassFailure();
     }
-    capBytes = static_cast<uint64_t>(bucketCapMb * 1024 * 1024);
-    firstCapBytes = static_cast<uint64_t>(firstBucketCapMb * 1024 * 1024);
+    // Caps beyond any memory (up to infinity) mean "no cap".
+    auto toBytes = [](double mb) -> uint64_t {
+      double bytes = mb * 1024 * 1024;
+      return bytes >= 9.0e18 ? UINT64_MAX / 2 : static_cast<uint64_t>(bytes);
+    };
+    capBytes = toBytes(bucketCapMb);
+    firstCapBytes = toBytes(firstBucketCapMb);
     if (capBytes == 0 || firstCapBytes == 0) {
       getOperation().emitError()
           << "bucket-cap-mb and first-bucket-cap-mb must be at least one byte";
