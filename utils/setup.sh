@@ -12,8 +12,12 @@ packages=(
   cmake ninja-build clang-14 lld
   # The format check of the test suite (clang-format over `git ls-files`).
   clang-format-14 git
-  # lit runs under Debian's python3.
-  python3
+  # lit runs under Debian's python3; the runtime tests compare with numpy.
+  python3 python3-numpy
+  # The runtime: the plan format (FlatBuffers, zlib's crc32), BLAS, MPI,
+  # .npz files (libzip).
+  flatbuffers-compiler libflatbuffers-dev zlib1g-dev libopenblas-dev
+  openmpi-bin libopenmpi-dev libzip-dev
 )
 
 missing=()

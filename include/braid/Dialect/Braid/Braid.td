@@ -44,6 +44,14 @@ def Braid_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStreamAttrName = "braid.stream";
     /// The argument and result attribute naming the role of a value.
     static constexpr ::llvm::StringLiteral kRoleAttrName = "braid.role";
+    /// The discardable attribute of `braid-plan-memory`: the arena offset of
+    /// each result of an op (-1 for a result that is not a tensor).
+    static constexpr ::llvm::StringLiteral kOffsetsAttrName = "braid.offsets";
+    /// The argument attribute of `braid-plan-memory`: an argument's offset.
+    static constexpr ::llvm::StringLiteral kOffsetAttrName = "braid.offset";
+    /// The function attribute of `braid-plan-memory`: the arena size.
+    static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
+        "braid.arena_bytes";
 
     /// The role names of `func`'s arguments, built once per version of its
     /// argument attributes and type, so that checks by name cost O(1) and a

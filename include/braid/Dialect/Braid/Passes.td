@@ -282,6 +282,55 @@ def VerifySchedule : Pass<"braid-verify-schedule", "mlir::ModuleOp"> {
   ];
 }
 
+def PlanMemory : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Give every tensor a static offset in one arena per rank";
+  let description = [{
+    Assigns each tensor value of a step (arguments, op results) a byte offset
+    in one arena, so that the runtime allocates once and never during a step.
+    Two values share bytes only when their lifetimes cannot overlap at run
+    time on any stream:
+    - a value lives from its producer to its last use in program order;
+    - a value read or written by a collective stays live until the
+      collective's `braid.wait` (it is in flight until then);
+    - a value used on a stream other than the compute stream, or produced
+      there, is not reused within the step;
+    - arguments and returned values live for the whole step (the runtime
+      binds them before the step and reads them after it).
+
+    The gradients of a bucket are placed contiguously, in operand order, and
+    the collective's results take their place (an in-place all-reduce over
+    one range, with no pack or unpack copy) when the gradients have no other
+    use. Otherwise the results are contiguous on their own and the runtime
+    copies the inputs in first. The updates of `braid.sgd` and `braid.adamw`
+    overwrite their parameter and state arguments when the update is the
+    argument's last use on its stream.
+
+    Results get `braid.offsets` (one entry per result, -1 for a result that
+    is not a tensor), arguments `braid.offset`, the function
+    `braid.arena_bytes`:
+    ```mlir
+    func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}, ...)
+        attributes {braid.arena_bytes = 128 : i64} {
+      %y = braid.relu %x {braid.offsets = array<i64: 64>, ...} : tensor<4xf32>
+    ```
+    `report` emits a remark per function with the arena size, the sum of all
+    buffer sizes, and the live-bytes bound: the most bytes live at once under
+    the lifetimes above, which no placement can beat.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Alignment of each buffer in bytes (a power of two)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark per function with the arena figures">
+  ];
+  let statistics = [
+    Statistic<"peakArenaBytes", "peak-arena-bytes",
+              "Arena bytes, summed over functions">,
+    Statistic<"totalBufferBytes", "total-buffer-bytes",
+              "Bytes of all buffers before sharing, summed over functions">
+  ];
+}
+
 def Overlap : Pass<"braid-overlap", "mlir::ModuleOp"> {
   let summary = "The overlap pipeline: bucket, async, schedule, assign streams, verify";
   let description = [{

@@ -2,7 +2,8 @@
 //
 // Registration of the dialect and verification of the attributes braid puts on
 // other ops: `braid.role` on function arguments and results, `braid.stream` on
-// scheduled ops.
+// scheduled ops, and the memory plan (`braid.offset`, `braid.offsets`,
+// `braid.arena_bytes`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +55,14 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
                                                      NamedAttribute attr) {
+  if (attr.getName() == kOffsetAttrName) {
+    auto offset = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!offset || offset.getValue().isNegative())
+      return op->emitError()
+             << "argument #" << argIndex << ": '" << kOffsetAttrName
+             << "' must be a non-negative integer, but is " << attr.getValue();
+    return success();
+  }
   if (attr.getName() != kRoleAttrName)
     return op->emitError() << "argument #" << argIndex
                            << " has unknown braid attribute '"
@@ -150,6 +159,39 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << kStreamAttrName
                              << "' must be a #braid.stream attribute, but is "
                              << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kOffsetsAttrName) {
+    auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!offsets)
+      return op->emitError() << "'" << kOffsetsAttrName
+                             << "' must be an array<i64>, but is "
+                             << attr.getValue();
+    if (offsets.size() != static_cast<int64_t>(op->getNumResults()))
+      return op->emitError()
+             << "'" << kOffsetsAttrName << "' has " << offsets.size()
+             << " entries, but the op has " << op->getNumResults()
+             << " results";
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      bool tensor = isa<RankedTensorType>(result.getType());
+      if (tensor && offsets[i] < 0)
+        return op->emitError() << "'" << kOffsetsAttrName
+                               << "' gives tensor result #" << i
+                               << " the negative offset " << offsets[i];
+      if (!tensor && offsets[i] != -1)
+        return op->emitError() << "'" << kOffsetsAttrName << "' gives result #"
+                               << i << ", which is not a tensor, offset "
+                               << offsets[i] << " instead of -1";
+    }
+    return success();
+  }
+  if (attr.getName() == kArenaBytesAttrName) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !bytes ||
+        bytes.getValue().isNegative())
+      return op->emitError()
+             << "'" << kArenaBytesAttrName
+             << "' must be a non-negative integer on a function";
     return success();
   }
   return op->emitError() << "unknown braid attribute '"

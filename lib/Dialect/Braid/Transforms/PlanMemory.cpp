@@ -1,0 +1,341 @@
+//===- PlanMemory.cpp - static arena offsets for a step ---------*- C++ -*-===//
+//
+// Gives every tensor of a step an offset in one arena: values are grouped into
+// allocations (a bucket's gradients and the collective results that overwrite
+// them are one allocation), each allocation gets a stream-aware lifetime in
+// program-order positions, and allocations are packed greedily by size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ScheduleUtils.h"
+
+#include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/BraidOps.h"
+#include "braid/Dialect/Braid/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
+
+#define DEBUG_TYPE "braid-plan-memory"
+
+namespace braid {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "braid/Dialect/Braid/Passes.h.inc"
+} // namespace braid
+
+using namespace mlir;
+using namespace braid;
+
+namespace {
+
+/// Values that share storage: a single value, or a bucket whose members are
+/// laid out back to back.
+struct Allocation {
+  uint64_t bytes = 0;
+  /// First and last program-order position (inclusive) at which the bytes
+  /// may be touched by any stream.
+  size_t begin = ~size_t(0), end = 0;
+  uint64_t offset = 0;
+  /// How many values live here (an allocation of one may join a bucket).
+  unsigned members = 0;
+  bool dead = false;
+};
+
+/// Where a value lives: an allocation and the offset inside it.
+struct Slot {
+  unsigned allocation;
+  uint64_t offset;
+};
+
+/// The results a collective produces: its own for the synchronous form, the
+/// wait's for a start (none when the start is never waited).
+static SmallVector<Value> getCollectiveResults(Operation *op,
+                                               WaitOp &waitOut) {
+  waitOut = nullptr;
+  auto collective = dyn_cast<CollectiveOpInterface>(op);
+  if (!collective || !collective.isAsync())
+    return SmallVector<Value>(op->getResults());
+  for (Operation *user : op->getUsers())
+    if (auto wait = dyn_cast<WaitOp>(user)) {
+      waitOut = wait;
+      return SmallVector<Value>(wait.getResults());
+    }
+  return {};
+}
+
+/// Whether `op` runs on the compute stream (or is not scheduled at all).
+static bool isOnComputeStream(Operation *op) {
+  std::optional<unsigned> stream = getStreamIndex(op);
+  return !stream || *stream == 0;
+}
+
+struct PlanMemoryPass : public braid::impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+
+  void runOnOperation() override {
+    if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
+      getOperation().emitError()
+          << "braid-plan-memory: alignment must be a power of two, but is "
+          << alignment;
+      return signalPassFailure();
+    }
+    if (failed(forEachSchedulableBody(
+            getOperation(), [&](FunctionOpInterface func, Block &body) {
+              return planFunction(func, body);
+            })))
+      signalPassFailure();
+  }
+
+  LogicalResult planFunction(FunctionOpInterface func, Block &body);
+};
+
+LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
+                                           Block &body) {
+  // Program-order positions: arguments at 0, ops from 1, the terminator last.
+  llvm::DenseMap<Operation *, size_t> position;
+  size_t next = 1;
+  for (Operation &op : body)
+    position[&op] = next++;
+  const size_t end = next;
+
+  SmallVector<Allocation> allocations;
+  llvm::DenseMap<Value, Slot> slots;
+  auto newAllocation = [&](ArrayRef<Value> members) {
+    unsigned index = allocations.size();
+    allocations.emplace_back();
+    uint64_t at = 0;
+    for (Value v : members) {
+      slots[v] = {index, at};
+      at += getTensorBytes(v.getType());
+      ++allocations.back().members;
+    }
+    allocations.back().bytes = at;
+    return index;
+  };
+  auto isTensor = [](Value v) { return isa<RankedTensorType>(v.getType()); };
+
+  for (BlockArgument arg : body.getArguments())
+    if (isTensor(arg))
+      newAllocation(arg);
+
+  unsigned inPlace = 0, collectives = 0;
+  for (Operation &op : body.without_terminator()) {
+    // Optimizer updates overwrite their argument when nothing reads it later.
+    auto aliasUpdate = [&](unsigned operand, unsigned result) {
+      auto arg = dyn_cast<BlockArgument>(op.getOperand(operand));
+      if (!arg || !isOnComputeStream(&op))
+        return;
+      for (OpOperand &use : arg.getUses()) {
+        Operation *user = use.getOwner();
+        if (user == &op) {
+          if (use.getOperandNumber() != operand)
+            return;
+          continue;
+        }
+        if (!isOnComputeStream(user) || user->hasTrait<OpTrait::IsTerminator>() ||
+            position.lookup(user) > position.lookup(&op))
+          return;
+      }
+      Slot slot = slots.lookup(arg);
+      slots[op.getResult(result)] = slot;
+      ++allocations[slot.allocation].members;
+    };
+    if (isa<SgdOp>(op)) {
+      aliasUpdate(0, 0);
+      aliasUpdate(2, 1);
+    } else if (isa<AdamWOp>(op)) {
+      aliasUpdate(0, 0);
+      aliasUpdate(2, 1);
+      aliasUpdate(3, 2);
+    } else if (isa<AllReduceOp, AllReduceStartOp>(op)) {
+      ++collectives;
+      WaitOp wait;
+      SmallVector<Value> results = getCollectiveResults(&op, wait);
+      if (!results.empty()) {
+        // In place when every input is an op result used only here, alone in
+        // its allocation, of one element type.
+        bool canAlias = true;
+        Type elementType;
+        llvm::SmallPtrSet<Value, 8> seen;
+        for (Value input : op.getOperands()) {
+          auto type = cast<RankedTensorType>(input.getType());
+          if (!elementType)
+            elementType = type.getElementType();
+          if (!isa<OpResult>(input) || !input.hasOneUse() ||
+              !seen.insert(input).second ||
+              type.getElementType() != elementType ||
+              !isOnComputeStream(input.getDefiningOp()) ||
+              allocations[slots.lookup(input).allocation].members != 1) {
+            canAlias = false;
+            break;
+          }
+        }
+        if (canAlias) {
+          for (Value input : op.getOperands())
+            allocations[slots.lookup(input).allocation].dead = true;
+          newAllocation(SmallVector<Value>(op.getOperands()));
+          for (auto [input, result] : llvm::zip(op.getOperands(), results)) {
+            slots[result] = slots.lookup(input);
+            ++allocations.back().members;
+          }
+          ++inPlace;
+        } else {
+          newAllocation(results);
+        }
+      }
+    } else if (isa<CollectiveOpInterface>(op)) {
+      WaitOp wait;
+      for (Value result : getCollectiveResults(&op, wait))
+        newAllocation(result);
+    }
+    for (Value result : op.getResults())
+      if (isTensor(result) && !slots.count(result))
+        newAllocation(result);
+  }
+
+  // Lifetimes. A start's inputs and results are in flight until its wait;
+  // anything touched off the compute stream is kept for the whole step.
+  auto waitPosition = [&](Operation *start) {
+    for (Operation *user : start->getUsers())
+      if (isa<WaitOp>(user))
+        return position.lookup(user);
+    return end;
+  };
+  auto extend = [&](Value v, size_t from, size_t to) {
+    Allocation &a = allocations[slots.lookup(v).allocation];
+    a.begin = std::min(a.begin, from);
+    a.end = std::max(a.end, to);
+  };
+  for (BlockArgument arg : body.getArguments())
+    if (isTensor(arg))
+      extend(arg, 0, end);
+  for (Operation &op : body.without_terminator()) {
+    size_t at = position.lookup(&op);
+    auto collective = dyn_cast<CollectiveOpInterface>(op);
+    bool async = collective && collective.isAsync();
+    size_t inFlightUntil = async ? waitPosition(&op) : at;
+    for (Value input : op.getOperands())
+      if (isTensor(input))
+        extend(input, at,
+               isOnComputeStream(&op) || async ? inFlightUntil : end);
+    for (Value result : op.getResults()) {
+      if (!isTensor(result))
+        continue;
+      size_t from = isOnComputeStream(&op) ? at : 0;
+      // The results of a wait are written by its start's collective.
+      if (auto wait = dyn_cast<WaitOp>(op)) {
+        Operation *start = wait.getFuture().getDefiningOp();
+        if (start && !isOnComputeStream(start))
+          from = 0;
+        if (start)
+          from = std::min(from, position.lookup(start));
+      }
+      extend(result, from, at);
+      for (OpOperand &use : result.getUses()) {
+        Operation *user = use.getOwner();
+        if (user->hasTrait<OpTrait::IsTerminator>()) {
+          extend(result, from, end);
+          continue;
+        }
+        auto userCollective = dyn_cast<CollectiveOpInterface>(user);
+        bool userAsync = userCollective && userCollective.isAsync();
+        if (userAsync)
+          extend(result, from, waitPosition(user));
+        else if (!isOnComputeStream(user))
+          extend(result, from, end);
+        else
+          extend(result, from, position.lookup(user));
+      }
+    }
+  }
+
+  // The bound: the most bytes live at once under these lifetimes.
+  SmallVector<int64_t> delta(end + 2, 0);
+  uint64_t totalBytes = 0;
+  SmallVector<unsigned> order;
+  for (auto [i, a] : llvm::enumerate(allocations)) {
+    if (a.dead)
+      continue;
+    a.bytes = llvm::alignTo(a.bytes, alignment);
+    totalBytes += a.bytes;
+    delta[a.begin] += a.bytes;
+    delta[a.end + 1] -= a.bytes;
+    order.push_back(i);
+  }
+  uint64_t bound = 0;
+  int64_t live = 0;
+  for (int64_t d : delta) {
+    live += d;
+    bound = std::max<uint64_t>(bound, live);
+  }
+
+  // Greedy by size: the largest allocation first, each at the lowest offset
+  // free during its lifetime.
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return allocations[a].bytes > allocations[b].bytes;
+  });
+  SmallVector<unsigned> placed;
+  uint64_t arenaBytes = 0;
+  for (unsigned i : order) {
+    Allocation &a = allocations[i];
+    SmallVector<std::pair<uint64_t, uint64_t>> busy;
+    for (unsigned j : placed) {
+      const Allocation &b = allocations[j];
+      if (b.begin <= a.end && a.begin <= b.end)
+        busy.push_back({b.offset, b.offset + b.bytes});
+    }
+    llvm::sort(busy);
+    uint64_t offset = 0;
+    for (auto [lo, hi] : busy) {
+      if (lo >= offset + a.bytes)
+        break;
+      offset = std::max(offset, llvm::alignTo(hi, alignment));
+    }
+    a.offset = offset;
+    arenaBytes = std::max(arenaBytes, offset + a.bytes);
+    placed.push_back(i);
+  }
+
+  // Record the plan.
+  Builder builder(func.getContext());
+  auto offsetOf = [&](Value v) -> int64_t {
+    auto it = slots.find(v);
+    if (it == slots.end())
+      return -1;
+    return allocations[it->second.allocation].offset + it->second.offset;
+  };
+  for (BlockArgument arg : body.getArguments())
+    if (isTensor(arg))
+      func.setArgAttr(arg.getArgNumber(), BraidDialect::kOffsetAttrName,
+                      builder.getI64IntegerAttr(offsetOf(arg)));
+  for (Operation &op : body.without_terminator()) {
+    if (op.getNumResults() == 0 || llvm::none_of(op.getResults(), isTensor))
+      continue;
+    SmallVector<int64_t> offsets;
+    for (Value result : op.getResults())
+      offsets.push_back(isTensor(result) ? offsetOf(result) : -1);
+    op.setAttr(BraidDialect::kOffsetsAttrName,
+               builder.getDenseI64ArrayAttr(offsets));
+  }
+  func->setAttr(BraidDialect::kArenaBytesAttrName,
+                builder.getI64IntegerAttr(arenaBytes));
+
+  peakArenaBytes += arenaBytes;
+  totalBufferBytes += totalBytes;
+  if (report) {
+    std::string ratio;
+    llvm::raw_string_ostream(ratio)
+        << llvm::format("%.3f", bound ? double(arenaBytes) / bound : 1.0);
+    emitRemark(func.getLoc())
+        << "memory plan of @" << func.getName() << ": arena " << arenaBytes
+        << " bytes, buffers " << totalBytes << " bytes, live-bytes bound "
+        << bound << " bytes (arena/bound "
+        << ratio << "), " << inPlace << " of " << collectives
+        << " all-reduces in place";
+  }
+  return success();
+}
+
+} // namespace

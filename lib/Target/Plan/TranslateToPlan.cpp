@@ -1,0 +1,431 @@
+//===- TranslateToPlan.cpp - scheduled braid IR to a plan file --*- C++ -*-===//
+//
+// Walks the one step function of a module in program order and writes the
+// FlatBuffer of runtime/schema/plan.fbs: a buffer per tensor (offsets from
+// braid-plan-memory), an instruction list per stream, events, futures, device
+// groups and the argument and result bindings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Target/Plan.h"
+
+#include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/BraidOps.h"
+
+#include "braid-runtime/PlanFormat.h"
+#include "plan_generated.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace braid;
+namespace fb = flatbuffers;
+
+namespace {
+
+std::optional<plan::DType> getDType(Type type) {
+  if (type.isF32())
+    return plan::DType::F32;
+  if (type.isF16())
+    return plan::DType::F16;
+  if (type.isBF16())
+    return plan::DType::BF16;
+  if (type.isF64())
+    return plan::DType::F64;
+  if (type.isInteger(1))
+    return plan::DType::I1;
+  if (type.isInteger(32))
+    return plan::DType::I32;
+  if (type.isInteger(64))
+    return plan::DType::I64;
+  return std::nullopt;
+}
+
+plan::Role getRole(RoleAttr role) {
+  if (!role)
+    return plan::Role::Temporary;
+  switch (role.getKind()) {
+  case RoleKind::Parameter:
+    return plan::Role::Parameter;
+  case RoleKind::OptimizerState:
+    return plan::Role::OptimizerState;
+  case RoleKind::Batch:
+    return plan::Role::Batch;
+  case RoleKind::Loss:
+    return plan::Role::Loss;
+  }
+  return plan::Role::Temporary;
+}
+
+std::string getLocation(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->getLoc().print(os);
+  return text;
+}
+
+/// Builds the plan of one function.
+class PlanWriter {
+public:
+  PlanWriter(ModuleOp module, func::FuncOp func) : module(module), func(func) {}
+
+  LogicalResult write(llvm::raw_ostream &os);
+
+private:
+  LogicalResult addBuffer(Value value, int64_t offset, std::string name);
+  FailureOr<int> getGroup(CollectiveOpInterface op);
+  FailureOr<fb::Offset<fb::Vector<fb::Offset<plan::Attr>>>>
+  encodeAttrs(Operation *op);
+  FailureOr<fb::Offset<fb::Vector<uint32_t>>> getBuffers(Operation *op,
+                                                         ValueRange values);
+
+  ModuleOp module;
+  func::FuncOp func;
+  fb::FlatBufferBuilder builder{1 << 16};
+  std::vector<fb::Offset<plan::Buffer>> buffers;
+  llvm::DenseMap<Value, uint32_t> bufferIds;
+  std::vector<fb::Offset<plan::Group>> groups;
+  llvm::StringMap<int> groupIds;
+  llvm::StringMap<int64_t> gridSizes;
+  int64_t worldSize = 0;
+};
+
+LogicalResult PlanWriter::addBuffer(Value value, int64_t offset,
+                                    std::string name) {
+  auto type = cast<RankedTensorType>(value.getType());
+  std::optional<plan::DType> dtype = getDType(type.getElementType());
+  if (!dtype)
+    return emitError(value.getLoc())
+           << "the plan has no element type for " << type;
+  auto shape = builder.CreateVector(type.getShape().data(), type.getRank());
+  auto nameOffset = builder.CreateString(name);
+  bufferIds[value] = buffers.size();
+  buffers.push_back(plan::CreateBuffer(builder, offset, getTensorBytes(type),
+                                       *dtype, shape, nameOffset));
+  return success();
+}
+
+FailureOr<int> PlanWriter::getGroup(CollectiveOpInterface op) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << op.getGridAttr().getValue() << "[";
+  llvm::interleaveComma(op.getGridAxes(), os);
+  os << "]";
+  auto it = groupIds.find(key);
+  if (it != groupIds.end())
+    return it->second;
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+      op, op.getGridAttr());
+  if (!grid)
+    return op->emitError() << "grid " << op.getGridAttr() << " is not declared";
+  ArrayRef<int64_t> shape = grid.getShape();
+  std::vector<int64_t> axes(op.getGridAxes().begin(), op.getGridAxes().end());
+  int id = groups.size();
+  groups.push_back(plan::CreateGroup(
+      builder, builder.CreateString(op.getGridAttr().getValue().str()),
+      builder.CreateVector(shape.data(), shape.size()),
+      builder.CreateVector(axes)));
+  groupIds[key] = id;
+  return id;
+}
+
+FailureOr<fb::Offset<fb::Vector<fb::Offset<plan::Attr>>>>
+PlanWriter::encodeAttrs(Operation *op) {
+  std::vector<fb::Offset<plan::Attr>> attrs;
+  for (NamedAttribute named : op->getAttrs()) {
+    StringRef name = named.getName().getValue();
+    // Scheduling and memory attributes are in the plan's structure; the grid
+    // is in the group.
+    if (name.starts_with("braid.") || name == "grid" || name == "grid_axes")
+      continue;
+    Attribute attr = named.getValue();
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+    std::vector<std::string> strings;
+    std::vector<uint8_t> data;
+    if (auto kind = dyn_cast<ReductionKindAttr>(attr)) {
+      strings.push_back(stringifyReductionKind(kind.getValue()).str());
+    } else if (auto kind = dyn_cast<LossReductionAttr>(attr)) {
+      strings.push_back(stringifyLossReduction(kind.getValue()).str());
+    } else if (isa<UnitAttr>(attr)) {
+      ints.push_back(1);
+    } else if (auto i = dyn_cast<IntegerAttr>(attr)) {
+      ints.push_back(i.getValue().getSExtValue());
+    } else if (auto f = dyn_cast<FloatAttr>(attr)) {
+      floats.push_back(f.getValueAsDouble());
+    } else if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
+      ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+    } else if (auto a = dyn_cast<DenseI16ArrayAttr>(attr)) {
+      ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+    } else if (auto s = dyn_cast<StringAttr>(attr)) {
+      strings.push_back(s.getValue().str());
+    } else if (auto a = dyn_cast<ArrayAttr>(attr)) {
+      for (Attribute element : a) {
+        auto s = dyn_cast<StringAttr>(element);
+        if (!s)
+          return op->emitError() << "cannot write attribute '" << name
+                                 << "' into the plan: " << attr;
+        strings.push_back(s.getValue().str());
+      }
+    } else if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+      // Full little-endian data, splats expanded.
+      auto type = cast<ShapedType>(dense.getType());
+      uint64_t bytes = getTensorBytes(type);
+      data.resize(bytes);
+      ArrayRef<char> raw = dense.getRawData();
+      if (type.getElementType().isInteger(1)) {
+        auto values = dense.getValues<bool>();
+        for (auto [i, v] : llvm::enumerate(values))
+          data[i] = v;
+      } else if (dense.isSplat()) {
+        uint64_t element = raw.size();
+        for (uint64_t at = 0; at + element <= bytes; at += element)
+          std::memcpy(data.data() + at, raw.data(), element);
+      } else {
+        std::memcpy(data.data(), raw.data(), std::min<uint64_t>(bytes, raw.size()));
+      }
+    } else {
+      return op->emitError() << "cannot write attribute '" << name
+                             << "' into the plan: " << attr;
+    }
+    std::vector<fb::Offset<fb::String>> stringOffsets;
+    for (const std::string &s : strings)
+      stringOffsets.push_back(builder.CreateString(s));
+    attrs.push_back(plan::CreateAttr(
+        builder, builder.CreateString(name.str()),
+        ints.empty() ? 0 : builder.CreateVector(ints),
+        floats.empty() ? 0 : builder.CreateVector(floats),
+        stringOffsets.empty() ? 0 : builder.CreateVector(stringOffsets),
+        data.empty() ? 0 : builder.CreateVector(data)));
+  }
+  return builder.CreateVector(attrs);
+}
+
+FailureOr<fb::Offset<fb::Vector<uint32_t>>>
+PlanWriter::getBuffers(Operation *op, ValueRange values) {
+  std::vector<uint32_t> ids;
+  for (Value v : values) {
+    auto it = bufferIds.find(v);
+    if (it == bufferIds.end())
+      return op->emitError() << "a value of this op has no buffer in the "
+                                "memory plan; run braid-plan-memory";
+    ids.push_back(it->second);
+  }
+  return builder.CreateVector(ids);
+}
+
+LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
+  if (!func->hasAttr(BraidDialect::kArenaBytesAttrName))
+    return func.emitError()
+           << "@" << func.getName()
+           << " has no memory plan; run braid-plan-memory first";
+  uint64_t arenaBytes = cast<IntegerAttr>(
+                            func->getAttr(BraidDialect::kArenaBytesAttrName))
+                            .getInt();
+
+  // Every grid spans all ranks: the plan runs on their common size.
+  for (auto grid : module.getOps<shard::GridOp>()) {
+    int64_t size = 1;
+    for (int64_t d : grid.getShape())
+      size *= d;
+    if (worldSize && size != worldSize)
+      return grid.emitError()
+             << "grid @" << grid.getSymName() << " spans " << size
+             << " ranks, but another grid spans " << worldSize
+             << "; a plan runs on one set of ranks";
+    worldSize = size;
+  }
+  if (!worldSize)
+    worldSize = 1;
+
+  Block &body = func.getBody().front();
+  std::vector<fb::Offset<plan::Binding>> arguments, results;
+  for (BlockArgument arg : body.getArguments()) {
+    auto offset =
+        func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                           BraidDialect::kOffsetAttrName);
+    if (!offset)
+      return func.emitError() << "argument #" << arg.getArgNumber()
+                              << " has no offset; run braid-plan-memory";
+    auto role = func.getArgAttrOfType<RoleAttr>(arg.getArgNumber(),
+                                                BraidDialect::kRoleAttrName);
+    std::string name = role ? role.getName().str()
+                            : "arg" + std::to_string(arg.getArgNumber());
+    if (failed(addBuffer(arg, offset.getInt(), name)))
+      return failure();
+    arguments.push_back(plan::CreateBinding(builder, getRole(role),
+                                            builder.CreateString(name),
+                                            bufferIds[arg]));
+  }
+
+  // Buffers of op results, named by their SSA names.
+  AsmState asmState(func);
+  for (Operation &op : body.without_terminator()) {
+    auto offsets =
+        op.getAttrOfType<DenseI64ArrayAttr>(BraidDialect::kOffsetsAttrName);
+    for (auto [i, result] : llvm::enumerate(op.getResults())) {
+      if (!isa<RankedTensorType>(result.getType()))
+        continue;
+      if (!offsets)
+        return op.emitError() << "result #" << i
+                              << " has no offset; run braid-plan-memory";
+      std::string name;
+      llvm::raw_string_ostream nameOs(name);
+      result.printAsOperand(nameOs, asmState);
+      if (failed(addBuffer(result, offsets[i], name)))
+        return failure();
+    }
+  }
+
+  // Streams, in the order of their dense index; events and futures.
+  bool anyStream = llvm::any_of(body.without_terminator(), [](Operation &op) {
+    return op.hasAttr(BraidDialect::kStreamAttrName);
+  });
+  std::map<std::pair<int, unsigned>, std::vector<fb::Offset<plan::Instr>>>
+      streams;
+  llvm::DenseMap<Value, int> eventIds, futureIds;
+  for (Operation &op : body.without_terminator()) {
+    auto stream = op.getAttrOfType<StreamAttr>(BraidDialect::kStreamAttrName);
+    if (!stream && anyStream)
+      return op.emitError() << "has no braid.stream, but other ops of @"
+                            << func.getName() << " do";
+    std::pair<int, unsigned> key = {0, 0};
+    if (stream)
+      key = {stream.getKind() == StreamKind::Comm ? 1 : 0, stream.getIndex()};
+
+    plan::InstrKind kind = plan::InstrKind::Kernel;
+    int group = -1, future = -1, event = -1;
+    ValueRange resultValues = op.getResults();
+    if (auto record = dyn_cast<RecordEventOp>(op)) {
+      kind = plan::InstrKind::RecordEvent;
+      event = eventIds.size();
+      eventIds[record.getEvent()] = event;
+    } else if (auto wait = dyn_cast<WaitEventOp>(op)) {
+      kind = plan::InstrKind::WaitEvent;
+      auto it = eventIds.find(wait.getEvent());
+      if (it == eventIds.end())
+        return op.emitError() << "waits on an event recorded later";
+      event = it->second;
+    } else if (auto wait = dyn_cast<WaitOp>(op)) {
+      kind = plan::InstrKind::Wait;
+      auto it = futureIds.find(wait.getFuture());
+      if (it == futureIds.end())
+        return op.emitError() << "waits on a future that no start op yields";
+      future = it->second;
+    } else if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      FailureOr<int> id = getGroup(collective);
+      if (failed(id))
+        return failure();
+      group = *id;
+      if (collective.isAsync()) {
+        kind = plan::InstrKind::CollectiveStart;
+        future = futureIds.size();
+        Value futureValue = op.getResult(0);
+        futureIds[futureValue] = future;
+        WaitOp wait;
+        for (Operation *user : futureValue.getUsers())
+          if ((wait = dyn_cast<WaitOp>(user)))
+            break;
+        if (!wait)
+          return op.emitError() << "starts a collective that is never waited";
+        resultValues = wait.getResults();
+      } else {
+        kind = plan::InstrKind::Collective;
+      }
+    }
+
+    SmallVector<Value> tensorOperands;
+    for (Value v : op.getOperands())
+      if (isa<RankedTensorType>(v.getType()))
+        tensorOperands.push_back(v);
+    SmallVector<Value> tensorResults;
+    for (Value v : resultValues)
+      if (isa<RankedTensorType>(v.getType()))
+        tensorResults.push_back(v);
+    auto operands = getBuffers(&op, tensorOperands);
+    auto resultsVec = getBuffers(&op, tensorResults);
+    auto attrs = encodeAttrs(&op);
+    if (failed(operands) || failed(resultsVec) || failed(attrs))
+      return failure();
+    StringRef opName = op.getName().getStringRef();
+    opName.consume_front("braid.");
+    streams[key].push_back(plan::CreateInstr(
+        builder, kind, builder.CreateString(opName.str()), *operands,
+        *resultsVec, *attrs, group, future, event,
+        builder.CreateString(getLocation(&op))));
+  }
+
+  Operation *terminator = body.getTerminator();
+  for (auto [i, v] : llvm::enumerate(terminator->getOperands())) {
+    auto it = bufferIds.find(v);
+    if (it == bufferIds.end())
+      return terminator->emitError()
+             << "returns a value that has no buffer (operand #" << i << ")";
+    auto role = func.getResultAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
+    std::string name = role ? role.getName().str() : "result" + std::to_string(i);
+    results.push_back(plan::CreateBinding(builder, getRole(role),
+                                          builder.CreateString(name),
+                                          it->second));
+  }
+
+  std::vector<fb::Offset<plan::Stream>> streamTables;
+  for (auto &[key, instrs] : streams)
+    streamTables.push_back(plan::CreateStream(
+        builder,
+        key.first ? plan::StreamKind::Comm : plan::StreamKind::Compute,
+        key.second, builder.CreateVector(instrs)));
+
+  auto root = plan::CreatePlan(
+      builder, builder.CreateString("braid 0.1 (MLIR 22)"),
+      builder.CreateString(func.getName().str()), worldSize, arenaBytes,
+      builder.CreateVector(buffers), builder.CreateVector(groups),
+      builder.CreateVector(streamTables), eventIds.size(), futureIds.size(),
+      builder.CreateVector(arguments), builder.CreateVector(results));
+  builder.Finish(root, plan::PlanIdentifier());
+
+  plan::FileHeader header =
+      plan::makeHeader(builder.GetBufferPointer(), builder.GetSize());
+  os.write(reinterpret_cast<const char *>(&header), sizeof(header));
+  os.write(reinterpret_cast<const char *>(builder.GetBufferPointer()),
+           builder.GetSize());
+  return success();
+}
+
+} // namespace
+
+LogicalResult braid::translateToPlan(ModuleOp module, llvm::raw_ostream &os) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      funcs.push_back(func);
+  if (funcs.size() != 1)
+    return module.emitError()
+           << "a plan holds one step function, but the module has "
+           << funcs.size();
+  if (!llvm::hasSingleElement(funcs.front().getBody()))
+    return funcs.front().emitError()
+           << "a plan needs a function body of one block";
+  return PlanWriter(module, funcs.front()).write(os);
+}
+
+void braid::registerToPlanTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "braid-to-plan", "write the runtime plan of a scheduled braid step",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError() << "expected a builtin.module";
+        return translateToPlan(module, os);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<BraidDialect, func::FuncDialect, shard::ShardDialect>();
+      });
+}
