@@ -25,7 +25,10 @@ config.environment["PYTHONPATH"] = os.path.join(config.braid_src_root, "python")
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["braid-opt"], [config.braid_tools_dir])
+llvm_config.add_tool_substitutions(
+    ["braid-opt", "braid-compile", "braid-translate", "braid-run"],
+    [config.braid_tools_dir])
+config.substitutions.append(("%braid_bin", config.braid_tools_dir))
 
 
 def python_has(module):

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
@@ -122,8 +123,8 @@ FailureOr<int> PlanWriter::getGroup(CollectiveOpInterface op) {
   auto it = groupIds.find(key);
   if (it != groupIds.end())
     return it->second;
-  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
-      op, op.getGridAttr());
+  auto grid =
+      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
   if (!grid)
     return op->emitError() << "grid " << op.getGridAttr() << " is not declared";
   ArrayRef<int64_t> shape = grid.getShape();
@@ -151,10 +152,16 @@ PlanWriter::encodeAttrs(Operation *op) {
     std::vector<double> floats;
     std::vector<std::string> strings;
     std::vector<uint8_t> data;
-    if (auto kind = dyn_cast<ReductionKindAttr>(attr)) {
-      strings.push_back(stringifyReductionKind(kind.getValue()).str());
-    } else if (auto kind = dyn_cast<LossReductionAttr>(attr)) {
-      strings.push_back(stringifyLossReduction(kind.getValue()).str());
+    // The two reduction enums are both i32 attributes: the op tells which.
+    if (name == "reduction" && isa<CollectiveOpInterface>(op) &&
+        isa<ReductionKindAttr>(attr)) {
+      strings.push_back(
+          stringifyReductionKind(cast<ReductionKindAttr>(attr).getValue())
+              .str());
+    } else if (name == "reduction" && isa<LossReductionAttr>(attr)) {
+      strings.push_back(
+          stringifyLossReduction(cast<LossReductionAttr>(attr).getValue())
+              .str());
     } else if (isa<UnitAttr>(attr)) {
       ints.push_back(1);
     } else if (auto i = dyn_cast<IntegerAttr>(attr)) {
@@ -190,7 +197,8 @@ PlanWriter::encodeAttrs(Operation *op) {
         for (uint64_t at = 0; at + element <= bytes; at += element)
           std::memcpy(data.data() + at, raw.data(), element);
       } else {
-        std::memcpy(data.data(), raw.data(), std::min<uint64_t>(bytes, raw.size()));
+        std::memcpy(data.data(), raw.data(),
+                    std::min<uint64_t>(bytes, raw.size()));
       }
     } else {
       return op->emitError() << "cannot write attribute '" << name
@@ -227,9 +235,9 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
     return func.emitError()
            << "@" << func.getName()
            << " has no memory plan; run braid-plan-memory first";
-  uint64_t arenaBytes = cast<IntegerAttr>(
-                            func->getAttr(BraidDialect::kArenaBytesAttrName))
-                            .getInt();
+  uint64_t arenaBytes =
+      cast<IntegerAttr>(func->getAttr(BraidDialect::kArenaBytesAttrName))
+          .getInt();
 
   // Every grid spans all ranks: the plan runs on their common size.
   for (auto grid : module.getOps<shard::GridOp>()) {
@@ -249,9 +257,8 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
   Block &body = func.getBody().front();
   std::vector<fb::Offset<plan::Binding>> arguments, results;
   for (BlockArgument arg : body.getArguments()) {
-    auto offset =
-        func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
-                                           BraidDialect::kOffsetAttrName);
+    auto offset = func.getArgAttrOfType<IntegerAttr>(
+        arg.getArgNumber(), BraidDialect::kOffsetAttrName);
     if (!offset)
       return func.emitError() << "argument #" << arg.getArgNumber()
                               << " has no offset; run braid-plan-memory";
@@ -261,9 +268,8 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
                             : "arg" + std::to_string(arg.getArgNumber());
     if (failed(addBuffer(arg, offset.getInt(), name)))
       return failure();
-    arguments.push_back(plan::CreateBinding(builder, getRole(role),
-                                            builder.CreateString(name),
-                                            bufferIds[arg]));
+    arguments.push_back(plan::CreateBinding(
+        builder, getRole(role), builder.CreateString(name), bufferIds[arg]));
   }
 
   // Buffers of op results, named by their SSA names.
@@ -275,8 +281,8 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       if (!isa<RankedTensorType>(result.getType()))
         continue;
       if (!offsets)
-        return op.emitError() << "result #" << i
-                              << " has no offset; run braid-plan-memory";
+        return op.emitError()
+               << "result #" << i << " has no offset; run braid-plan-memory";
       std::string name;
       llvm::raw_string_ostream nameOs(name);
       result.printAsOperand(nameOs, asmState);
@@ -357,10 +363,10 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       return failure();
     StringRef opName = op.getName().getStringRef();
     opName.consume_front("braid.");
-    streams[key].push_back(plan::CreateInstr(
-        builder, kind, builder.CreateString(opName.str()), *operands,
-        *resultsVec, *attrs, group, future, event,
-        builder.CreateString(getLocation(&op))));
+    streams[key].push_back(
+        plan::CreateInstr(builder, kind, builder.CreateString(opName.str()),
+                          *operands, *resultsVec, *attrs, group, future, event,
+                          builder.CreateString(getLocation(&op))));
   }
 
   Operation *terminator = body.getTerminator();
@@ -369,18 +375,18 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
     if (it == bufferIds.end())
       return terminator->emitError()
              << "returns a value that has no buffer (operand #" << i << ")";
-    auto role = func.getResultAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
-    std::string name = role ? role.getName().str() : "result" + std::to_string(i);
-    results.push_back(plan::CreateBinding(builder, getRole(role),
-                                          builder.CreateString(name),
-                                          it->second));
+    auto role =
+        func.getResultAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
+    std::string name =
+        role ? role.getName().str() : "result" + std::to_string(i);
+    results.push_back(plan::CreateBinding(
+        builder, getRole(role), builder.CreateString(name), it->second));
   }
 
   std::vector<fb::Offset<plan::Stream>> streamTables;
   for (auto &[key, instrs] : streams)
     streamTables.push_back(plan::CreateStream(
-        builder,
-        key.first ? plan::StreamKind::Comm : plan::StreamKind::Compute,
+        builder, key.first ? plan::StreamKind::Comm : plan::StreamKind::Compute,
         key.second, builder.CreateVector(instrs)));
 
   auto root = plan::CreatePlan(

@@ -164,20 +164,19 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kOffsetsAttrName) {
     auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!offsets)
-      return op->emitError() << "'" << kOffsetsAttrName
-                             << "' must be an array<i64>, but is "
-                             << attr.getValue();
-    if (offsets.size() != static_cast<int64_t>(op->getNumResults()))
       return op->emitError()
-             << "'" << kOffsetsAttrName << "' has " << offsets.size()
-             << " entries, but the op has " << op->getNumResults()
-             << " results";
+             << "'" << kOffsetsAttrName << "' must be an array<i64>, but is "
+             << attr.getValue();
+    if (offsets.size() != static_cast<int64_t>(op->getNumResults()))
+      return op->emitError() << "'" << kOffsetsAttrName << "' has "
+                             << offsets.size() << " entries, but the op has "
+                             << op->getNumResults() << " results";
     for (auto [i, result] : llvm::enumerate(op->getResults())) {
       bool tensor = isa<RankedTensorType>(result.getType());
       if (tensor && offsets[i] < 0)
-        return op->emitError() << "'" << kOffsetsAttrName
-                               << "' gives tensor result #" << i
-                               << " the negative offset " << offsets[i];
+        return op->emitError()
+               << "'" << kOffsetsAttrName << "' gives tensor result #" << i
+               << " the negative offset " << offsets[i];
       if (!tensor && offsets[i] != -1)
         return op->emitError() << "'" << kOffsetsAttrName << "' gives result #"
                                << i << ", which is not a tensor, offset "

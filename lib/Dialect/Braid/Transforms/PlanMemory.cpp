@@ -51,8 +51,7 @@ struct Slot {
 
 /// The results a collective produces: its own for the synchronous form, the
 /// wait's for a start (none when the start is never waited).
-static SmallVector<Value> getCollectiveResults(Operation *op,
-                                               WaitOp &waitOut) {
+static SmallVector<Value> getCollectiveResults(Operation *op, WaitOp &waitOut) {
   waitOut = nullptr;
   auto collective = dyn_cast<CollectiveOpInterface>(op);
   if (!collective || !collective.isAsync())
@@ -134,7 +133,8 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
             return;
           continue;
         }
-        if (!isOnComputeStream(user) || user->hasTrait<OpTrait::IsTerminator>() ||
+        if (!isOnComputeStream(user) ||
+            user->hasTrait<OpTrait::IsTerminator>() ||
             position.lookup(user) > position.lookup(&op))
           return;
       }
@@ -331,9 +331,8 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
     emitRemark(func.getLoc())
         << "memory plan of @" << func.getName() << ": arena " << arenaBytes
         << " bytes, buffers " << totalBytes << " bytes, live-bytes bound "
-        << bound << " bytes (arena/bound "
-        << ratio << "), " << inPlace << " of " << collectives
-        << " all-reduces in place";
+        << bound << " bytes (arena/bound " << ratio << "), " << inPlace
+        << " of " << collectives << " all-reduces in place";
   }
   return success();
 }

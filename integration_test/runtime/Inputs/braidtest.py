@@ -1,0 +1,48 @@
+"""Helpers for the runtime's integration tests: compile, run, compare."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+BIN = os.environ.get("BRAID_BIN", "")
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+
+
+def tool(name):
+    return os.path.join(BIN, name) if BIN else name
+
+
+def run(cmd, check=True, timeout=600, **kw):
+    """Runs `cmd`, returning the CompletedProcess; fails loudly on error."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        sys.exit("command failed (%d): %s\n%s\n%s" %
+                 (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+    return p
+
+
+def compile_step(mlir_path, plan_path, *flags):
+    run([tool("braid-compile"), mlir_path, "-o", plan_path, *flags])
+
+
+def braid_run(plan, ranks=1, args=(), check=True, timeout=600, backend="cpu"):
+    cmd = [tool("braid-run"), "--backend=" + backend, plan, *args]
+    if ranks > 1:
+        cmd = MPIRUN + ["-np", str(ranks)] + cmd
+    return run(cmd, check=check, timeout=timeout)
+
+
+def losses(stdout):
+    """The loss of each step, from braid-run's output."""
+    return [float(line.split()[-1]) for line in stdout.splitlines()
+            if line.startswith("step ")]
+
+
+def max_rel_diff(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    scale = np.maximum(np.abs(b).max(), 1e-30)
+    return float(np.abs(a - b).max() / scale) if a.size else 0.0

@@ -1,0 +1,286 @@
+# Every compute and optimizer kernel of the cpu backend against a numpy
+# reference, forward and backward, on random shapes (three seeds). All cases
+# of a seed are one step function: one braid-compile and one braid-run.
+#
+# REQUIRES: numpy, mpi
+# RUN: env BRAID_BIN=%braid_bin %python %s %t
+
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+import braidtest  # noqa: E402
+
+
+def ttype(shape, dtype="f32"):
+    return "tensor<" + "".join("%dx" % d for d in shape) + dtype + ">"
+
+
+class Step:
+    """Collects cases into one function: inputs are batch arguments,
+    references are compared with the function's results."""
+
+    def __init__(self):
+        self.args, self.lines, self.results, self.inputs = [], [], [], {}
+        self.n = 0
+
+    def input(self, array):
+        name = "in%d" % len(self.inputs)
+        self.inputs[name] = array
+        dtype = {np.float32: "f32", np.int64: "i64", np.int32: "i32"}[array.dtype.type]
+        self.args.append("%%%s: %s {braid.role = #braid.role<batch \"%s\">}"
+                         % (name, ttype(array.shape, dtype), name))
+        return "%" + name
+
+    def op(self, text, refs, tol=1e-5):
+        """`text` defines %r (or %r:N); refs are the expected results."""
+        self.n += 1
+        v = "v%d" % self.n
+        self.lines.append(text.replace("%r", "%" + v))
+        for i, ref in enumerate(refs):
+            name = "%%%s#%d" % (v, i) if len(refs) > 1 else "%" + v
+            self.results.append((name, ref, tol, text.split("=")[1].split()[0]))
+
+    def module(self):
+        types = ", ".join(ttype(r.shape) for _, r, _, _ in self.results)
+        body = "\n".join("  " + l for l in self.lines)
+        names = ", ".join(n for n, _, _, _ in self.results)
+        return ("func.func @kernels(%s) -> (%s) {\n%s\n  return %s : %s\n}\n"
+                % (", ".join(self.args), types, body, names, types))
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def gelu(x, approx):
+    x = x.astype(np.float64)
+    if approx:
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    erf = np.vectorize(math.erf)
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def gelu_grad(x, approx):
+    x = x.astype(np.float64)
+    if approx:
+        c = math.sqrt(2 / math.pi)
+        t = np.tanh(c * (x + 0.044715 * x ** 3))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
+    erf = np.vectorize(math.erf)
+    return 0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def build(rng):
+    s = Step()
+    dim = lambda lo=1, hi=9: int(rng.integers(lo, hi))
+
+    # matmul: plain, transposed, batched, batched with a shared rhs.
+    for ta in (False, True):
+        for tb in (False, True):
+            m, k, n = dim(), dim(), dim()
+            a = randn(rng, *((k, m) if ta else (m, k)))
+            b = randn(rng, *((n, k) if tb else (k, n)))
+            ref = (a.T if ta else a) @ (b.T if tb else b)
+            flags = ", ".join(f for f, on in (("transpose_a", ta), ("transpose_b", tb)) if on)
+            attr = " {%s}" % flags if flags else ""
+            s.op("%%r = braid.matmul %s, %s%s : %s, %s -> %s" % (
+                s.input(a), s.input(b), attr, ttype(a.shape), ttype(b.shape), ttype(ref.shape)), [ref])
+    bt, m, k, n = dim(1, 4), dim(), dim(), dim()
+    a, b, w = randn(rng, bt, m, k), randn(rng, bt, k, n), randn(rng, n, k)
+    s.op("%%r = braid.matmul %s, %s : %s, %s -> %s" % (
+        s.input(a), s.input(b), ttype(a.shape), ttype(b.shape), ttype((bt, m, n))), [a @ b])
+    s.op("%%r = braid.matmul %s, %s {transpose_b} : %s, %s -> %s" % (
+        s.input(a), s.input(w), ttype(a.shape), ttype(w.shape), ttype((bt, m, n))), [a @ w.T])
+
+    shape = (dim(), dim(), dim())
+    x, y = randn(rng, *shape), randn(rng, *shape)
+    y_safe = np.where(np.abs(y) < 0.1, 0.5, y).astype(np.float32)
+    t = ttype(shape)
+    for name, f in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide)):
+        yy = y_safe if name == "div" else y
+        s.op("%%r = braid.%s %s, %s : %s" % (name, s.input(x), s.input(yy), t), [f(x, yy)])
+    s.op("%%r = braid.scale %s by 2.500000e-01 : %s" % (s.input(x), t), [x * 0.25])
+    s.op("%%r = braid.cast %s : %s -> %s" % (s.input(x), t, t), [x])
+    s.op("%%r = braid.relu %s : %s" % (s.input(x), t), [np.maximum(x, 0)])
+    s.op("%%r = braid.relu_backward %s, %s : %s" % (s.input(y), s.input(x), t), [np.where(x > 0, y, 0)])
+    for approx in (False, True):
+        attr = " {approximate_tanh}" if approx else ""
+        s.op("%%r = braid.gelu %s%s : %s" % (s.input(x), attr, t), [gelu(x, approx)])
+        s.op("%%r = braid.gelu_backward %s, %s%s : %s" % (s.input(y), s.input(x), attr, t),
+             [y * gelu_grad(x, approx)])
+    bias = randn(rng, shape[-1])
+    s.op("%%r = braid.bias_add %s, %s : %s, %s" % (s.input(x), s.input(bias), t, ttype(bias.shape)), [x + bias])
+
+    # Reductions over random subsets of dimensions.
+    for op, f in (("reduce_sum", np.sum), ("reduce_mean", np.mean)):
+        for keep in (False, True):
+            dims = sorted(rng.choice(3, size=int(rng.integers(1, 4)), replace=False).tolist())
+            ref = f(x.astype(np.float64), axis=tuple(dims), keepdims=keep)
+            attr = " {keep_dims}" if keep else ""
+            s.op("%%r = braid.%s %s dims = [%s]%s : %s -> %s" % (
+                op, s.input(x), ", ".join(map(str, dims)), attr, t, ttype(ref.shape)), [ref])
+
+    for d in range(3):
+        sm = softmax(x.astype(np.float64), d)
+        s.op("%%r = braid.softmax %s dim = %d : %s" % (s.input(x), d, t), [sm])
+        s.op("%%r = braid.log_softmax %s dim = %d : %s" % (s.input(x), d, t), [np.log(sm)])
+        s.op("%%r = braid.softmax_backward %s, %s dim = %d : %s" % (
+            s.input(y), s.input(sm.astype(np.float32)), d, t),
+            [sm * (y - (y * sm).sum(axis=d, keepdims=True))])
+        lsm = np.log(sm).astype(np.float32)
+        s.op("%%r = braid.log_softmax_backward %s, %s dim = %d : %s" % (
+            s.input(y), s.input(lsm), d, t),
+            [y - np.exp(lsm.astype(np.float64)) * y.sum(axis=d, keepdims=True)])
+
+    sq = randn(rng, dim(1, 4), 5, 5)
+    mask = np.triu(np.ones((5, 5), bool), 1)
+    s.op("%%r = braid.causal_mask %s fill = -1.000000e+09 : %s" % (s.input(sq), ttype(sq.shape)),
+         [np.where(mask, -1e9, sq)])
+
+    # layer_norm over one and two trailing dimensions, and its backward.
+    for k in (1, 2):
+        gshape = shape[3 - k:]
+        g, b = randn(rng, *gshape), randn(rng, *gshape)
+        axes = tuple(range(3 - k, 3))
+        xd = x.astype(np.float64)
+        mu = xd.mean(axis=axes, keepdims=True)
+        var = xd.var(axis=axes, keepdims=True)
+        rs = 1 / np.sqrt(var + 1e-5)
+        xhat = (xd - mu) * rs
+        lead = shape[:3 - k]
+        s.op("%%r:3 = braid.layer_norm %s, %s, %s eps = 1.000000e-05 : %s, %s -> %s" % (
+            s.input(x), s.input(g), s.input(b), t, ttype(gshape), ttype(lead)),
+            [xhat * g + b, mu.reshape(lead), rs.reshape(lead)], tol=1e-4)
+        dy = y.astype(np.float64)
+        n = int(np.prod(gshape))
+        dyg = dy * g
+        dx = rs * (dyg - dyg.sum(axis=axes, keepdims=True) / n
+                   - xhat * (dyg * xhat).sum(axis=axes, keepdims=True) / n)
+        lead_axes = tuple(range(3 - k))
+        s.op("%%r:3 = braid.layer_norm_backward %s, %s, %s, %s, %s : %s, %s, %s" % (
+            s.input(y), s.input(x), s.input(mu.reshape(lead).astype(np.float32)),
+            s.input(rs.reshape(lead).astype(np.float32)), s.input(g), t, ttype(lead), ttype(gshape)),
+            [dx, (dy * xhat).sum(axis=lead_axes), dy.sum(axis=lead_axes)], tol=1e-4)
+
+    # Losses, both reductions, i64 and i32 labels.
+    rows, classes = dim(2, 12), dim(2, 12)
+    logits = randn(rng, rows, classes)
+    for ltype, npt in (("i64", np.int64), ("i32", np.int32)):
+        labels = rng.integers(0, classes, rows).astype(npt)
+        lp = np.log(softmax(logits.astype(np.float64), 1))
+        for red in ("mean", "sum"):
+            div = rows if red == "mean" else 1
+            pick = lp[np.arange(rows), labels]
+            lt, ct = ttype((rows, classes)), ttype((rows,), ltype)
+            s.op("%%r = braid.cross_entropy %s, %s reduction = %s : %s, %s -> tensor<f32>" % (
+                s.input(logits), s.input(labels), red, lt, ct), [np.array(-pick.sum() / div)])
+            lpf = lp.astype(np.float32)
+            s.op("%%r = braid.nll_loss %s, %s reduction = %s : %s, %s -> tensor<f32>" % (
+                s.input(lpf), s.input(labels), red, lt, ct),
+                [np.array(-lpf.astype(np.float64)[np.arange(rows), labels].sum() / div)])
+            grad = np.array(1.5, np.float32)
+            onehot = np.eye(classes)[labels]
+            s.op("%%r = braid.cross_entropy_backward %s, %s, %s reduction = %s : tensor<f32>, %s, %s" % (
+                s.input(grad), s.input(logits), s.input(labels), red, lt, ct),
+                [1.5 * (np.exp(lp) - onehot) / div])
+            s.op("%%r = braid.nll_loss_backward %s, %s, %s reduction = %s : tensor<f32>, %s, %s" % (
+                s.input(grad), s.input(lpf), s.input(labels), red, lt, ct), [-1.5 * onehot / div])
+
+    # Embedding and its backward (repeated ids accumulate).
+    vocab, width = dim(2, 10), dim()
+    table = randn(rng, vocab, width)
+    ids = rng.integers(0, vocab, (dim(1, 4), dim())).astype(np.int64)
+    s.op("%%r = braid.embedding %s, %s : %s, %s -> %s" % (
+        s.input(table), s.input(ids), ttype(table.shape), ttype(ids.shape, "i64"),
+        ttype(ids.shape + (width,))), [table[ids]])
+    g = randn(rng, *(ids.shape + (width,)))
+    ref = np.zeros((vocab, width))
+    np.add.at(ref, ids.reshape(-1), g.reshape(-1, width))
+    s.op("%%r = braid.embedding_backward %s, %s : %s, %s -> %s" % (
+        s.input(g), s.input(ids), ttype(g.shape), ttype(ids.shape, "i64"), ttype(ref.shape)), [ref])
+
+    # Data movement.
+    s.op("%%r = braid.reshape %s : %s -> %s" % (s.input(x), t, ttype((shape[0] * shape[1], shape[2]))),
+         [x.reshape(shape[0] * shape[1], shape[2])])
+    perm = rng.permutation(3).tolist()
+    s.op("%%r = braid.transpose %s permutation = [%s] : %s -> %s" % (
+        s.input(x), ", ".join(map(str, perm)), t, ttype(x.transpose(perm).shape)), [x.transpose(perm)])
+    v = randn(rng, shape[1])
+    s.op("%%r = braid.broadcast %s dims = [0, 2] : %s -> %s" % (s.input(v), ttype(v.shape), t),
+         [np.broadcast_to(v[None, :, None], shape)])
+    big = randn(rng, 9, 10)
+    s.op("%%r = braid.slice %s offsets = [1, 2] strides = [2, 3] : %s -> %s" % (
+        s.input(big), ttype(big.shape), ttype((4, 3))), [big[1:9:2, 2:10:3]])
+    parts = [randn(rng, shape[0], dim(), shape[2]) for _ in range(3)]
+    ref = np.concatenate(parts, axis=1)
+    s.op("%%r = braid.concat %s dim = 1 : %s -> %s" % (
+        ", ".join(s.input(p) for p in parts), ", ".join(ttype(p.shape) for p in parts),
+        ttype(ref.shape)), [ref])
+    s.op("%r = braid.constant dense<[[1.0, 2.0], [3.0, 4.5]]> : tensor<2x2xf32>",
+         [np.array([[1, 2], [3, 4.5]])])
+    s.op("%%r = braid.fill 3.250000e+00 : %s" % t, [np.full(shape, 3.25)])
+
+    # Optimizers, as torch.optim defines them.
+    p, gr, buf = randn(rng, *shape), randn(rng, *shape), randn(rng, *shape)
+    for nesterov in (False, True):
+        lr, mom, wd, damp = 0.1, 0.9, 0.01, 0.0 if nesterov else 0.2
+        g2 = gr + wd * p
+        nb = mom * buf + (1 - damp) * g2
+        np_ = p - lr * (g2 + mom * nb if nesterov else nb)
+        attr = " {nesterov}" if nesterov else " {dampening = %e}" % damp
+        s.op("%%r:2 = braid.sgd %s, %s, %s lr = %e momentum = %e weight_decay = %e%s : %s" % (
+            s.input(p), s.input(gr), s.input(buf), lr, mom, wd, attr, t), [np_, nb])
+    m_, v_ = randn(rng, *shape), np.abs(randn(rng, *shape))
+    step = np.array(3.0, np.float32)
+    lr, b1, b2, eps, wd = 0.01, 0.9, 0.95, 1e-8, 0.1
+    nm = b1 * m_ + (1 - b1) * gr
+    nv = b2 * v_ + (1 - b2) * gr.astype(np.float64) ** 2
+    npar = p * (1 - lr * wd) - lr * (nm / (1 - b1 ** 3)) / (np.sqrt(nv / (1 - b2 ** 3)) + eps)
+    s.op("%%r:3 = braid.adamw %s, %s, %s, %s, %s lr = %e beta1 = %e beta2 = %e eps = %e "
+         "weight_decay = %e : %s, tensor<f32>" % (
+             s.input(p), s.input(gr), s.input(m_), s.input(v_), s.input(step),
+             lr, b1, b2, eps, wd, t), [npar, nm, nv], tol=1e-4)
+    return s
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    failures, checked = [], 0
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(seed)
+        s = build(rng)
+        mlir, plan = os.path.join(out, "k%d.mlir" % seed), os.path.join(out, "k%d.plan" % seed)
+        data, save = os.path.join(out, "d%d.npz" % seed), os.path.join(out, "o%d.npz" % seed)
+        with open(mlir, "w") as f:
+            f.write(s.module())
+        np.savez(data, **s.inputs)
+        braidtest.compile_step(mlir, plan, "--no-overlap")
+        braidtest.braid_run(plan, args=["--steps", "1", "--data", data, "--save", save])
+        results = np.load(save)
+        for i, (name, ref, tol, op) in enumerate(s.results):
+            got = results["result%d" % i]
+            checked += 1
+            if got.shape != np.shape(ref):
+                failures.append("seed %d %s %s: shape %s, expected %s" % (seed, op, name, got.shape, np.shape(ref)))
+                continue
+            diff = braidtest.max_rel_diff(got, ref)
+            if not diff <= tol:
+                failures.append("seed %d %s %s: max relative difference %.3g > %g" % (seed, op, name, diff, tol))
+    for f in failures:
+        print("FAIL", f)
+    print("kernels: %d results checked, %d failed" % (checked, len(failures)))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

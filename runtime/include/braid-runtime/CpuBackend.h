@@ -1,0 +1,51 @@
+//===- CpuBackend.h - the cpu backend ---------------------------*- C++ -*-===//
+
+#ifndef BRAID_RUNTIME_CPUBACKEND_H
+#define BRAID_RUNTIME_CPUBACKEND_H
+
+#include "braid-runtime/Executor.h"
+#include "braid-runtime/Watchdog.h"
+
+#include <mpi.h>
+
+#include <map>
+
+namespace braid::rt {
+
+/// Kernels on the stream threads (BLAS for matmul), collectives over MPI.
+class CpuBackend : public Backend {
+public:
+  CpuBackend(MPI_Comm world, double timeoutSeconds);
+  ~CpuBackend() override;
+
+  const char *name() const override { return "cpu"; }
+  void prepare(const Plan &plan) override;
+  void kernel(unsigned stream, const Instr &instr) override;
+  void collective(unsigned stream, const Instr &instr) override;
+  void startCollective(unsigned stream, const Instr &instr) override;
+  void waitCollective(unsigned stream, const Instr &start) override;
+  void read(const Buffer &buffer, void *dst) override;
+  void write(const Buffer &buffer, const void *src) override;
+  void copy(const Buffer &dst, const Buffer &src) override;
+
+private:
+  struct Pending {
+    std::vector<MPI_Request> requests;
+    int64_t sequence = 0;
+  };
+  void post(unsigned stream, const Instr &instr, Pending &pending);
+  void complete(const Instr &instr, Pending &pending);
+
+  MPI_Comm world;
+  int rank = 0;
+  Watchdog watchdog;
+  const Plan *plan = nullptr;
+  uint8_t *arena = nullptr;
+  std::map<std::pair<int, unsigned>, MPI_Comm> comms;
+  std::map<int, std::vector<int>> groupMembers;
+  std::vector<Pending> inFlight, syncPending;
+};
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_CPUBACKEND_H

@@ -1,0 +1,97 @@
+//===- Executor.h - streams and events over a backend -----------*- C++ -*-===//
+//
+// The one interpreter of plans. It runs each stream's instruction list on a
+// host thread of its own and keeps the plan's ordering: an instruction after
+// a wait_event runs only once the event's record_event has been issued this
+// step, a wait only once its collective has been started. What an
+// instruction means on the device is the backend's business: the cpu backend
+// runs kernels and MPI calls on the spot, the cuda backend enqueues them on
+// CUDA streams.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_EXECUTOR_H
+#define BRAID_RUNTIME_EXECUTOR_H
+
+#include "braid-runtime/Plan.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace braid::rt {
+
+/// A kernel that cannot run on its data (an index out of range).
+struct KernelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A collective that failed or did not complete in time.
+struct CommError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// What a backend does for each kind of instruction. Called from the
+/// executor's thread for `stream` (an index into Plan::streams).
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+  /// Before the first step: allocate the arena, set up communicators.
+  virtual void prepare(const Plan &plan) = 0;
+  virtual void kernel(unsigned stream, const Instr &instr) = 0;
+  /// A synchronous collective.
+  virtual void collective(unsigned stream, const Instr &instr) = 0;
+  virtual void startCollective(unsigned stream, const Instr &instr) = 0;
+  /// Completes the collective started by `start`.
+  virtual void waitCollective(unsigned stream, const Instr &start) = 0;
+  virtual void recordEvent(unsigned stream, int event) {}
+  virtual void waitEvent(unsigned stream, int event) {}
+  /// After every stream has issued the step: wait until it is done.
+  virtual void synchronize() {}
+  /// Host access to a buffer of the arena.
+  virtual void read(const Buffer &buffer, void *dst) = 0;
+  virtual void write(const Buffer &buffer, const void *src) = 0;
+  /// Copies `src` to `dst` (same size) within the arena.
+  virtual void copy(const Buffer &dst, const Buffer &src) = 0;
+};
+
+class Executor {
+public:
+  Executor(const Plan &plan, Backend &backend);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Runs one step of the plan. Rethrows the first error of any stream.
+  void runStep();
+
+private:
+  void worker(unsigned stream);
+  void runStream(unsigned stream, uint64_t step);
+  /// Blocks until `flag` reaches `step` (or the step failed).
+  void waitFor(const std::atomic<uint64_t> &flag, uint64_t step);
+  void signal(std::atomic<uint64_t> &flag, uint64_t step);
+
+  const Plan &plan;
+  Backend &backend;
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<std::atomic<uint64_t>>> events, futures;
+  std::vector<const Instr *> futureStarts;
+
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  uint64_t step = 0;
+  unsigned running = 0;
+  bool stopping = false;
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+};
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_EXECUTOR_H

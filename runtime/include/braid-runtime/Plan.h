@@ -1,0 +1,130 @@
+//===- Plan.h - loading and checking a plan file ----------------*- C++ -*-===//
+//
+// The loader reads a plan file, checks the header (magic, format version,
+// size, CRC-32), verifies the FlatBuffer, and checks every fact the executor
+// relies on (buffer ranges inside the arena, ids in range, shapes and dtypes
+// consistent with each op). Anything wrong is a PlanError naming the problem;
+// a loaded plan never makes the executor read or write outside its arena.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_PLAN_H
+#define BRAID_RUNTIME_PLAN_H
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace braid::rt {
+
+/// A malformed plan, or a plan that cannot run here.
+struct PlanError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class DType : uint8_t { F32 = 0, F16, BF16, F64, I1, I32, I64 };
+enum class Role : uint8_t {
+  Temporary = 0,
+  Parameter,
+  OptimizerState,
+  Batch,
+  Loss
+};
+enum class InstrKind : uint8_t {
+  Kernel = 0,
+  Collective,
+  CollectiveStart,
+  Wait,
+  RecordEvent,
+  WaitEvent
+};
+
+const char *dtypeName(DType dtype);
+unsigned dtypeBytes(DType dtype);
+const char *roleName(Role role);
+
+struct Buffer {
+  uint64_t offset = 0, bytes = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::string name;
+  int64_t numElements() const;
+};
+
+/// An op attribute (see schema/plan.fbs).
+struct Attr {
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<std::string> strings;
+  std::vector<uint8_t> data;
+};
+
+struct Instr {
+  InstrKind kind = InstrKind::Kernel;
+  std::string op;
+  std::vector<uint32_t> operands, results;
+  std::map<std::string, Attr> attrs;
+  int group = -1, future = -1, event = -1;
+  std::string location;
+
+  /// Attribute accessors; a missing attribute without a default, or one of
+  /// the wrong kind, is a PlanError.
+  int64_t getInt(const std::string &name) const;
+  int64_t getInt(const std::string &name, int64_t dflt) const;
+  bool getFlag(const std::string &name) const;
+  double getFloat(const std::string &name) const;
+  double getFloat(const std::string &name, double dflt) const;
+  const std::vector<int64_t> &getInts(const std::string &name) const;
+  std::string getString(const std::string &name,
+                        const std::string &dflt) const;
+  /// "'op' at location", for messages.
+  std::string describe() const;
+};
+
+struct Group {
+  std::string grid;
+  std::vector<int64_t> gridShape, axes;
+  int64_t size() const;
+};
+
+struct Stream {
+  bool comm = false;
+  unsigned index = 0;
+  std::vector<Instr> instrs;
+  std::string name() const;
+};
+
+struct Binding {
+  Role role = Role::Temporary;
+  std::string name;
+  uint32_t buffer = 0;
+};
+
+struct Plan {
+  uint32_t formatVersion = 0;
+  std::string producer, function;
+  uint32_t worldSize = 1;
+  uint64_t arenaBytes = 0;
+  std::vector<Buffer> buffers;
+  std::vector<Group> groups;
+  std::vector<Stream> streams;
+  uint32_t numEvents = 0, numFutures = 0;
+  std::vector<Binding> arguments, results;
+};
+
+/// Reads and checks a plan file.
+Plan loadPlanFile(const std::string &path);
+/// Checks and decodes a whole plan file held in memory.
+Plan loadPlan(const uint8_t *bytes, size_t size);
+/// Checks and decodes the FlatBuffer payload alone (no header): what the
+/// fuzzer drives, since random bytes rarely pass the checksum.
+Plan loadPayload(const uint8_t *bytes, size_t size, uint32_t version);
+
+/// Prints the plan for people: buffers, groups, streams, bindings.
+std::string dumpPlan(const Plan &plan);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_PLAN_H

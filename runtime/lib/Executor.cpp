@@ -1,0 +1,129 @@
+//===- Executor.cpp - streams and events over a backend -------------------===//
+
+#include "braid-runtime/Executor.h"
+
+#include <chrono>
+
+using namespace braid::rt;
+
+Executor::Executor(const Plan &plan, Backend &backend)
+    : plan(plan), backend(backend) {
+  for (uint32_t e = 0; e < plan.numEvents; ++e)
+    events.push_back(std::make_unique<std::atomic<uint64_t>>(0));
+  futureStarts.assign(plan.numFutures, nullptr);
+  for (uint32_t f = 0; f < plan.numFutures; ++f)
+    futures.push_back(std::make_unique<std::atomic<uint64_t>>(0));
+  for (const Stream &s : plan.streams)
+    for (const Instr &i : s.instrs)
+      if (i.kind == InstrKind::CollectiveStart)
+        futureStarts[i.future] = &i;
+  for (unsigned s = 0; s < plan.streams.size(); ++s)
+    threads.emplace_back([this, s] { worker(s); });
+}
+
+Executor::~Executor() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  for (std::thread &t : threads)
+    t.join();
+}
+
+void Executor::runStep() {
+  std::unique_lock<std::mutex> lock(mutex);
+  ++step;
+  running = threads.size();
+  wake.notify_all();
+  done.wait(lock, [&] { return running == 0; });
+  if (error) {
+    std::exception_ptr e = error;
+    error = nullptr;
+    std::rethrow_exception(e);
+  }
+  lock.unlock();
+  backend.synchronize();
+}
+
+void Executor::worker(unsigned stream) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t current;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      wake.wait(lock, [&] { return stopping || step != seen; });
+      if (stopping)
+        return;
+      current = seen = step;
+    }
+    try {
+      runStream(stream, current);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!error)
+        error = std::current_exception();
+      failed = true;
+      wake.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--running == 0)
+      done.notify_all();
+  }
+}
+
+void Executor::signal(std::atomic<uint64_t> &flag, uint64_t value) {
+  flag.store(value, std::memory_order_release);
+  // Take the lock so that a waiter between its check and its sleep sees it.
+  std::lock_guard<std::mutex> lock(mutex);
+  wake.notify_all();
+}
+
+void Executor::waitFor(const std::atomic<uint64_t> &flag, uint64_t value) {
+  // Spin briefly: a cross-stream wait is usually short.
+  auto spinUntil =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  while (flag.load(std::memory_order_acquire) < value) {
+    if (failed)
+      throw CommError("stopped: another stream of this rank failed");
+    if (std::chrono::steady_clock::now() < spinUntil) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mutex);
+    wake.wait_for(lock, std::chrono::milliseconds(100), [&] {
+      return failed || flag.load(std::memory_order_acquire) >= value;
+    });
+  }
+}
+
+void Executor::runStream(unsigned stream, uint64_t current) {
+  for (const Instr &instr : plan.streams[stream].instrs) {
+    if (failed)
+      throw CommError("stopped: another stream of this rank failed");
+    switch (instr.kind) {
+    case InstrKind::Kernel:
+      backend.kernel(stream, instr);
+      break;
+    case InstrKind::Collective:
+      backend.collective(stream, instr);
+      break;
+    case InstrKind::CollectiveStart:
+      backend.startCollective(stream, instr);
+      signal(*futures[instr.future], current);
+      break;
+    case InstrKind::Wait:
+      waitFor(*futures[instr.future], current);
+      backend.waitCollective(stream, *futureStarts[instr.future]);
+      break;
+    case InstrKind::RecordEvent:
+      backend.recordEvent(stream, instr.event);
+      signal(*events[instr.event], current);
+      break;
+    case InstrKind::WaitEvent:
+      waitFor(*events[instr.event], current);
+      backend.waitEvent(stream, instr.event);
+      break;
+    }
+  }
+}

@@ -1,0 +1,16 @@
+//===- OpChecks.h - the rules each instruction of a plan obeys --*- C++ -*-===//
+
+#ifndef BRAID_RUNTIME_LIB_OPCHECKS_H
+#define BRAID_RUNTIME_LIB_OPCHECKS_H
+
+#include "braid-runtime/Plan.h"
+
+namespace braid::rt {
+
+/// Checks a kernel or collective instruction: operand and result counts,
+/// element types, shapes and attributes. Throws PlanError naming the problem.
+void checkOp(const Plan &plan, const Instr &instr);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_LIB_OPCHECKS_H

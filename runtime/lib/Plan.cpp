@@ -1,0 +1,466 @@
+//===- Plan.cpp - loading and checking a plan file ------------------------===//
+
+#include "braid-runtime/Plan.h"
+#include "braid-runtime/PlanFormat.h"
+#include "OpChecks.h"
+
+#include "plan_generated.h"
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+using namespace braid;
+using namespace braid::rt;
+
+const char *rt::dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F64:
+    return "f64";
+  case DType::I1:
+    return "i1";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+unsigned rt::dtypeBytes(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::I1:
+    return 1;
+  }
+  return 0;
+}
+
+const char *rt::roleName(Role role) {
+  switch (role) {
+  case Role::Temporary:
+    return "temporary";
+  case Role::Parameter:
+    return "parameter";
+  case Role::OptimizerState:
+    return "optimizer_state";
+  case Role::Batch:
+    return "batch";
+  case Role::Loss:
+    return "loss";
+  }
+  return "?";
+}
+
+int64_t Buffer::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t Group::size() const {
+  int64_t n = 1;
+  for (int64_t axis : axes)
+    n *= gridShape[axis];
+  return n;
+}
+
+std::string Stream::name() const {
+  return std::string(comm ? "comm" : "compute") + " " + std::to_string(index);
+}
+
+std::string Instr::describe() const {
+  return "'" + op + "' at " + location;
+}
+
+static const Attr &findAttr(const Instr &instr, const std::string &name) {
+  auto it = instr.attrs.find(name);
+  if (it == instr.attrs.end())
+    throw PlanError(instr.describe() + " has no attribute '" + name + "'");
+  return it->second;
+}
+
+int64_t Instr::getInt(const std::string &name) const {
+  const Attr &attr = findAttr(*this, name);
+  if (attr.ints.size() != 1)
+    throw PlanError(describe() + ": attribute '" + name +
+                    "' is not one integer");
+  return attr.ints[0];
+}
+
+int64_t Instr::getInt(const std::string &name, int64_t dflt) const {
+  return attrs.count(name) ? getInt(name) : dflt;
+}
+
+bool Instr::getFlag(const std::string &name) const {
+  return attrs.count(name) && getInt(name) != 0;
+}
+
+double Instr::getFloat(const std::string &name) const {
+  const Attr &attr = findAttr(*this, name);
+  if (attr.floats.size() != 1)
+    throw PlanError(describe() + ": attribute '" + name + "' is not one float");
+  return attr.floats[0];
+}
+
+double Instr::getFloat(const std::string &name, double dflt) const {
+  return attrs.count(name) ? getFloat(name) : dflt;
+}
+
+const std::vector<int64_t> &Instr::getInts(const std::string &name) const {
+  return findAttr(*this, name).ints;
+}
+
+std::string Instr::getString(const std::string &name,
+                             const std::string &dflt) const {
+  auto it = attrs.find(name);
+  if (it == attrs.end())
+    return dflt;
+  if (it->second.strings.size() != 1)
+    throw PlanError(describe() + ": attribute '" + name +
+                    "' is not one string");
+  return it->second.strings[0];
+}
+
+template <typename T>
+static std::vector<T> toVector(const flatbuffers::Vector<T> *v) {
+  if (!v)
+    return {};
+  return std::vector<T>(v->begin(), v->end());
+}
+
+static std::string toString(const flatbuffers::String *s) {
+  return s ? s->str() : std::string();
+}
+
+/// Structural checks of the decoded plan: ranges, ids, bindings; then each
+/// instruction's own rules (OpChecks).
+static void checkPlan(const Plan &plan) {
+  if (plan.worldSize == 0)
+    throw PlanError("the plan's world size is 0");
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const Buffer &b = plan.buffers[i];
+    std::string what = "buffer #" + std::to_string(i) + " ('" + b.name + "')";
+    if (static_cast<unsigned>(b.dtype) > static_cast<unsigned>(DType::I64))
+      throw PlanError(what + " has an unknown element type");
+    if (b.shape.size() > 16)
+      throw PlanError(what + " has rank " + std::to_string(b.shape.size()) +
+                      ", more than 16");
+    uint64_t elements = 1;
+    for (int64_t d : b.shape) {
+      if (d < 0 || d > (int64_t(1) << 40))
+        throw PlanError(what + " has a bad dimension " + std::to_string(d));
+      if (d && elements > (uint64_t(1) << 50) / uint64_t(d))
+        throw PlanError(what + " is too large");
+      elements *= uint64_t(d);
+    }
+    if (elements * dtypeBytes(b.dtype) != b.bytes)
+      throw PlanError(what + " holds " + std::to_string(b.bytes) +
+                      " bytes, but its shape and type need " +
+                      std::to_string(elements * dtypeBytes(b.dtype)));
+    if (b.offset > plan.arenaBytes || b.bytes > plan.arenaBytes - b.offset)
+      throw PlanError(what + " [" + std::to_string(b.offset) + ", " +
+                      std::to_string(b.offset + b.bytes) +
+                      ") lies outside the arena of " +
+                      std::to_string(plan.arenaBytes) + " bytes");
+  }
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    const Group &g = plan.groups[i];
+    std::string what = "group #" + std::to_string(i) + " (@" + g.grid + ")";
+    int64_t size = 1;
+    for (int64_t d : g.gridShape) {
+      if (d <= 0 || d > (1 << 20))
+        throw PlanError(what + " has a bad grid dimension " +
+                        std::to_string(d));
+      size *= d;
+      if (size > (1 << 24))
+        throw PlanError(what + " has too many ranks");
+    }
+    if (size != int64_t(plan.worldSize))
+      throw PlanError(what + " spans " + std::to_string(size) +
+                      " ranks, but the plan is for " +
+                      std::to_string(plan.worldSize));
+    std::set<int64_t> seen;
+    for (int64_t axis : g.axes)
+      if (axis < 0 || axis >= int64_t(g.gridShape.size()) ||
+          !seen.insert(axis).second)
+        throw PlanError(what + " has a bad axis " + std::to_string(axis));
+  }
+  auto checkBinding = [&](const Binding &b, const char *kind) {
+    if (b.buffer >= plan.buffers.size())
+      throw PlanError(std::string(kind) + " '" + b.name +
+                      "' names buffer #" + std::to_string(b.buffer) +
+                      ", but the plan has " +
+                      std::to_string(plan.buffers.size()));
+    if (static_cast<unsigned>(b.role) > static_cast<unsigned>(Role::Loss))
+      throw PlanError(std::string(kind) + " '" + b.name +
+                      "' has an unknown role");
+  };
+  for (const Binding &b : plan.arguments)
+    checkBinding(b, "argument");
+  for (const Binding &b : plan.results)
+    checkBinding(b, "result");
+
+  std::vector<int> futureStarts(plan.numFutures, 0), futureWaits(
+                                                         plan.numFutures, 0);
+  std::vector<int> eventRecords(plan.numEvents, 0);
+  if (plan.streams.empty())
+    throw PlanError("the plan has no streams");
+  std::set<std::pair<bool, unsigned>> streamKeys;
+  for (const Stream &s : plan.streams) {
+    if (!streamKeys.insert({s.comm, s.index}).second)
+      throw PlanError("stream " + s.name() + " appears twice");
+    for (const Instr &instr : s.instrs) {
+      if (static_cast<unsigned>(instr.kind) >
+          static_cast<unsigned>(InstrKind::WaitEvent))
+        throw PlanError(instr.describe() + " has an unknown kind");
+      for (uint32_t id : instr.operands)
+        if (id >= plan.buffers.size())
+          throw PlanError(instr.describe() + " reads buffer #" +
+                          std::to_string(id) + ", which does not exist");
+      for (uint32_t id : instr.results)
+        if (id >= plan.buffers.size())
+          throw PlanError(instr.describe() + " writes buffer #" +
+                          std::to_string(id) + ", which does not exist");
+      bool collective = instr.kind == InstrKind::Collective ||
+                        instr.kind == InstrKind::CollectiveStart;
+      if (collective &&
+          (instr.group < 0 || instr.group >= int(plan.groups.size())))
+        throw PlanError(instr.describe() + " names group " +
+                        std::to_string(instr.group) + ", but the plan has " +
+                        std::to_string(plan.groups.size()));
+      if ((instr.kind == InstrKind::CollectiveStart ||
+           instr.kind == InstrKind::Wait) &&
+          (instr.future < 0 || instr.future >= int(plan.numFutures)))
+        throw PlanError(instr.describe() + " names future " +
+                        std::to_string(instr.future) + ", but the plan has " +
+                        std::to_string(plan.numFutures));
+      if ((instr.kind == InstrKind::RecordEvent ||
+           instr.kind == InstrKind::WaitEvent) &&
+          (instr.event < 0 || instr.event >= int(plan.numEvents)))
+        throw PlanError(instr.describe() + " names event " +
+                        std::to_string(instr.event) + ", but the plan has " +
+                        std::to_string(plan.numEvents));
+      if (instr.kind == InstrKind::CollectiveStart)
+        ++futureStarts[instr.future];
+      if (instr.kind == InstrKind::Wait)
+        ++futureWaits[instr.future];
+      if (instr.kind == InstrKind::RecordEvent)
+        ++eventRecords[instr.event];
+      if (instr.kind == InstrKind::Kernel || collective)
+        checkOp(plan, instr);
+    }
+  }
+  for (uint32_t f = 0; f < plan.numFutures; ++f)
+    if (futureStarts[f] != 1 || futureWaits[f] != 1)
+      throw PlanError("future " + std::to_string(f) + " is started " +
+                      std::to_string(futureStarts[f]) + " and waited " +
+                      std::to_string(futureWaits[f]) +
+                      " times; each must be once");
+  for (uint32_t e = 0; e < plan.numEvents; ++e)
+    if (eventRecords[e] != 1)
+      throw PlanError("event " + std::to_string(e) + " is recorded " +
+                      std::to_string(eventRecords[e]) +
+                      " times; each must be once");
+}
+
+Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
+  flatbuffers::Verifier verifier(bytes, size, /*max_depth=*/64,
+                                 /*max_tables=*/50000000);
+  if (!plan::VerifyPlanBuffer(verifier))
+    throw PlanError("the plan's payload is not a valid plan FlatBuffer "
+                    "(corrupt or from another program)");
+  const plan::Plan *fb = plan::GetPlan(bytes);
+  Plan p;
+  p.formatVersion = version;
+  p.producer = toString(fb->producer());
+  p.function = toString(fb->function());
+  p.worldSize = fb->world_size();
+  p.arenaBytes = fb->arena_bytes();
+  p.numEvents = fb->num_events();
+  p.numFutures = fb->num_futures();
+  if (p.numEvents > (1u << 24) || p.numFutures > (1u << 24))
+    throw PlanError("the plan has too many events or futures");
+  if (fb->buffers())
+    for (const plan::Buffer *b : *fb->buffers()) {
+      Buffer buffer;
+      buffer.offset = b->offset();
+      buffer.bytes = b->bytes();
+      buffer.dtype = static_cast<DType>(b->dtype());
+      buffer.shape = toVector(b->shape());
+      buffer.name = toString(b->name());
+      p.buffers.push_back(std::move(buffer));
+    }
+  if (fb->groups())
+    for (const plan::Group *g : *fb->groups())
+      p.groups.push_back(
+          {toString(g->grid()), toVector(g->grid_shape()), toVector(g->axes())});
+  if (fb->streams())
+    for (const plan::Stream *s : *fb->streams()) {
+      Stream stream;
+      stream.comm = s->kind() == plan::StreamKind::Comm;
+      stream.index = s->index();
+      if (s->instrs())
+        for (const plan::Instr *i : *s->instrs()) {
+          Instr instr;
+          instr.kind = static_cast<InstrKind>(i->kind());
+          instr.op = toString(i->op());
+          instr.operands = toVector(i->operands());
+          instr.results = toVector(i->results());
+          instr.group = i->group();
+          instr.future = i->future();
+          instr.event = i->event();
+          instr.location = toString(i->location());
+          if (i->attrs())
+            for (const plan::Attr *a : *i->attrs()) {
+              Attr attr;
+              attr.ints = toVector(a->ints());
+              attr.floats = toVector(a->floats());
+              if (a->strings())
+                for (const flatbuffers::String *s : *a->strings())
+                  attr.strings.push_back(toString(s));
+              attr.data = toVector(a->data());
+              instr.attrs[toString(a->name())] = std::move(attr);
+            }
+          stream.instrs.push_back(std::move(instr));
+        }
+      p.streams.push_back(std::move(stream));
+    }
+  auto bindings = [](const flatbuffers::Vector<flatbuffers::Offset<plan::Binding>> *v) {
+    std::vector<Binding> out;
+    if (v)
+      for (const plan::Binding *b : *v)
+        out.push_back({static_cast<Role>(b->role()), toString(b->name()),
+                       b->buffer()});
+    return out;
+  };
+  p.arguments = bindings(fb->arguments());
+  p.results = bindings(fb->results());
+  checkPlan(p);
+  return p;
+}
+
+Plan rt::loadPlan(const uint8_t *bytes, size_t size) {
+  plan::FileHeader header;
+  if (size < sizeof(header))
+    throw PlanError("the file is " + std::to_string(size) +
+                    " bytes, shorter than a plan header (" +
+                    std::to_string(sizeof(header)) + " bytes): truncated?");
+  std::memcpy(&header, bytes, sizeof(header));
+  if (std::memcmp(header.magic, plan::kMagic, sizeof(plan::kMagic)) != 0)
+    throw PlanError("not a braid plan (bad magic number)");
+  if (header.version != plan::kFormatVersion)
+    throw PlanError("plan format version " + std::to_string(header.version) +
+                    ", but this braid-run reads version " +
+                    std::to_string(plan::kFormatVersion) +
+                    "; recompile the plan with a matching braid-compile");
+  if (header.payloadBytes != size - sizeof(header))
+    throw PlanError("the header announces " +
+                    std::to_string(header.payloadBytes) +
+                    " bytes of payload, but the file has " +
+                    std::to_string(size - sizeof(header)) + ": truncated?");
+  const uint8_t *payload = bytes + sizeof(header);
+  if (plan::checksum(payload, header.payloadBytes) != header.crc32)
+    throw PlanError("checksum mismatch: the plan file is corrupt");
+  return loadPayload(payload, header.payloadBytes, header.version);
+}
+
+Plan rt::loadPlanFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw PlanError("cannot open plan file '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  try {
+    return loadPlan(bytes.data(), bytes.size());
+  } catch (const PlanError &e) {
+    throw PlanError(path + ": " + e.what());
+  }
+}
+
+static std::string shapeString(const Buffer &b) {
+  std::string s = "tensor<";
+  for (int64_t d : b.shape)
+    s += std::to_string(d) + "x";
+  return s + dtypeName(b.dtype) + ">";
+}
+
+std::string rt::dumpPlan(const Plan &plan) {
+  std::ostringstream os;
+  os << "plan of @" << plan.function << " (format " << plan.formatVersion
+     << ", written by " << plan.producer << ")\n";
+  os << "  world size " << plan.worldSize << ", arena " << plan.arenaBytes
+     << " bytes, " << plan.buffers.size() << " buffers, "
+     << plan.streams.size() << " streams, " << plan.numEvents << " events, "
+     << plan.numFutures << " futures\n";
+  os << "groups:\n";
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    const Group &g = plan.groups[i];
+    os << "  #" << i << " @" << g.grid << " axes [";
+    for (size_t a = 0; a < g.axes.size(); ++a)
+      os << (a ? ", " : "") << g.axes[a];
+    os << "] (" << g.size() << " ranks)\n";
+  }
+  auto bindings = [&](const char *title, const std::vector<Binding> &list) {
+    os << title << ":\n";
+    for (const Binding &b : list) {
+      const Buffer &buf = plan.buffers[b.buffer];
+      os << "  " << roleName(b.role) << " '" << b.name << "' "
+         << shapeString(buf) << " @" << buf.offset << "\n";
+    }
+  };
+  bindings("arguments", plan.arguments);
+  bindings("results", plan.results);
+  auto names = [&](const std::vector<uint32_t> &ids) {
+    std::string s;
+    for (size_t k = 0; k < ids.size(); ++k)
+      s += (k ? ", " : "") + plan.buffers[ids[k]].name + "@" +
+           std::to_string(plan.buffers[ids[k]].offset);
+    return s;
+  };
+  for (const Stream &s : plan.streams) {
+    os << "stream " << s.name() << " (" << s.instrs.size()
+       << " instructions):\n";
+    for (const Instr &i : s.instrs) {
+      os << "  ";
+      switch (i.kind) {
+      case InstrKind::RecordEvent:
+        os << "record_event e" << i.event;
+        break;
+      case InstrKind::WaitEvent:
+        os << "wait_event e" << i.event;
+        break;
+      case InstrKind::Wait:
+        os << "wait f" << i.future << " -> " << names(i.results);
+        break;
+      default:
+        if (!i.results.empty())
+          os << names(i.results) << " = ";
+        os << i.op;
+        if (i.kind == InstrKind::CollectiveStart)
+          os << " f" << i.future;
+        if (i.group >= 0)
+          os << " group #" << i.group;
+        os << " (" << names(i.operands) << ")";
+      }
+      os << "\n";
+    }
+  }
+  return os.str();
+}

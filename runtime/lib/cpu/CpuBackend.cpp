@@ -1,0 +1,248 @@
+//===- CpuBackend.cpp - kernels on host threads, collectives over MPI -----===//
+//
+// The arena is one host allocation. Kernels run on the calling stream's
+// thread. Collectives are MPI non-blocking calls on one communicator per
+// (device group, stream), so that each communicator sees its collectives in
+// the one program order every rank shares; MPI_THREAD_MULTIPLE lets the
+// stream threads call MPI at once. A wait polls its requests against the
+// watchdog's deadline (Watchdog.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid-runtime/CpuBackend.h"
+#include "CpuKernels.h"
+
+#include <cblas.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <thread>
+
+using namespace braid::rt;
+
+namespace {
+
+MPI_Datatype mpiType(DType dtype) {
+  switch (dtype) {
+  case DType::I32:
+    return MPI_INT32_T;
+  case DType::I64:
+    return MPI_INT64_T;
+  default:
+    return MPI_FLOAT;
+  }
+}
+
+MPI_Op mpiOp(const std::string &reduction) {
+  if (reduction == "max")
+    return MPI_MAX;
+  if (reduction == "min")
+    return MPI_MIN;
+  return MPI_SUM;
+}
+
+std::string baseName(const std::string &op) {
+  if (op.size() > 6 && op.compare(op.size() - 6, 6, "_start") == 0)
+    return op.substr(0, op.size() - 6);
+  return op;
+}
+
+} // namespace
+
+CpuBackend::CpuBackend(MPI_Comm world, double timeoutSeconds)
+    : world(world), watchdog(world, timeoutSeconds) {
+  MPI_Comm_rank(world, &rank);
+  // One BLAS thread per stream thread: ranks and streams share the cores.
+  openblas_set_num_threads(1);
+}
+
+CpuBackend::~CpuBackend() {
+  for (auto &[key, comm] : comms)
+    MPI_Comm_free(&comm);
+  std::free(arena);
+}
+
+void CpuBackend::prepare(const Plan &p) {
+  plan = &p;
+  uint64_t bytes = (p.arenaBytes + 63) / 64 * 64;
+  arena = static_cast<uint8_t *>(std::aligned_alloc(64, bytes ? bytes : 64));
+  if (!arena)
+    throw std::runtime_error("cannot allocate the arena of " +
+                             std::to_string(bytes) + " bytes");
+  std::memset(arena, 0, bytes);
+  // Communicators, created in plan order on every rank (a collective call).
+  for (unsigned s = 0; s < p.streams.size(); ++s)
+    for (const Instr &instr : p.streams[s].instrs) {
+      if (instr.kind != InstrKind::Collective &&
+          instr.kind != InstrKind::CollectiveStart)
+        continue;
+      auto key = std::make_pair(instr.group, s);
+      if (comms.count(key))
+        continue;
+      const Group &g = p.groups[instr.group];
+      // The rank's grid coordinates; color = the coordinates off the
+      // group's axes, key = the index along them.
+      std::vector<int64_t> coord(g.gridShape.size());
+      int64_t r = rank;
+      for (size_t d = g.gridShape.size(); d-- > 0;) {
+        coord[d] = r % g.gridShape[d];
+        r /= g.gridShape[d];
+      }
+      std::vector<bool> onAxis(g.gridShape.size(), false);
+      int64_t index = 0;
+      for (int64_t axis : g.axes) {
+        onAxis[axis] = true;
+        index = index * g.gridShape[axis] + coord[axis];
+      }
+      int64_t color = 0;
+      for (size_t d = 0; d < g.gridShape.size(); ++d)
+        if (!onAxis[d])
+          color = color * g.gridShape[d] + coord[d];
+      MPI_Comm comm;
+      MPI_Comm_split(world, int(color), int(index), &comm);
+      comms[key] = comm;
+      // The world ranks of the group, by index, for the watchdog.
+      if (!groupMembers.count(instr.group)) {
+        int size;
+        MPI_Comm_size(comm, &size);
+        std::vector<int> members(size);
+        MPI_Allgather(&rank, 1, MPI_INT, members.data(), 1, MPI_INT, comm);
+        groupMembers[instr.group] = members;
+      }
+    }
+  inFlight.resize(p.numFutures);
+  syncPending.resize(p.streams.size());
+}
+
+void CpuBackend::kernel(unsigned, const Instr &instr) {
+  runCpuKernel(*plan, instr, arena);
+}
+
+void CpuBackend::collective(unsigned stream, const Instr &instr) {
+  Pending &pending = syncPending[stream];
+  post(stream, instr, pending);
+  complete(instr, pending);
+}
+
+void CpuBackend::startCollective(unsigned stream, const Instr &instr) {
+  post(stream, instr, inFlight[instr.future]);
+}
+
+void CpuBackend::waitCollective(unsigned, const Instr &start) {
+  complete(start, inFlight[start.future]);
+}
+
+void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
+  const Plan &p = *plan;
+  MPI_Comm comm = comms.at({instr.group, stream});
+  pending.requests.clear();
+  pending.sequence = watchdog.arrive(instr.group, groupMembers[instr.group]);
+  std::string op = baseName(instr.op);
+  auto buffer = [&](uint32_t id) -> const Buffer & { return p.buffers[id]; };
+  auto at = [&](const Buffer &b) { return arena + b.offset; };
+  auto count = [](const Buffer &b) { return int(b.numElements()); };
+  auto push = [&]() -> MPI_Request * {
+    pending.requests.emplace_back();
+    return &pending.requests.back();
+  };
+  if (op == "all_reduce") {
+    // In place over the results; inputs elsewhere are copied in first.
+    for (size_t i = 0; i < instr.operands.size(); ++i)
+      if (instr.operands[i] != instr.results[i] &&
+          buffer(instr.operands[i]).offset != buffer(instr.results[i]).offset)
+        std::memcpy(at(buffer(instr.results[i])), at(buffer(instr.operands[i])),
+                    buffer(instr.results[i]).bytes);
+    MPI_Op mop = mpiOp(instr.getString("reduction", "sum"));
+    // One call per run of adjacent results of one type: a bucket is one.
+    size_t i = 0;
+    while (i < instr.results.size()) {
+      const Buffer &first = buffer(instr.results[i]);
+      uint64_t end = first.offset + first.bytes;
+      int64_t elements = first.numElements();
+      size_t j = i + 1;
+      while (j < instr.results.size() &&
+             buffer(instr.results[j]).offset == end &&
+             buffer(instr.results[j]).dtype == first.dtype &&
+             elements + buffer(instr.results[j]).numElements() < (1ll << 31)) {
+        end += buffer(instr.results[j]).bytes;
+        elements += buffer(instr.results[j]).numElements();
+        ++j;
+      }
+      if (elements > 0)
+        MPI_Iallreduce(MPI_IN_PLACE, at(first), int(elements),
+                       mpiType(first.dtype), mop, comm, push());
+      i = j;
+    }
+  } else if (op == "reduce_scatter") {
+    const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
+    MPI_Ireduce_scatter_block(at(x), at(y), count(y), mpiType(y.dtype),
+                              mpiOp(instr.getString("reduction", "sum")), comm,
+                              push());
+  } else if (op == "all_gather") {
+    const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
+    MPI_Iallgather(at(x), count(x), mpiType(x.dtype), at(y), count(x),
+                   mpiType(y.dtype), comm, push());
+  } else if (op == "all_to_all") {
+    const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
+    int size = int(p.groups[instr.group].size());
+    MPI_Ialltoall(at(x), count(x) / size, mpiType(x.dtype), at(y),
+                  count(y) / size, mpiType(y.dtype), comm, push());
+  } else if (op == "collective_broadcast") {
+    const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
+    std::memcpy(at(y), at(x), y.bytes);
+    MPI_Ibcast(at(y), count(y), mpiType(y.dtype), int(instr.getInt("root")),
+               comm, push());
+  } else if (op == "send") {
+    const Buffer &x = buffer(instr.operands[0]);
+    MPI_Isend(at(x), count(x), mpiType(x.dtype), int(instr.getInt("peer")), 0,
+              comm, push());
+  } else if (op == "recv") {
+    const Buffer &y = buffer(instr.results[0]);
+    MPI_Irecv(at(y), count(y), mpiType(y.dtype), int(instr.getInt("peer")), 0,
+              comm, push());
+  } else {
+    throw CommError(instr.describe() + ": the cpu backend has no collective " +
+                    op);
+  }
+}
+
+void CpuBackend::complete(const Instr &instr, Pending &pending) {
+  watchdog.wait(instr, pending.requests, pending.sequence,
+                groupMembers[instr.group]);
+  std::string op = baseName(instr.op);
+  std::string reduction = instr.getString("reduction", "sum");
+  if ((op == "all_reduce" || op == "reduce_scatter") && reduction == "avg") {
+    double size = double(plan->groups[instr.group].size());
+    for (uint32_t id : instr.results) {
+      const Buffer &b = plan->buffers[id];
+      int64_t n = b.numElements();
+      if (b.dtype == DType::F32) {
+        float *x = reinterpret_cast<float *>(arena + b.offset);
+        for (int64_t i = 0; i < n; ++i)
+          x[i] = float(x[i] / size);
+      } else if (b.dtype == DType::I32) {
+        int32_t *x = reinterpret_cast<int32_t *>(arena + b.offset);
+        for (int64_t i = 0; i < n; ++i)
+          x[i] = int32_t(x[i] / int64_t(size));
+      } else {
+        int64_t *x = reinterpret_cast<int64_t *>(arena + b.offset);
+        for (int64_t i = 0; i < n; ++i)
+          x[i] = x[i] / int64_t(size);
+      }
+    }
+  }
+}
+
+void CpuBackend::read(const Buffer &buffer, void *dst) {
+  std::memcpy(dst, arena + buffer.offset, buffer.bytes);
+}
+
+void CpuBackend::write(const Buffer &buffer, const void *src) {
+  std::memcpy(arena + buffer.offset, src, buffer.bytes);
+}
+
+void CpuBackend::copy(const Buffer &dst, const Buffer &src) {
+  std::memmove(arena + dst.offset, arena + src.offset, dst.bytes);
+}

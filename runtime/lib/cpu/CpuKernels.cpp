@@ -1,0 +1,573 @@
+//===- CpuKernels.cpp - the cpu backend's kernel for every op -------------===//
+//
+// One function per op of the dialect, in f32 (indices i32 or i64), matmul
+// through BLAS. The plan loader has checked every shape (OpChecks.cpp), so the
+// kernels index without further checks, except for data-dependent indices
+// (labels, token ids), which are checked here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuKernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <unordered_map>
+
+using namespace braid::rt;
+
+namespace {
+
+/// The buffers of one instruction in the arena.
+struct Args {
+  const Plan &plan;
+  const Instr &instr;
+  uint8_t *arena;
+
+  const Buffer &inBuf(size_t i) const {
+    return plan.buffers[instr.operands[i]];
+  }
+  const Buffer &outBuf(size_t i) const {
+    return plan.buffers[instr.results[i]];
+  }
+  const float *in(size_t i) const {
+    return reinterpret_cast<const float *>(arena + inBuf(i).offset);
+  }
+  float *out(size_t i) const {
+    return reinterpret_cast<float *>(arena + outBuf(i).offset);
+  }
+  int64_t n(size_t i = 0) const { return outBuf(i).numElements(); }
+  /// Index `k` of index operand `i`, checked against `limit`.
+  int64_t index(size_t i, int64_t k, int64_t limit, const char *what) const {
+    const Buffer &b = inBuf(i);
+    int64_t v = b.dtype == DType::I64
+                    ? reinterpret_cast<const int64_t *>(arena + b.offset)[k]
+                    : reinterpret_cast<const int32_t *>(arena + b.offset)[k];
+    if (v < 0 || v >= limit)
+      throw KernelError(instr.describe() + ": " + what + " " +
+                        std::to_string(v) + " at position " +
+                        std::to_string(k) + " is out of range [0, " +
+                        std::to_string(limit) + ")");
+    return v;
+  }
+};
+
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= shape[i];
+  return p;
+}
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+/// Calls fn(outIndex, inIndex) for every element of `outShape`, where the
+/// input index is sum(coord[d] * inStrides[d]) + base: the general gather
+/// behind transpose, broadcast and slice.
+template <typename Fn>
+void gather(const std::vector<int64_t> &outShape,
+            const std::vector<int64_t> &inStrides, int64_t base, Fn fn) {
+  size_t rank = outShape.size();
+  int64_t total = product(outShape, 0, rank);
+  if (total == 0)
+    return;
+  std::vector<int64_t> coord(rank, 0);
+  int64_t inIndex = base;
+  for (int64_t o = 0; o < total; ++o) {
+    fn(o, inIndex);
+    for (size_t d = rank; d-- > 0;) {
+      if (++coord[d] < outShape[d]) {
+        inIndex += inStrides[d];
+        break;
+      }
+      inIndex -= inStrides[d] * (outShape[d] - 1);
+      coord[d] = 0;
+    }
+  }
+}
+
+/// Copies with an element size: reshape, transpose, slice, ... work on any
+/// element type.
+void copyElements(uint8_t *dst, const uint8_t *src, unsigned size) {
+  std::memcpy(dst, src, size);
+}
+
+template <typename F> void unary(const Args &a, F f) {
+  const float *x = a.in(0);
+  float *y = a.out(0);
+  for (int64_t i = 0, n = a.n(); i < n; ++i)
+    y[i] = f(x[i]);
+}
+
+template <typename F> void binary(const Args &a, F f) {
+  const float *x = a.in(0), *z = a.in(1);
+  float *y = a.out(0);
+  for (int64_t i = 0, n = a.n(); i < n; ++i)
+    y[i] = f(x[i], z[i]);
+}
+
+void matmul(const Args &a) {
+  const Buffer &lb = a.inBuf(0), &rb = a.inBuf(1), &ob = a.outBuf(0);
+  bool ta = a.instr.getFlag("transpose_a"), tb = a.instr.getFlag("transpose_b");
+  size_t ra = lb.shape.size(), rr = rb.shape.size(), ro = ob.shape.size();
+  int64_t m = ob.shape[ro - 2], n = ob.shape[ro - 1];
+  int64_t k = lb.shape[ra - (ta ? 2 : 1)];
+  int64_t batch = product(lb.shape, 0, ra - 2);
+  int64_t lda = lb.shape[ra - 1], ldb = rb.shape[rr - 1];
+  int64_t strideB = rr == 2 ? 0 : rb.shape[rr - 2] * rb.shape[rr - 1];
+  for (int64_t i = 0; i < batch; ++i) {
+    const float *lhs = a.in(0) + i * lb.shape[ra - 2] * lb.shape[ra - 1];
+    const float *rhs = a.in(1) + i * strideB;
+    float *out = a.out(0) + i * m * n;
+    if (m == 0 || n == 0)
+      continue;
+    if (k == 0) {
+      std::fill(out, out + m * n, 0.0f);
+      continue;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, lhs, lda, rhs,
+                ldb, 0.0f, out, n);
+  }
+}
+
+void reduce(const Args &a, bool mean) {
+  const Buffer &x = a.inBuf(0);
+  std::vector<int64_t> dims = a.instr.getInts("dims");
+  std::vector<bool> reduced(x.shape.size(), false);
+  for (int64_t d : dims)
+    reduced[d] = true;
+  // Output strides seen from the input's coordinates (0 along reduced dims).
+  std::vector<int64_t> outShape, outStrides(x.shape.size(), 0);
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (!reduced[d])
+      outShape.push_back(x.shape[d]);
+  std::vector<int64_t> compact = stridesOf(outShape);
+  for (size_t d = 0, k = 0; d < x.shape.size(); ++d)
+    if (!reduced[d])
+      outStrides[d] = compact[k++];
+  float *y = a.out(0);
+  int64_t outN = a.n();
+  std::vector<double> acc(outN, 0.0);
+  const float *in = a.in(0);
+  gather(x.shape, outStrides, 0,
+         [&](int64_t i, int64_t o) { acc[o] += in[i]; });
+  int64_t count = 1;
+  for (int64_t d : dims)
+    count *= x.shape[d];
+  for (int64_t o = 0; o < outN; ++o)
+    y[o] = float(mean && count ? acc[o] / count : acc[o]);
+}
+
+/// [outer, size, inner] around dimension `dim` of `shape`.
+void splitAround(const std::vector<int64_t> &shape, int64_t dim,
+                 int64_t &outer, int64_t &size, int64_t &inner) {
+  outer = product(shape, 0, dim);
+  size = shape[dim];
+  inner = product(shape, dim + 1, shape.size());
+}
+
+void softmax(const Args &a, bool log) {
+  int64_t outer, size, inner;
+  splitAround(a.inBuf(0).shape, a.instr.getInt("dim"), outer, size, inner);
+  const float *x = a.in(0);
+  float *y = a.out(0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const float *row = x + o * size * inner + i;
+      float *dst = y + o * size * inner + i;
+      float mx = -INFINITY;
+      for (int64_t k = 0; k < size; ++k)
+        mx = std::max(mx, row[k * inner]);
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k)
+        sum += std::exp(double(row[k * inner]) - mx);
+      for (int64_t k = 0; k < size; ++k)
+        dst[k * inner] = log ? float(row[k * inner] - mx - std::log(sum))
+                             : float(std::exp(double(row[k * inner]) - mx) / sum);
+    }
+}
+
+void softmaxBackward(const Args &a, bool log) {
+  int64_t outer, size, inner;
+  splitAround(a.inBuf(0).shape, a.instr.getInt("dim"), outer, size, inner);
+  const float *g = a.in(0), *y = a.in(1);
+  float *dx = a.out(0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * size * inner + i;
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k)
+        sum += log ? g[base + k * inner]
+                   : double(g[base + k * inner]) * y[base + k * inner];
+      for (int64_t k = 0; k < size; ++k) {
+        int64_t at = base + k * inner;
+        dx[at] = log ? float(g[at] - std::exp(double(y[at])) * sum)
+                     : float(y[at] * (g[at] - sum));
+      }
+    }
+}
+
+double geluOf(double x, bool tanhApprox) {
+  if (tanhApprox) {
+    const double c = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+  }
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+
+double geluGrad(double x, bool tanhApprox) {
+  if (tanhApprox) {
+    const double c = std::sqrt(2.0 / M_PI);
+    double u = c * (x + 0.044715 * x * x * x);
+    double t = std::tanh(u);
+    double du = c * (1.0 + 3.0 * 0.044715 * x * x);
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du;
+  }
+  double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
+  double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+  return cdf + x * pdf;
+}
+
+void layerNorm(const Args &a) {
+  int64_t d = a.inBuf(1).numElements();
+  int64_t rows = d ? a.inBuf(0).numElements() / d : 0;
+  double eps = a.instr.getFloat("epsilon");
+  const float *x = a.in(0), *g = a.in(1), *b = a.in(2);
+  float *y = a.out(0), *mean = a.out(1), *rstd = a.out(2);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = x + r * d;
+    double mu = 0;
+    for (int64_t k = 0; k < d; ++k)
+      mu += row[k];
+    mu /= d;
+    double var = 0;
+    for (int64_t k = 0; k < d; ++k)
+      var += (row[k] - mu) * (row[k] - mu);
+    var /= d;
+    double rs = 1.0 / std::sqrt(var + eps);
+    mean[r] = float(mu);
+    rstd[r] = float(rs);
+    for (int64_t k = 0; k < d; ++k)
+      y[r * d + k] = float((row[k] - mu) * rs * g[k] + b[k]);
+  }
+}
+
+void layerNormBackward(const Args &a) {
+  int64_t d = a.inBuf(4).numElements();
+  int64_t rows = d ? a.inBuf(1).numElements() / d : 0;
+  const float *dy = a.in(0), *x = a.in(1), *mean = a.in(2), *rstd = a.in(3),
+              *g = a.in(4);
+  float *dx = a.out(0), *dg = a.out(1), *db = a.out(2);
+  std::vector<double> dgAcc(d, 0.0), dbAcc(d, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu = mean[r], rs = rstd[r];
+    double sumDyG = 0, sumDyGXhat = 0;
+    for (int64_t k = 0; k < d; ++k) {
+      double xhat = (x[r * d + k] - mu) * rs;
+      double dyg = double(dy[r * d + k]) * g[k];
+      sumDyG += dyg;
+      sumDyGXhat += dyg * xhat;
+      dgAcc[k] += double(dy[r * d + k]) * xhat;
+      dbAcc[k] += dy[r * d + k];
+    }
+    for (int64_t k = 0; k < d; ++k) {
+      double xhat = (x[r * d + k] - mu) * rs;
+      double dyg = double(dy[r * d + k]) * g[k];
+      dx[r * d + k] = float(rs * (dyg - sumDyG / d - xhat * sumDyGXhat / d));
+    }
+  }
+  for (int64_t k = 0; k < d; ++k) {
+    dg[k] = float(dgAcc[k]);
+    db[k] = float(dbAcc[k]);
+  }
+}
+
+void loss(const Args &a, bool fromLogits) {
+  const Buffer &xb = a.inBuf(0);
+  int64_t rows = xb.shape[0], classes = xb.shape[1];
+  const float *x = a.in(0);
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = a.index(1, r, classes, "label");
+    const float *row = x + r * classes;
+    double logp = row[label];
+    if (fromLogits) {
+      float mx = *std::max_element(row, row + classes);
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(double(row[c]) - mx);
+      logp = row[label] - mx - std::log(sum);
+    }
+    total -= logp;
+  }
+  bool mean = a.instr.getString("reduction", "mean") == "mean";
+  a.out(0)[0] = float(mean && rows ? total / rows : total);
+}
+
+void lossBackward(const Args &a, bool fromLogits) {
+  const Buffer &xb = a.inBuf(1);
+  int64_t rows = xb.shape[0], classes = xb.shape[1];
+  bool mean = a.instr.getString("reduction", "mean") == "mean";
+  double scale = a.in(0)[0] / (mean && rows ? double(rows) : 1.0);
+  const float *x = a.in(1);
+  float *dx = a.out(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = a.index(2, r, classes, "label");
+    const float *row = x + r * classes;
+    float *drow = dx + r * classes;
+    if (fromLogits) {
+      float mx = *std::max_element(row, row + classes);
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(double(row[c]) - mx);
+      for (int64_t c = 0; c < classes; ++c)
+        drow[c] = float(scale * (std::exp(double(row[c]) - mx) / sum -
+                                 (c == label ? 1.0 : 0.0)));
+    } else {
+      std::fill(drow, drow + classes, 0.0f);
+      drow[label] = float(-scale);
+    }
+  }
+}
+
+void embedding(const Args &a) {
+  const Buffer &table = a.inBuf(0);
+  int64_t vocab = table.shape[0], dim = table.shape[1];
+  int64_t count = a.inBuf(1).numElements();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t id = a.index(1, i, vocab, "token id");
+    std::memcpy(a.out(0) + i * dim, a.in(0) + id * dim, dim * sizeof(float));
+  }
+}
+
+void embeddingBackward(const Args &a) {
+  const Buffer &out = a.outBuf(0);
+  int64_t vocab = out.shape[0], dim = out.shape[1];
+  int64_t count = a.inBuf(1).numElements();
+  float *dt = a.out(0);
+  std::fill(dt, dt + vocab * dim, 0.0f);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t id = a.index(1, i, vocab, "token id");
+    const float *g = a.in(0) + i * dim;
+    for (int64_t k = 0; k < dim; ++k)
+      dt[id * dim + k] += g[k];
+  }
+}
+
+void transpose(const Args &a) {
+  const Buffer &x = a.inBuf(0), &y = a.outBuf(0);
+  const auto &perm = a.instr.getInts("permutation");
+  std::vector<int64_t> inStrides = stridesOf(x.shape), strides;
+  for (int64_t p : perm)
+    strides.push_back(inStrides[p]);
+  unsigned size = dtypeBytes(x.dtype);
+  const uint8_t *src = a.arena + x.offset;
+  uint8_t *dst = a.arena + y.offset;
+  gather(y.shape, strides, 0, [&](int64_t o, int64_t i) {
+    copyElements(dst + o * size, src + i * size, size);
+  });
+}
+
+void broadcast(const Args &a) {
+  const Buffer &x = a.inBuf(0), &y = a.outBuf(0);
+  const auto &dims = a.instr.getInts("dims");
+  std::vector<int64_t> inStrides = stridesOf(x.shape), strides;
+  for (size_t d = 0, k = 0; d < y.shape.size(); ++d)
+    strides.push_back(std::count(dims.begin(), dims.end(), int64_t(d))
+                          ? 0
+                          : inStrides[k++]);
+  unsigned size = dtypeBytes(x.dtype);
+  const uint8_t *src = a.arena + x.offset;
+  uint8_t *dst = a.arena + y.offset;
+  gather(y.shape, strides, 0, [&](int64_t o, int64_t i) {
+    copyElements(dst + o * size, src + i * size, size);
+  });
+}
+
+void slice(const Args &a) {
+  const Buffer &x = a.inBuf(0), &y = a.outBuf(0);
+  const auto &offsets = a.instr.getInts("offsets");
+  std::vector<int64_t> steps(x.shape.size(), 1);
+  if (a.instr.attrs.count("strides"))
+    steps = a.instr.getInts("strides");
+  std::vector<int64_t> inStrides = stridesOf(x.shape), strides;
+  int64_t base = 0;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    strides.push_back(inStrides[d] * steps[d]);
+    base += offsets[d] * inStrides[d];
+  }
+  unsigned size = dtypeBytes(x.dtype);
+  const uint8_t *src = a.arena + x.offset;
+  uint8_t *dst = a.arena + y.offset;
+  gather(y.shape, strides, base, [&](int64_t o, int64_t i) {
+    copyElements(dst + o * size, src + i * size, size);
+  });
+}
+
+void concat(const Args &a) {
+  const Buffer &y = a.outBuf(0);
+  int64_t dim = a.instr.getInt("dim");
+  unsigned size = dtypeBytes(y.dtype);
+  int64_t outer = product(y.shape, 0, dim);
+  int64_t inner = product(y.shape, dim + 1, y.shape.size()) * size;
+  int64_t outRow = y.shape[dim] * inner;
+  int64_t at = 0;
+  for (size_t i = 0; i < a.instr.operands.size(); ++i) {
+    const Buffer &x = a.inBuf(i);
+    int64_t row = x.shape[dim] * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(a.arena + y.offset + o * outRow + at,
+                  a.arena + x.offset + o * row, row);
+    at += row;
+  }
+}
+
+void sgd(const Args &a) {
+  double lr = a.instr.getFloat("lr"), mom = a.instr.getFloat("momentum");
+  double wd = a.instr.getFloat("weight_decay");
+  double damp = a.instr.getFloat("dampening", 0.0);
+  bool nesterov = a.instr.getFlag("nesterov");
+  const float *p = a.in(0), *g = a.in(1), *buf = a.in(2);
+  float *np = a.out(0), *nbuf = a.out(1);
+  for (int64_t i = 0, n = a.n(); i < n; ++i) {
+    double gi = g[i] + wd * p[i];
+    double b = mom * buf[i] + (1.0 - damp) * gi;
+    double step = nesterov ? gi + mom * b : b;
+    nbuf[i] = float(b);
+    np[i] = float(p[i] - lr * step);
+  }
+}
+
+void adamw(const Args &a) {
+  double lr = a.instr.getFloat("lr"), b1 = a.instr.getFloat("beta1");
+  double b2 = a.instr.getFloat("beta2"), eps = a.instr.getFloat("eps");
+  double wd = a.instr.getFloat("weight_decay");
+  double step = a.in(4)[0];
+  double c1 = 1.0 - std::pow(b1, step), c2 = 1.0 - std::pow(b2, step);
+  const float *p = a.in(0), *g = a.in(1), *m = a.in(2), *v = a.in(3);
+  float *np = a.out(0), *nm = a.out(1), *nv = a.out(2);
+  for (int64_t i = 0, n = a.n(); i < n; ++i) {
+    double pi = p[i] * (1.0 - lr * wd);
+    double mi = b1 * m[i] + (1.0 - b1) * g[i];
+    double vi = b2 * v[i] + (1.0 - b2) * double(g[i]) * g[i];
+    nm[i] = float(mi);
+    nv[i] = float(vi);
+    np[i] = float(pi - lr * (mi / c1) / (std::sqrt(vi / c2) + eps));
+  }
+}
+
+using Kernel = std::function<void(const Args &)>;
+
+const std::unordered_map<std::string, Kernel> &kernels() {
+  static const std::unordered_map<std::string, Kernel> table = {
+      {"matmul", matmul},
+      {"add", [](const Args &a) { binary(a, std::plus<float>()); }},
+      {"sub", [](const Args &a) { binary(a, std::minus<float>()); }},
+      {"mul", [](const Args &a) { binary(a, std::multiplies<float>()); }},
+      {"div", [](const Args &a) { binary(a, std::divides<float>()); }},
+      {"scale",
+       [](const Args &a) {
+         float f = float(a.instr.getFloat("factor"));
+         unary(a, [f](float x) { return x * f; });
+       }},
+      {"cast", [](const Args &a) { unary(a, [](float x) { return x; }); }},
+      {"bias_add",
+       [](const Args &a) {
+         int64_t c = a.inBuf(1).numElements();
+         const float *x = a.in(0), *b = a.in(1);
+         float *y = a.out(0);
+         for (int64_t i = 0, n = a.n(); i < n; ++i)
+           y[i] = x[i] + b[i % c];
+       }},
+      {"reduce_sum", [](const Args &a) { reduce(a, false); }},
+      {"reduce_mean", [](const Args &a) { reduce(a, true); }},
+      {"relu",
+       [](const Args &a) { unary(a, [](float x) { return x > 0 ? x : 0.0f; }); }},
+      {"relu_backward",
+       [](const Args &a) {
+         binary(a, [](float g, float s) { return s > 0 ? g : 0.0f; });
+       }},
+      {"gelu",
+       [](const Args &a) {
+         bool t = a.instr.getFlag("approximate_tanh");
+         unary(a, [t](float x) { return float(geluOf(x, t)); });
+       }},
+      {"gelu_backward",
+       [](const Args &a) {
+         bool t = a.instr.getFlag("approximate_tanh");
+         binary(a, [t](float g, float x) { return float(g * geluGrad(x, t)); });
+       }},
+      {"softmax", [](const Args &a) { softmax(a, false); }},
+      {"log_softmax", [](const Args &a) { softmax(a, true); }},
+      {"softmax_backward", [](const Args &a) { softmaxBackward(a, false); }},
+      {"log_softmax_backward",
+       [](const Args &a) { softmaxBackward(a, true); }},
+      {"causal_mask",
+       [](const Args &a) {
+         const auto &s = a.inBuf(0).shape;
+         int64_t n = s.back();
+         float fill = float(a.instr.getFloat("fill"));
+         const float *x = a.in(0);
+         float *y = a.out(0);
+         for (int64_t i = 0, total = a.n(); i < total; ++i) {
+           int64_t col = i % n, row = (i / n) % n;
+           y[i] = col > row ? fill : x[i];
+         }
+       }},
+      {"layer_norm", layerNorm},
+      {"layer_norm_backward", layerNormBackward},
+      {"nll_loss", [](const Args &a) { loss(a, false); }},
+      {"cross_entropy", [](const Args &a) { loss(a, true); }},
+      {"nll_loss_backward", [](const Args &a) { lossBackward(a, false); }},
+      {"cross_entropy_backward", [](const Args &a) { lossBackward(a, true); }},
+      {"embedding", embedding},
+      {"embedding_backward", embeddingBackward},
+      {"reshape",
+       [](const Args &a) {
+         std::memmove(a.arena + a.outBuf(0).offset,
+                      a.arena + a.inBuf(0).offset, a.outBuf(0).bytes);
+       }},
+      {"transpose", transpose},
+      {"broadcast", broadcast},
+      {"slice", slice},
+      {"concat", concat},
+      {"constant",
+       [](const Args &a) {
+         const auto &data = a.instr.attrs.at("value").data;
+         std::memcpy(a.arena + a.outBuf(0).offset, data.data(), data.size());
+       }},
+      {"fill",
+       [](const Args &a) {
+         float v = float(a.instr.getFloat("value"));
+         std::fill(a.out(0), a.out(0) + a.n(), v);
+       }},
+      {"sgd", sgd},
+      {"adamw", adamw},
+  };
+  return table;
+}
+
+} // namespace
+
+bool braid::rt::hasCpuKernel(const std::string &op) {
+  return kernels().count(op) != 0;
+}
+
+void braid::rt::runCpuKernel(const Plan &plan, const Instr &instr,
+                             uint8_t *arena) {
+  auto it = kernels().find(instr.op);
+  if (it == kernels().end())
+    throw KernelError(instr.describe() + ": the cpu backend has no kernel");
+  it->second(Args{plan, instr, arena});
+}

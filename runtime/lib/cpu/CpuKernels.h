@@ -1,0 +1,20 @@
+//===- CpuKernels.h - the cpu backend's kernels -----------------*- C++ -*-===//
+
+#ifndef BRAID_RUNTIME_LIB_CPU_CPUKERNELS_H
+#define BRAID_RUNTIME_LIB_CPU_CPUKERNELS_H
+
+#include "braid-runtime/Executor.h"
+#include "braid-runtime/Plan.h"
+
+namespace braid::rt {
+
+/// Whether the cpu backend has a kernel for compute op `op`.
+bool hasCpuKernel(const std::string &op);
+
+/// Runs kernel instruction `instr` on the arena. Throws KernelError on bad
+/// data (a label or token id out of range).
+void runCpuKernel(const Plan &plan, const Instr &instr, uint8_t *arena);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_LIB_CPU_CPUKERNELS_H

@@ -1,0 +1,548 @@
+//===- CudaKernels.cu - the cuda backend's kernel for every op ------------===//
+//
+// Every op of the dialect as a grid-stride loop over its outputs (rows for
+// the row-wise ops), matmul through cuBLAS. The same semantics as the cpu
+// kernels (CpuKernels.cpp); shapes were checked when the plan was loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaKernels.h"
+
+#include "braid-runtime/Executor.h"
+
+#include <cmath>
+#include <string>
+
+using namespace braid::rt;
+
+namespace {
+
+constexpr int kMaxRank = 8;
+
+/// A shape or a stride vector passed to kernels by value.
+struct Dims {
+  int rank = 0;
+  int64_t d[kMaxRank] = {0};
+};
+
+Dims toDims(const std::vector<int64_t> &v, const Instr &instr) {
+  if (v.size() > size_t(kMaxRank))
+    throw KernelError(instr.describe() + ": the cuda backend handles rank " +
+                      std::to_string(kMaxRank) + " at most");
+  Dims dims;
+  dims.rank = int(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    dims.d[i] = v[i];
+  return dims;
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= shape[i];
+  return p;
+}
+
+template <typename F> __global__ void forEachKernel(int64_t n, F f) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(blockDim.x) * gridDim.x)
+    f(i);
+}
+
+template <typename F> void forEach(int64_t n, cudaStream_t stream, F f) {
+  if (n <= 0)
+    return;
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 65535)
+    blocks = 65535;
+  forEachKernel<<<unsigned(blocks), 256, 0, stream>>>(n, f);
+}
+
+__device__ int64_t loadIndex(const uint8_t *p, bool wide, int64_t i) {
+  return wide ? reinterpret_cast<const int64_t *>(p)[i]
+              : reinterpret_cast<const int32_t *>(p)[i];
+}
+
+__device__ double geluOf(double x, bool tanhApprox) {
+  if (tanhApprox) {
+    const double c = 0.7978845608028654; // sqrt(2 / pi)
+    return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
+  }
+  return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+}
+
+__device__ double geluGrad(double x, bool tanhApprox) {
+  if (tanhApprox) {
+    const double c = 0.7978845608028654;
+    double u = c * (x + 0.044715 * x * x * x);
+    double t = tanh(u);
+    return 0.5 * (1.0 + t) +
+           0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
+  }
+  double cdf = 0.5 * (1.0 + erf(x * 0.7071067811865476));
+  double pdf = exp(-0.5 * x * x) * 0.3989422804014327;
+  return cdf + x * pdf;
+}
+
+/// out[o] = in[base + sum(coord(o)[k] * strides[k])], for any element size.
+template <typename T>
+void gatherElements(const uint8_t *src, uint8_t *dst, Dims shape, Dims strides,
+                    int64_t base, int64_t n, cudaStream_t stream) {
+  const T *in = reinterpret_cast<const T *>(src);
+  T *out = reinterpret_cast<T *>(dst);
+  forEach(n, stream, [=] __device__(int64_t o) {
+    int64_t rest = o, at = base;
+    for (int k = shape.rank - 1; k >= 0; --k) {
+      at += (rest % shape.d[k]) * strides.d[k];
+      rest /= shape.d[k];
+    }
+    out[o] = in[at];
+  });
+}
+
+void gather(const Buffer &x, const Buffer &y, uint8_t *arena,
+            const std::vector<int64_t> &strides, int64_t base,
+            const Instr &instr, cudaStream_t stream) {
+  Dims shape = toDims(y.shape, instr), st = toDims(strides, instr);
+  const uint8_t *src = arena + x.offset;
+  uint8_t *dst = arena + y.offset;
+  int64_t n = y.numElements();
+  switch (dtypeBytes(x.dtype)) {
+  case 1:
+    return gatherElements<uint8_t>(src, dst, shape, st, base, n, stream);
+  case 2:
+    return gatherElements<uint16_t>(src, dst, shape, st, base, n, stream);
+  case 4:
+    return gatherElements<uint32_t>(src, dst, shape, st, base, n, stream);
+  default:
+    return gatherElements<uint64_t>(src, dst, shape, st, base, n, stream);
+  }
+}
+
+void check(cudaError_t error, const Instr &instr) {
+  if (error != cudaSuccess)
+    throw KernelError(instr.describe() + ": " + cudaGetErrorString(error));
+}
+
+} // namespace
+
+void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
+                                 uint8_t *arena, cudaStream_t stream,
+                                 cublasHandle_t blas, int *errorFlag) {
+  auto inBuf = [&](size_t i) -> const Buffer & {
+    return plan.buffers[instr.operands[i]];
+  };
+  auto outBuf = [&](size_t i) -> const Buffer & {
+    return plan.buffers[instr.results[i]];
+  };
+  auto in = [&](size_t i) {
+    return reinterpret_cast<const float *>(arena + inBuf(i).offset);
+  };
+  auto out = [&](size_t i) {
+    return reinterpret_cast<float *>(arena + outBuf(i).offset);
+  };
+  const std::string &op = instr.op;
+  int64_t n = instr.results.empty() ? 0 : outBuf(0).numElements();
+
+  if (op == "matmul") {
+    const Buffer &lb = inBuf(0), &rb = inBuf(1), &ob = outBuf(0);
+    bool ta = instr.getFlag("transpose_a"), tb = instr.getFlag("transpose_b");
+    size_t ra = lb.shape.size(), rr = rb.shape.size(), ro = ob.shape.size();
+    int64_t m = ob.shape[ro - 2], nn = ob.shape[ro - 1];
+    int64_t k = lb.shape[ra - (ta ? 2 : 1)];
+    int64_t batch = product(lb.shape, 0, ra - 2);
+    if (m == 0 || nn == 0 || batch == 0)
+      return;
+    if (k == 0) {
+      check(cudaMemsetAsync(out(0), 0, ob.bytes, stream), instr);
+      return;
+    }
+    // Row-major C = A B is column-major C^T = B^T A^T.
+    float one = 1.0f, zero = 0.0f;
+    cublasStatus_t status = cublasSgemmStridedBatched(
+        blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+        int(nn), int(m), int(k), &one, in(1), int(rb.shape[rr - 1]),
+        rr == 2 ? 0 : rb.shape[rr - 2] * rb.shape[rr - 1], in(0),
+        int(lb.shape[ra - 1]), lb.shape[ra - 2] * lb.shape[ra - 1], &zero,
+        out(0), int(nn), m * nn, int(batch));
+    if (status != CUBLAS_STATUS_SUCCESS)
+      throw KernelError(instr.describe() + ": cuBLAS failed (status " +
+                        std::to_string(int(status)) + ")");
+    return;
+  }
+  if (op == "add" || op == "sub" || op == "mul" || op == "div") {
+    const float *a = in(0), *b = in(1);
+    float *y = out(0);
+    int kind = op == "add" ? 0 : op == "sub" ? 1 : op == "mul" ? 2 : 3;
+    forEach(n, stream, [=] __device__(int64_t i) {
+      y[i] = kind == 0   ? a[i] + b[i]
+             : kind == 1 ? a[i] - b[i]
+             : kind == 2 ? a[i] * b[i]
+                         : a[i] / b[i];
+    });
+    return;
+  }
+  if (op == "scale" || op == "cast" || op == "relu" || op == "gelu") {
+    const float *x = in(0);
+    float *y = out(0);
+    float factor = op == "scale" ? float(instr.getFloat("factor")) : 1.0f;
+    bool approx = instr.getFlag("approximate_tanh");
+    int kind = op == "relu" ? 1 : op == "gelu" ? 2 : 0;
+    forEach(n, stream, [=] __device__(int64_t i) {
+      y[i] = kind == 1   ? (x[i] > 0 ? x[i] : 0.0f)
+             : kind == 2 ? float(geluOf(x[i], approx))
+                         : x[i] * factor;
+    });
+    return;
+  }
+  if (op == "relu_backward" || op == "gelu_backward") {
+    const float *g = in(0), *s = in(1);
+    float *y = out(0);
+    bool relu = op == "relu_backward", approx = instr.getFlag("approximate_tanh");
+    forEach(n, stream, [=] __device__(int64_t i) {
+      y[i] = relu ? (s[i] > 0 ? g[i] : 0.0f) : float(g[i] * geluGrad(s[i], approx));
+    });
+    return;
+  }
+  if (op == "bias_add") {
+    const float *x = in(0), *b = in(1);
+    float *y = out(0);
+    int64_t c = inBuf(1).numElements();
+    forEach(n, stream, [=] __device__(int64_t i) { y[i] = x[i] + b[i % c]; });
+    return;
+  }
+  if (op == "reduce_sum" || op == "reduce_mean") {
+    const Buffer &x = inBuf(0);
+    std::vector<bool> reduced(x.shape.size(), false);
+    for (int64_t d : instr.getInts("dims"))
+      reduced[d] = true;
+    std::vector<int64_t> strides = stridesOf(x.shape), keptShape, keptStrides,
+                         redShape, redStrides;
+    for (size_t d = 0; d < x.shape.size(); ++d) {
+      (reduced[d] ? redShape : keptShape).push_back(x.shape[d]);
+      (reduced[d] ? redStrides : keptStrides).push_back(strides[d]);
+    }
+    Dims ks = toDims(keptShape, instr), kst = toDims(keptStrides, instr),
+         rs = toDims(redShape, instr), rst = toDims(redStrides, instr);
+    int64_t count = product(redShape, 0, redShape.size());
+    bool mean = op == "reduce_mean";
+    const float *src = in(0);
+    float *y = out(0);
+    forEach(n, stream, [=] __device__(int64_t o) {
+      int64_t rest = o, base = 0;
+      for (int k = ks.rank - 1; k >= 0; --k) {
+        base += (rest % ks.d[k]) * kst.d[k];
+        rest /= ks.d[k];
+      }
+      double sum = 0;
+      for (int64_t r = 0; r < count; ++r) {
+        int64_t rr = r, at = base;
+        for (int k = rs.rank - 1; k >= 0; --k) {
+          at += (rr % rs.d[k]) * rst.d[k];
+          rr /= rs.d[k];
+        }
+        sum += src[at];
+      }
+      y[o] = float(mean && count ? sum / count : sum);
+    });
+    return;
+  }
+  if (op == "softmax" || op == "log_softmax" || op == "softmax_backward" ||
+      op == "log_softmax_backward") {
+    const auto &shape = inBuf(0).shape;
+    int64_t dim = instr.getInt("dim");
+    int64_t outer = product(shape, 0, dim), size = shape[dim],
+            inner = product(shape, dim + 1, shape.size());
+    bool log = op.rfind("log_", 0) == 0;
+    bool backward = op.find("backward") != std::string::npos;
+    const float *a = in(0), *b = backward ? in(1) : nullptr;
+    float *y = out(0);
+    forEach(outer * inner, stream, [=] __device__(int64_t t) {
+      int64_t base = (t / inner) * size * inner + t % inner;
+      if (!backward) {
+        float mx = -INFINITY;
+        for (int64_t k = 0; k < size; ++k)
+          mx = fmaxf(mx, a[base + k * inner]);
+        double sum = 0;
+        for (int64_t k = 0; k < size; ++k)
+          sum += exp(double(a[base + k * inner]) - mx);
+        for (int64_t k = 0; k < size; ++k) {
+          int64_t at = base + k * inner;
+          y[at] = log ? float(a[at] - mx - ::log(sum))
+                      : float(exp(double(a[at]) - mx) / sum);
+        }
+        return;
+      }
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k) {
+        int64_t at = base + k * inner;
+        sum += log ? double(a[at]) : double(a[at]) * b[at];
+      }
+      for (int64_t k = 0; k < size; ++k) {
+        int64_t at = base + k * inner;
+        y[at] = log ? float(a[at] - exp(double(b[at])) * sum)
+                    : float(b[at] * (a[at] - sum));
+      }
+    });
+    return;
+  }
+  if (op == "causal_mask") {
+    int64_t s = inBuf(0).shape.back();
+    float fill = float(instr.getFloat("fill"));
+    const float *x = in(0);
+    float *y = out(0);
+    forEach(n, stream, [=] __device__(int64_t i) {
+      int64_t col = i % s, row = (i / s) % s;
+      y[i] = col > row ? fill : x[i];
+    });
+    return;
+  }
+  if (op == "layer_norm") {
+    int64_t d = inBuf(1).numElements();
+    int64_t rows = d ? inBuf(0).numElements() / d : 0;
+    double eps = instr.getFloat("epsilon");
+    const float *x = in(0), *g = in(1), *b = in(2);
+    float *y = out(0), *mean = out(1), *rstd = out(2);
+    forEach(rows, stream, [=] __device__(int64_t r) {
+      const float *row = x + r * d;
+      double mu = 0, var = 0;
+      for (int64_t k = 0; k < d; ++k)
+        mu += row[k];
+      mu /= d;
+      for (int64_t k = 0; k < d; ++k)
+        var += (row[k] - mu) * (row[k] - mu);
+      var /= d;
+      double rs = 1.0 / sqrt(var + eps);
+      mean[r] = float(mu);
+      rstd[r] = float(rs);
+      for (int64_t k = 0; k < d; ++k)
+        y[r * d + k] = float((row[k] - mu) * rs * g[k] + b[k]);
+    });
+    return;
+  }
+  if (op == "layer_norm_backward") {
+    int64_t d = inBuf(4).numElements();
+    int64_t rows = d ? inBuf(1).numElements() / d : 0;
+    const float *dy = in(0), *x = in(1), *mean = in(2), *rstd = in(3),
+                *g = in(4);
+    float *dx = out(0), *dg = out(1), *db = out(2);
+    forEach(rows, stream, [=] __device__(int64_t r) {
+      double mu = mean[r], rs = rstd[r], sumDyG = 0, sumDyGXhat = 0;
+      for (int64_t k = 0; k < d; ++k) {
+        double xhat = (x[r * d + k] - mu) * rs, dyg = double(dy[r * d + k]) * g[k];
+        sumDyG += dyg;
+        sumDyGXhat += dyg * xhat;
+      }
+      for (int64_t k = 0; k < d; ++k) {
+        double xhat = (x[r * d + k] - mu) * rs, dyg = double(dy[r * d + k]) * g[k];
+        dx[r * d + k] = float(rs * (dyg - sumDyG / d - xhat * sumDyGXhat / d));
+      }
+    });
+    forEach(d, stream, [=] __device__(int64_t k) {
+      double sg = 0, sb = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        double xhat = (x[r * d + k] - mean[r]) * rstd[r];
+        sg += double(dy[r * d + k]) * xhat;
+        sb += dy[r * d + k];
+      }
+      dg[k] = float(sg);
+      db[k] = float(sb);
+    });
+    return;
+  }
+  if (op == "nll_loss" || op == "cross_entropy" || op == "nll_loss_backward" ||
+      op == "cross_entropy_backward") {
+    bool backward = op.find("backward") != std::string::npos;
+    bool logits = op.rfind("cross_entropy", 0) == 0;
+    size_t xi = backward ? 1 : 0, li = backward ? 2 : 1;
+    int64_t rows = inBuf(xi).shape[0], classes = inBuf(xi).shape[1];
+    bool mean = instr.getString("reduction", "mean") == "mean";
+    double divisor = mean && rows ? double(rows) : 1.0;
+    const float *x = in(xi), *grad = backward ? in(0) : nullptr;
+    const uint8_t *labels = arena + inBuf(li).offset;
+    bool wide = inBuf(li).dtype == DType::I64;
+    float *y = out(0);
+    int *flag = errorFlag;
+    if (!backward)
+      check(cudaMemsetAsync(y, 0, sizeof(float), stream), instr);
+    forEach(rows, stream, [=] __device__(int64_t r) {
+      int64_t label = loadIndex(labels, wide, r);
+      if (label < 0 || label >= classes) {
+        atomicExch(flag, 1);
+        return;
+      }
+      const float *row = x + r * classes;
+      float mx = -INFINITY;
+      double sum = 0;
+      if (logits) {
+        for (int64_t c = 0; c < classes; ++c)
+          mx = fmaxf(mx, row[c]);
+        for (int64_t c = 0; c < classes; ++c)
+          sum += exp(double(row[c]) - mx);
+      }
+      if (!backward) {
+        double logp = logits ? row[label] - mx - ::log(sum) : row[label];
+        atomicAdd(y, float(-logp / divisor));
+        return;
+      }
+      double scale = grad[0] / divisor;
+      float *drow = y + r * classes;
+      for (int64_t c = 0; c < classes; ++c)
+        drow[c] = logits ? float(scale * (exp(double(row[c]) - mx) / sum -
+                                          (c == label ? 1.0 : 0.0)))
+                         : (c == label ? float(-scale) : 0.0f);
+    });
+    return;
+  }
+  if (op == "embedding") {
+    int64_t vocab = inBuf(0).shape[0], dim = inBuf(0).shape[1];
+    const float *table = in(0);
+    const uint8_t *ids = arena + inBuf(1).offset;
+    bool wide = inBuf(1).dtype == DType::I64;
+    float *y = out(0);
+    int *flag = errorFlag;
+    forEach(n, stream, [=] __device__(int64_t i) {
+      int64_t id = loadIndex(ids, wide, i / dim);
+      if (id < 0 || id >= vocab) {
+        atomicExch(flag, 1);
+        y[i] = 0;
+        return;
+      }
+      y[i] = table[id * dim + i % dim];
+    });
+    return;
+  }
+  if (op == "embedding_backward") {
+    int64_t vocab = outBuf(0).shape[0], dim = outBuf(0).shape[1];
+    int64_t count = inBuf(1).numElements();
+    const float *g = in(0);
+    const uint8_t *ids = arena + inBuf(1).offset;
+    bool wide = inBuf(1).dtype == DType::I64;
+    float *y = out(0);
+    int *flag = errorFlag;
+    check(cudaMemsetAsync(y, 0, outBuf(0).bytes, stream), instr);
+    // A thread per column: each sums its column in token order, without
+    // atomics, so the result is deterministic.
+    forEach(dim, stream, [=] __device__(int64_t k) {
+      for (int64_t t = 0; t < count; ++t) {
+        int64_t id = loadIndex(ids, wide, t);
+        if (id < 0 || id >= vocab) {
+          atomicExch(flag, 1);
+          continue;
+        }
+        y[id * dim + k] += g[t * dim + k];
+      }
+    });
+    return;
+  }
+  if (op == "reshape") {
+    check(cudaMemcpyAsync(arena + outBuf(0).offset, arena + inBuf(0).offset,
+                          outBuf(0).bytes, cudaMemcpyDeviceToDevice, stream),
+          instr);
+    return;
+  }
+  if (op == "transpose") {
+    std::vector<int64_t> inStrides = stridesOf(inBuf(0).shape), strides;
+    for (int64_t p : instr.getInts("permutation"))
+      strides.push_back(inStrides[p]);
+    return gather(inBuf(0), outBuf(0), arena, strides, 0, instr, stream);
+  }
+  if (op == "broadcast") {
+    const auto &dims = instr.getInts("dims");
+    std::vector<int64_t> inStrides = stridesOf(inBuf(0).shape), strides;
+    for (size_t d = 0, k = 0; d < outBuf(0).shape.size(); ++d) {
+      bool added = false;
+      for (int64_t a : dims)
+        added |= a == int64_t(d);
+      strides.push_back(added ? 0 : inStrides[k++]);
+    }
+    return gather(inBuf(0), outBuf(0), arena, strides, 0, instr, stream);
+  }
+  if (op == "slice") {
+    const auto &shape = inBuf(0).shape;
+    const auto &offsets = instr.getInts("offsets");
+    std::vector<int64_t> steps(shape.size(), 1);
+    if (instr.attrs.count("strides"))
+      steps = instr.getInts("strides");
+    std::vector<int64_t> inStrides = stridesOf(shape), strides;
+    int64_t base = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      strides.push_back(inStrides[d] * steps[d]);
+      base += offsets[d] * inStrides[d];
+    }
+    return gather(inBuf(0), outBuf(0), arena, strides, base, instr, stream);
+  }
+  if (op == "concat") {
+    const Buffer &y = outBuf(0);
+    int64_t dim = instr.getInt("dim");
+    unsigned size = dtypeBytes(y.dtype);
+    int64_t outer = product(y.shape, 0, dim);
+    int64_t inner = product(y.shape, dim + 1, y.shape.size()) * size;
+    int64_t outRow = y.shape[dim] * inner, at = 0;
+    for (size_t i = 0; i < instr.operands.size(); ++i) {
+      int64_t row = inBuf(i).shape[dim] * inner;
+      if (row && outer)
+        check(cudaMemcpy2DAsync(arena + y.offset + at, outRow,
+                                arena + inBuf(i).offset, row, row, outer,
+                                cudaMemcpyDeviceToDevice, stream),
+              instr);
+      at += row;
+    }
+    return;
+  }
+  if (op == "constant") {
+    const auto &data = instr.attrs.at("value").data;
+    check(cudaMemcpyAsync(arena + outBuf(0).offset, data.data(), data.size(),
+                          cudaMemcpyHostToDevice, stream),
+          instr);
+    return;
+  }
+  if (op == "fill") {
+    float v = float(instr.getFloat("value"));
+    float *y = out(0);
+    forEach(n, stream, [=] __device__(int64_t i) { y[i] = v; });
+    return;
+  }
+  if (op == "sgd") {
+    double lr = instr.getFloat("lr"), mom = instr.getFloat("momentum");
+    double wd = instr.getFloat("weight_decay");
+    double damp = instr.getFloat("dampening", 0.0);
+    bool nesterov = instr.getFlag("nesterov");
+    const float *p = in(0), *g = in(1), *buf = in(2);
+    float *np = out(0), *nbuf = out(1);
+    forEach(n, stream, [=] __device__(int64_t i) {
+      double gi = g[i] + wd * p[i];
+      double b = mom * buf[i] + (1.0 - damp) * gi;
+      double step = nesterov ? gi + mom * b : b;
+      nbuf[i] = float(b);
+      np[i] = float(p[i] - lr * step);
+    });
+    return;
+  }
+  if (op == "adamw") {
+    double lr = instr.getFloat("lr"), b1 = instr.getFloat("beta1");
+    double b2 = instr.getFloat("beta2"), eps = instr.getFloat("eps");
+    double wd = instr.getFloat("weight_decay");
+    const float *p = in(0), *g = in(1), *m = in(2), *v = in(3), *stepPtr = in(4);
+    float *np = out(0), *nm = out(1), *nv = out(2);
+    forEach(n, stream, [=] __device__(int64_t i) {
+      double step = stepPtr[0];
+      double c1 = 1.0 - pow(b1, step), c2 = 1.0 - pow(b2, step);
+      double pi = p[i] * (1.0 - lr * wd);
+      double mi = b1 * m[i] + (1.0 - b1) * g[i];
+      double vi = b2 * v[i] + (1.0 - b2) * double(g[i]) * g[i];
+      nm[i] = float(mi);
+      nv[i] = float(vi);
+      np[i] = float(pi - lr * (mi / c1) / (sqrt(vi / c2) + eps));
+    });
+    return;
+  }
+  throw KernelError(instr.describe() + ": the cuda backend has no kernel");
+}

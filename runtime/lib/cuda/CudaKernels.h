@@ -1,0 +1,22 @@
+//===- CudaKernels.h - the cuda backend's kernels ---------------*- C++ -*-===//
+
+#ifndef BRAID_RUNTIME_LIB_CUDA_CUDAKERNELS_H
+#define BRAID_RUNTIME_LIB_CUDA_CUDAKERNELS_H
+
+#include "braid-runtime/Plan.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+namespace braid::rt {
+
+/// Enqueues kernel instruction `instr` on `stream`. A label or token id out
+/// of range sets `*errorFlag` (device memory) instead of reading outside a
+/// buffer; the backend checks the flag after the step.
+void launchCudaKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
+                      cudaStream_t stream, cublasHandle_t blas,
+                      int *errorFlag);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_LIB_CUDA_CUDAKERNELS_H

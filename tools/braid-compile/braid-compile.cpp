@@ -1,0 +1,141 @@
+//===- braid-compile.cpp - one-shot driver: step IR to plan -----*- C++ -*-===//
+//
+//   braid-compile step.mlir -o step.plan
+//       [--no-overlap] [--comm-streams=N] [--bucket-cap-mb=X]
+//       [--first-bucket-cap-mb=Y] [--emit=plan|mlir] [--report]
+//       [--mlir-print-ir-after=PASS | --mlir-print-ir-after-all]
+//       [--mlir-timing]
+//
+// Parses the step, runs the default pipeline (braid-overlap, then
+// braid-plan-memory; --no-overlap keeps the written schedule and runs only
+// braid-plan-memory) and writes the plan, as iree-compile or firtool do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/Passes.h"
+#include "braid/Target/Plan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/ToolUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("braid-compile options");
+
+static cl::opt<std::string> inputFilename(cl::Positional,
+                                          cl::desc("<step.mlir>"),
+                                          cl::init("-"), cl::cat(category));
+static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
+                                           cl::value_desc("file"),
+                                           cl::init("-"), cl::cat(category));
+static cl::opt<bool> noOverlap(
+    "no-overlap",
+    cl::desc("Keep the schedule as written (synchronous collectives, no "
+             "streams): the naive baseline"),
+    cl::cat(category));
+static cl::opt<unsigned>
+    commStreams("comm-streams", cl::desc("Communication streams (1..64)"),
+                cl::init(1), cl::cat(category));
+static cl::opt<double> bucketCapMb("bucket-cap-mb",
+                                   cl::desc("Gradient bucket cap in MB"),
+                                   cl::init(25.0), cl::cat(category));
+static cl::opt<double>
+    firstBucketCapMb("first-bucket-cap-mb",
+                     cl::desc("Cap of the first gradient bucket in MB"),
+                     cl::init(1.0), cl::cat(category));
+static cl::opt<bool> report("report",
+                            cl::desc("Print the passes' reports as remarks"),
+                            cl::cat(category));
+enum class Emit { Plan, Mlir };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("What to write"), cl::init(Emit::Plan),
+    cl::values(clEnumValN(Emit::Plan, "plan", "the runtime plan (default)"),
+               clEnumValN(Emit::Mlir, "mlir",
+                          "the scheduled, memory-planned IR")),
+    cl::cat(category));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  braid::registerBraidPasses();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "braid-compile: a training step to a plan\n");
+
+  if (commStreams < 1 || commStreams > 64) {
+    llvm::errs() << "braid-compile: error: --comm-streams must be in 1..64, "
+                    "got "
+                 << commStreams.getValue() << "\n";
+    return 2;
+  }
+  if (!(bucketCapMb > 0) || !(firstBucketCapMb > 0)) {
+    llvm::errs() << "braid-compile: error: bucket caps must be positive\n";
+    return 2;
+  }
+
+  DialectRegistry registry;
+  registry.insert<braid::BraidDialect, func::FuncDialect,
+                  shard::ShardDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string message;
+  auto input = openInputFile(inputFilename, &message);
+  if (!input) {
+    llvm::errs() << "braid-compile: error: " << message << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  std::string pipeline;
+  if (!noOverlap) {
+    llvm::raw_string_ostream os(pipeline);
+    os << "braid-overlap{comm-streams=" << commStreams.getValue()
+       << " bucket-cap-mb=" << bucketCapMb.getValue()
+       << " first-bucket-cap-mb=" << firstBucketCapMb.getValue()
+       << (report ? " report=true" : "") << "},";
+  }
+  pipeline += report ? "braid-plan-memory{report=true}" : "braid-plan-memory";
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 1;
+  applyDefaultTimingPassManagerCLOptions(pm);
+  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+    return 1;
+  if (failed(pm.run(*module)))
+    return 1;
+
+  auto output = openOutputFile(outputFilename, &message);
+  if (!output) {
+    llvm::errs() << "braid-compile: error: " << message << "\n";
+    return 1;
+  }
+  if (emit == Emit::Mlir) {
+    module->print(output->os());
+  } else if (failed(braid::translateToPlan(*module, output->os()))) {
+    return 1;
+  }
+  output->keep();
+  return 0;
+}

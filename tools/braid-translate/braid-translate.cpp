@@ -1,0 +1,16 @@
+//===- braid-translate.cpp - braid's translations ---------------*- C++ -*-===//
+//
+// Translations only, like mlir-translate: `--braid-to-plan` writes the runtime
+// plan of a scheduled, memory-planned step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Target/Plan.h"
+
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+
+int main(int argc, char **argv) {
+  braid::registerToPlanTranslation();
+  return mlir::failed(
+      mlir::mlirTranslateMain(argc, argv, "braid translation driver\n"));
+}
