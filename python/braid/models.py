@@ -203,11 +203,40 @@ def main(argv=None):
                         help="ranks of the data-parallel grid (default 8)")
     parser.add_argument("--layers", type=int, default=None,
                         help="hidden layers (mlp only; default 1)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="per-rank batch (sequences for gpt)")
+    parser.add_argument("--seq", type=int, default=None, help="sequence length (gpt)")
+    parser.add_argument("--hidden", type=int, default=None, help="hidden size")
+    parser.add_argument("--heads", type=int, default=None, help="attention heads (gpt)")
+    parser.add_argument("--vocab", type=int, default=None, help="vocabulary (gpt)")
+    parser.add_argument("--features", type=int, default=None, help="input features (mlp)")
+    parser.add_argument("--classes", type=int, default=None, help="classes (mlp)")
+    parser.add_argument("--tiny", action="store_true",
+                        help="a small configuration that trains on CPUs in seconds "
+                             "(gpt: batch 2, seq 32, hidden 64, 4 heads, vocab 64; "
+                             "mlp: batch 16, 32 features, hidden 64, 10 classes)")
     parser.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     args = parser.parse_args(argv)
     if args.world_size < 1:
         parser.error("--world-size must be at least 1")
     kwargs = {"world_size": args.world_size}
+    tiny = {"gpt": dict(batch=2, seq=32, hidden=64, heads=4, vocab=64),
+            "mlp": dict(batch=16, features=32, hidden=64, classes=10)}
+    if args.tiny:
+        kwargs.update(tiny[args.model])
+    shape_options = {"gpt": ("batch", "seq", "hidden", "heads", "vocab"),
+                     "mlp": ("batch", "features", "hidden", "classes")}
+    for name in ("batch", "seq", "hidden", "heads", "vocab", "features", "classes"):
+        value = getattr(args, name)
+        if value is None:
+            continue
+        if name not in shape_options[args.model]:
+            parser.error("--%s is not an option of %s" % (name, args.model))
+        if value < 1:
+            parser.error("--%s must be at least 1" % name)
+        kwargs[name] = value
+    if args.model == "gpt" and kwargs.get("hidden", 768) % kwargs.get("heads", 12):
+        parser.error("--hidden must be a multiple of --heads")
     if args.layers is not None:
         if args.model != "mlp":
             parser.error("--layers is only for mlp")
