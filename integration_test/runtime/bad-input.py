@@ -1,0 +1,169 @@
+# Bad input to braid-run: each case must end with a message naming the
+# problem and a non-zero exit on every rank, within the timeout, never a
+# crash (a signal) or a hang.
+#
+# REQUIRES: numpy, mpi
+# RUN: env BRAID_BIN=%braid_bin %python %s %t
+
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+import braidtest  # noqa: E402
+
+failures = []
+
+
+def expect_error(name, cmd, patterns, ranks=1, limit=30, every_rank=True):
+    """Runs `cmd` (under mpirun for ranks > 1) and checks the exit code,
+    the time taken and that stderr has each pattern (on every rank when
+    `every_rank`)."""
+    if ranks > 1:
+        cmd = braidtest.MPIRUN + ["-np", str(ranks)] + cmd
+    start = time.time()
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        failures.append(name + ": hung past %d s" % limit)
+        print("FAIL", name, "hung")
+        return
+    took = time.time() - start
+    problems = []
+    if p.returncode == 0:
+        problems.append("exit code 0")
+    if p.returncode < 0:
+        problems.append("killed by signal %d (a crash)" % -p.returncode)
+    if "Segmentation" in p.stderr or "Aborted (core" in p.stderr or "AddressSanitizer" in p.stderr:
+        problems.append("crashed")
+    for pattern in patterns:
+        if pattern not in p.stderr:
+            problems.append("no %r in stderr" % pattern)
+    if every_rank and ranks > 1:
+        for r in range(ranks):
+            if "rank %d:" % r not in p.stderr:
+                problems.append("rank %d printed no error" % r)
+    status = "FAIL" if problems else "ok  "
+    print("%s %s (exit %d, %.1f s)%s" % (status, name, p.returncode, took,
+                                          ": " + "; ".join(problems) if problems else ""))
+    if problems:
+        print(p.stderr[-2000:])
+        failures.append(name)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    run = braidtest.tool("braid-run")
+    mlir = os.path.join(out, "gpt2.mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--tiny",
+                   "--world-size", "2", "-o", mlir])
+    plan = os.path.join(out, "gpt2.plan")
+    braidtest.compile_step(mlir, plan)
+    data = open(plan, "rb").read()
+
+    def variant(name, payload):
+        path = os.path.join(out, name)
+        with open(path, "wb") as f:
+            f.write(payload)
+        return path
+
+    # Damaged plan files (one process: the loader is the same on every rank).
+    cases = [
+        ("truncated header", data[:20], ["shorter than a plan header"]),
+        ("truncated payload", data[:len(data) // 2], ["truncated?"]),
+        ("corrupted byte", data[:200] + bytes([data[200] ^ 0x40]) + data[201:],
+         ["checksum mismatch"]),
+        ("wrong version", data[:8] + struct.pack("<I", 99) + data[12:],
+         ["plan format version 99", "reads version 1"]),
+        ("not a plan", b"hello, this is not a plan file at all" * 4,
+         ["bad magic number"]),
+        ("empty file", b"", ["shorter than a plan header"]),
+    ]
+    for name, payload, patterns in cases:
+        path = variant(name.replace(" ", "-") + ".plan", payload)
+        expect_error("plan: " + name, [run, path, "--steps", "1"], patterns)
+        expect_error("plan --dump: " + name, [run, "--dump", path], patterns)
+    expect_error("plan: missing file", [run, os.path.join(out, "nope.plan")],
+                 ["cannot open plan file"])
+
+    # The same on two ranks: every rank reports and exits.
+    expect_error("2 ranks: corrupted plan",
+                 [run, variant("c2.plan", data[:300] + bytes([data[300] ^ 1]) + data[301:])],
+                 ["checksum mismatch"], ranks=2)
+
+    # A plan for 4 ranks run on 2.
+    mlir4 = os.path.join(out, "gpt4.mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--tiny",
+                   "--world-size", "4", "-o", mlir4])
+    plan4 = os.path.join(out, "gpt4.plan")
+    braidtest.compile_step(mlir4, plan4)
+    expect_error("plan for 4 ranks on 2", [run, plan4], ["compiled for 4 ranks, but runs on 2"],
+                 ranks=2)
+
+    # Parameter and data files.
+    good = os.path.join(out, "good.npz")
+    braidtest.braid_run(plan, ranks=2, args=["--steps", "0", "--save", good])
+    params = dict(np.load(good))
+    params.pop("loss", None)
+
+    def npz(name, arrays):
+        path = os.path.join(out, name)
+        np.savez(path, **arrays)
+        return path
+
+    missing = dict(params)
+    missing.pop("wte")
+    expect_error("params: missing array", [run, plan, "--params", npz("missing.npz", missing)],
+                 ["has no array 'wte'"], ranks=2)
+    wrong = dict(params)
+    wrong["wpe"] = np.zeros((3, 3), np.float32)
+    expect_error("params: wrong shape", [run, plan, "--params", npz("wrong.npz", wrong)],
+                 ["'wpe' has shape (3, 3)"], ranks=2)
+    extra = dict(params)
+    extra["fc9.weight"] = np.zeros(3, np.float32)
+    expect_error("params: unknown array", [run, plan, "--params", npz("extra.npz", extra)],
+                 ["'fc9.weight', which is not a parameter"], ranks=2)
+    ints = dict(params)
+    ints["wte"] = params["wte"].astype(np.int64)
+    expect_error("params: wrong dtype", [run, plan, "--params", npz("ints.npz", ints)],
+                 ["dtype '<i8'"], ranks=2)
+    expect_error("params: missing file", [run, plan, "--params", os.path.join(out, "none.npz")],
+                 ["cannot read"], ranks=2)
+    expect_error("params: not an npz", [run, plan, "--params", plan],
+                 ["cannot read"], ranks=2)
+    expect_error("data: wrong shape", [run, plan, "--data",
+                                       npz("d.npz", {"tokens": np.zeros((5, 7), np.int64)})],
+                 ["'tokens' has shape (5, 7)"], ranks=2)
+    expect_error("data: token out of range",
+                 [run, plan, "--data", npz("big.npz", {"tokens": np.full((2, 32), 999, np.int64),
+                                                       "labels": np.zeros((2, 32), np.int64)})],
+                 ["token id 999", "out of range"], ranks=2, every_rank=False)
+
+    # Bad options.
+    expect_error("option: unknown backend", [run, plan, "--backend=tpu"], ["unknown backend"])
+    expect_error("option: bad steps", [run, plan, "--steps", "x"], ["--steps expects a number"])
+    expect_error("option: bad timeout", [run, plan, "--timeout", "0"], ["--timeout must be positive"])
+
+    # A rank that stops answering: the watchdog names it on the other rank.
+    expect_error("rank 1 hangs in step 2",
+                 [run, plan, "--steps", "5", "--timeout", "3", "--inject-fault=hang:1:2"],
+                 ["did not complete within 3 s", "ranks that did not arrive: 1"],
+                 ranks=2, limit=30, every_rank=False)
+    # A rank killed mid-step: every rank stops (mpirun ends the job).
+    expect_error("rank 1 killed in step 2",
+                 [run, plan, "--steps", "5", "--timeout", "3", "--inject-fault=kill:1:2"],
+                 ["rank 1"], ranks=2, limit=30, every_rank=False)
+
+    print("bad-input: %d failed" % len(failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
