@@ -29,6 +29,10 @@ llvm_config.add_tool_substitutions(
     ["braid-opt", "braid-compile", "braid-translate", "braid-run"],
     [config.braid_tools_dir])
 config.substitutions.append(("%braid_bin", config.braid_tools_dir))
+config.substitutions.append(("%braid_obj", config.braid_obj_root))
+# Sanitizers: OpenMPI's own allocations are not leaks of braid's.
+config.environment["ASAN_OPTIONS"] = "detect_leaks=0"
+config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1"
 
 
 def python_has(module):

@@ -22,4 +22,5 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["braid-opt"], [config.braid_tools_dir])
+llvm_config.add_tool_substitutions(["braid-opt", "braid-translate", "braid-compile"],
+                                   [config.braid_tools_dir])

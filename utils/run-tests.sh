@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds braid and runs every test suite: the regression tests (test/) and the
+# Builds braid (and the runtime's sanitizer and fuzzer variants) and runs
+# every test suite: the regression tests (test/) and the
 # integration tests (integration_test/). Ends with one line
 # `N passed, N failed, N skipped` summed over all suites, and exits non-zero if
 # any test failed.
@@ -10,6 +11,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build"
 
 bash "$root/utils/build.sh" || { echo "0 passed, 1 failed"; exit 1; }
+# The runtime again with sanitizers and as a fuzzer (runtime tests use them).
+bash "$root/utils/build-runtime-variants.sh" || { echo "0 passed, 1 failed"; exit 1; }
 
 status=0
 results=()

@@ -149,6 +149,38 @@ static std::string toString(const flatbuffers::String *s) {
   return s ? s->str() : std::string();
 }
 
+/// Runs the streams' synchronization abstractly: each stream advances until
+/// it waits for an event or a future not yet recorded or started. If every
+/// unfinished stream is stuck, the executor would hang: reject the plan.
+static void checkProgress(const Plan &plan) {
+  std::vector<size_t> next(plan.streams.size(), 0);
+  std::vector<bool> recorded(plan.numEvents, false),
+      started(plan.numFutures, false);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t s = 0; s < plan.streams.size(); ++s) {
+      const std::vector<Instr> &instrs = plan.streams[s].instrs;
+      while (next[s] < instrs.size()) {
+        const Instr &i = instrs[next[s]];
+        if ((i.kind == InstrKind::WaitEvent && !recorded[i.event]) ||
+            (i.kind == InstrKind::Wait && !started[i.future]))
+          break;
+        if (i.kind == InstrKind::RecordEvent)
+          recorded[i.event] = true;
+        if (i.kind == InstrKind::CollectiveStart)
+          started[i.future] = true;
+        ++next[s];
+        moved = true;
+      }
+    }
+  }
+  for (size_t s = 0; s < plan.streams.size(); ++s)
+    if (next[s] < plan.streams[s].instrs.size())
+      throw PlanError("the streams deadlock: stream " +
+                      plan.streams[s].name() + " waits forever at " +
+                      plan.streams[s].instrs[next[s]].describe());
+}
+
 /// Structural checks of the decoded plan: ranges, ids, bindings; then each
 /// instruction's own rules (OpChecks).
 static void checkPlan(const Plan &plan) {
@@ -278,6 +310,7 @@ static void checkPlan(const Plan &plan) {
       throw PlanError("event " + std::to_string(e) + " is recorded " +
                       std::to_string(eventRecords[e]) +
                       " times; each must be once");
+  checkProgress(plan);
 }
 
 Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {

@@ -7,10 +7,14 @@ import sys
 import numpy as np
 
 BIN = os.environ.get("BRAID_BIN", "")
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe",
+          "-x", "ASAN_OPTIONS", "-x", "UBSAN_OPTIONS"]
 
 
 def tool(name):
+    """A braid tool; BRAID_RUN overrides braid-run (a sanitizer build)."""
+    if name == "braid-run" and os.environ.get("BRAID_RUN"):
+        return os.environ["BRAID_RUN"]
     return os.path.join(BIN, name) if BIN else name
 
 

@@ -126,6 +126,7 @@ FailureOr<int> PlanWriter::getGroup(CollectiveOpInterface op) {
   auto grid =
       SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
   if (!grid)
+    // The verifier rules this out: not reachable from input.
     return op->emitError() << "grid " << op.getGridAttr() << " is not declared";
   ArrayRef<int64_t> shape = grid.getShape();
   std::vector<int64_t> axes(op.getGridAxes().begin(), op.getGridAxes().end());
@@ -223,6 +224,7 @@ PlanWriter::getBuffers(Operation *op, ValueRange values) {
   for (Value v : values) {
     auto it = bufferIds.find(v);
     if (it == bufferIds.end())
+      // The verifier rules this out: not reachable from input.
       return op->emitError() << "a value of this op has no buffer in the "
                                 "memory plan; run braid-plan-memory";
     ids.push_back(it->second);
@@ -257,6 +259,10 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
   Block &body = func.getBody().front();
   std::vector<fb::Offset<plan::Binding>> arguments, results;
   for (BlockArgument arg : body.getArguments()) {
+    if (!isa<RankedTensorType>(arg.getType()))
+      return func.emitError()
+             << "argument #" << arg.getArgNumber() << " is a " << arg.getType()
+             << "; the arguments of a step are tensors";
     auto offset = func.getArgAttrOfType<IntegerAttr>(
         arg.getArgNumber(), BraidDialect::kOffsetAttrName);
     if (!offset)
@@ -318,12 +324,14 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       kind = plan::InstrKind::WaitEvent;
       auto it = eventIds.find(wait.getEvent());
       if (it == eventIds.end())
+        // The verifier rules this out: not reachable from input.
         return op.emitError() << "waits on an event recorded later";
       event = it->second;
     } else if (auto wait = dyn_cast<WaitOp>(op)) {
       kind = plan::InstrKind::Wait;
       auto it = futureIds.find(wait.getFuture());
       if (it == futureIds.end())
+        // The verifier rules this out: not reachable from input.
         return op.emitError() << "waits on a future that no start op yields";
       future = it->second;
     } else if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
@@ -417,6 +425,7 @@ LogicalResult braid::translateToPlan(ModuleOp module, llvm::raw_ostream &os) {
            << "a plan holds one step function, but the module has "
            << funcs.size();
   if (!llvm::hasSingleElement(funcs.front().getBody()))
+    // The verifier rules this out: not reachable from input.
     return funcs.front().emitError()
            << "a plan needs a function body of one block";
   return PlanWriter(module, funcs.front()).write(os);
@@ -428,6 +437,7 @@ void braid::registerToPlanTranslation() {
       [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
+          // The verifier rules this out: not reachable from input.
           return op->emitError() << "expected a builtin.module";
         return translateToPlan(module, os);
       },

@@ -115,3 +115,35 @@ func.func @empty_name(%w: tensor<4xf32> {braid.role = #braid.role<parameter "">}
 func.func @bad_stream_kind(%x: tensor<4xf32>) attributes {s = #braid.stream<copy, 0>} {
   return
 }
+
+// -----
+
+// expected-error @below {{'braid.offsets' must be an array<i64>, but is 3 : i64}}
+%0 = "braid.fill"() {value = 0.0 : f64, braid.offsets = 3} : () -> tensor<4xf32>
+
+// -----
+
+// expected-error @below {{'braid.offsets' has 2 entries, but the op has 1 results}}
+%0 = "braid.fill"() {value = 0.0 : f64, braid.offsets = array<i64: 0, 64>} : () -> tensor<4xf32>
+
+// -----
+
+// expected-error @below {{'braid.offsets' gives tensor result #0 the negative offset -64}}
+%0 = "braid.fill"() {value = 0.0 : f64, braid.offsets = array<i64: -64>} : () -> tensor<4xf32>
+
+// -----
+
+// expected-error @below {{'braid.offsets' gives result #0, which is not a tensor, offset 0 instead of -1}}
+%e = "braid.record_event"() {braid.offsets = array<i64: 0>} : () -> !braid.event
+
+// -----
+
+// expected-error @below {{argument #0: 'braid.offset' must be a non-negative integer, but is -1 : i64}}
+func.func @f(%x: tensor<4xf32> {braid.offset = -1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{'braid.arena_bytes' must be a non-negative integer on a function}}
+%0 = "braid.fill"() {value = 0.0 : f64, braid.arena_bytes = 64 : i64} : () -> tensor<4xf32>

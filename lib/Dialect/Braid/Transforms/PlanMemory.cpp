@@ -77,7 +77,7 @@ struct PlanMemoryPass : public braid::impl::PlanMemoryBase<PlanMemoryPass> {
     if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
       getOperation().emitError()
           << "braid-plan-memory: alignment must be a power of two, but is "
-          << alignment;
+          << static_cast<int64_t>(alignment.getValue());
       return signalPassFailure();
     }
     if (failed(forEachSchedulableBody(

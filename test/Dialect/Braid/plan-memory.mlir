@@ -1,0 +1,71 @@
+// RUN: braid-opt --braid-plan-memory --split-input-file %s | FileCheck %s
+// RUN: braid-opt --braid-plan-memory=report --split-input-file %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// A chain: %1 reuses the bytes of %0, dead after %1's producer reads it.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: {braid.offset = 0 : i64}
+// CHECK-SAME: braid.arena_bytes = 1536 : i64
+// CHECK: braid.relu %{{.*}} {braid.offsets = array<i64: 512>}
+// CHECK: braid.relu %{{.*}} {braid.offsets = array<i64: 1024>}
+// CHECK: braid.relu %{{.*}} {braid.offsets = array<i64: 512>}
+// REPORT: remark: memory plan of @chain: arena 1536 bytes, buffers 2048 bytes, live-bytes bound 1536 bytes (arena/bound 1.000)
+func.func @chain(%x: tensor<128xf32>) -> tensor<128xf32> {
+  %0 = braid.relu %x : tensor<128xf32>
+  %1 = braid.relu %0 : tensor<128xf32>
+  %2 = braid.relu %1 : tensor<128xf32>
+  return %2 : tensor<128xf32>
+}
+
+// -----
+
+// A bucket: the two gradients are adjacent and the all-reduce's results take
+// their place; the sgd updates overwrite their arguments.
+shard.grid @world(shape = 2)
+// CHECK-LABEL: func.func @bucket
+// CHECK-SAME: (%arg0: tensor<16xf32> {braid.offset = [[WOFF:[0-9]+]] : i64}
+// CHECK: braid.scale {{.*}}braid.offsets = array<i64: [[G0OFF:[0-9]+]]>
+// CHECK: braid.scale {{.*}}braid.offsets = array<i64: [[G1OFF:[0-9]+]]>
+// CHECK: braid.all_reduce {{.*}}braid.offsets = array<i64: [[G0OFF]], [[G1OFF]]>
+// CHECK: braid.sgd {{.*}}braid.offsets = array<i64: [[WOFF]],
+// REPORT: remark: memory plan of @bucket: {{.*}}, 1 of 1 all-reduces in place
+func.func @bucket(%w: tensor<16xf32>, %m: tensor<16xf32>, %v: tensor<16xf32>, %n: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %g0 = braid.scale %w by 2.0 : tensor<16xf32>
+  %g1 = braid.scale %v by 2.0 : tensor<16xf32>
+  %r:2 = braid.all_reduce %g0, %g1 on @world grid_axes = [0] reduction = avg : tensor<16xf32>, tensor<16xf32>
+  %w2, %m2 = braid.sgd %w, %r#0, %m lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 : tensor<16xf32>
+  %v2, %n2 = braid.sgd %v, %r#1, %n lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 : tensor<16xf32>
+  return %w2, %m2, %v2, %n2 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// In flight: the start's input is not reused before its wait, although no op
+// reads it in between.
+shard.grid @world(shape = 2)
+// CHECK-LABEL: func.func @in_flight
+// CHECK: braid.relu %{{.*}} {braid.offsets = array<i64: [[GOFF:[0-9]+]]>
+// CHECK: braid.all_reduce_start
+// CHECK-NOT: braid.offsets = array<i64: [[GOFF]]>
+// CHECK: braid.wait {{.*}}braid.offsets = array<i64: [[GOFF]]>
+func.func @in_flight(%x: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %g = braid.relu %x : tensor<64xf32>
+  %f = braid.all_reduce_start %g on @world grid_axes = [0] reduction = sum : tensor<64xf32>
+  %a = braid.relu %x : tensor<64xf32>
+  %b = braid.relu %a : tensor<64xf32>
+  %c = braid.relu %b : tensor<64xf32>
+  %r = braid.wait %f : !braid.future<tensor<64xf32>>
+  return %r, %c : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A gradient with another use is not overwritten: the results get their own
+// contiguous bytes.
+shard.grid @world(shape = 2)
+// CHECK-LABEL: func.func @shared_input
+// REPORT: remark: memory plan of @shared_input: {{.*}}, 0 of 1 all-reduces in place
+func.func @shared_input(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %g = braid.relu %x : tensor<8xf32>
+  %r = braid.all_reduce %g on @world grid_axes = [0] reduction = sum : tensor<8xf32>
+  return %r, %g : tensor<8xf32>, tensor<8xf32>
+}

@@ -1,0 +1,99 @@
+// RUN: braid-translate --braid-to-plan --split-input-file --verify-diagnostics %s -o /dev/null
+
+// expected-error @below {{@f has no memory plan; run braid-plan-memory first}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{a plan holds one step function, but the module has 2}}
+module {
+  func.func @f() {
+    return
+  }
+  func.func @g() {
+    return
+  }
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 64 : i64} {
+  // expected-error @below {{result #0 has no offset; run braid-plan-memory}}
+  %0 = braid.relu %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{argument #0 has no offset; run braid-plan-memory}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {braid.arena_bytes = 64 : i64} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @a(shape = 2)
+// expected-error @below {{grid @b spans 4 ranks, but another grid spans 2; a plan runs on one set of ranks}}
+shard.grid @b(shape = 4)
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 64 : i64} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 128 : i64} {
+  %0 = braid.relu %x {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<4xf32>
+  // expected-error @below {{has no braid.stream, but other ops of @f do}}
+  %1 = braid.relu %0 {braid.offsets = array<i64: 0>} : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) attributes {braid.arena_bytes = 64 : i64} {
+  // expected-error @below {{starts a collective that is never waited}}
+  %f = braid.all_reduce_start %x on @world grid_axes = [0] reduction = sum : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the plan has no element type for 'tensor<4xf8E4M3FN>'}}
+func.func @f(%x: tensor<4xf8E4M3FN> {braid.offset = 0 : i64}) attributes {braid.arena_bytes = 64 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @below {{argument #1 is a '!braid.future<tensor<4xf32>>'; the arguments of a step are tensors}}
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}, %f: !braid.future<tensor<4xf32>>) -> tensor<4xf32> attributes {braid.arena_bytes = 128 : i64} {
+  %r = braid.wait %f {braid.offsets = array<i64: 64>} : !braid.future<tensor<4xf32>>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> !braid.event attributes {braid.arena_bytes = 64 : i64} {
+  %e = braid.record_event
+  // expected-error @below {{returns a value that has no buffer (operand #0)}}
+  return %e : !braid.event
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 128 : i64} {
+  // expected-error @below {{cannot write attribute 'tag' into the plan: [1, 2]}}
+  %0 = braid.relu %x {braid.offsets = array<i64: 64>, tag = [1, 2]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 128 : i64} {
+  // expected-error @below {{cannot write attribute 'tag' into the plan: i32}}
+  %0 = braid.relu %x {braid.offsets = array<i64: 64>, tag = i32} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
