@@ -49,3 +49,7 @@ if shutil.which("mpirun"):
 if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("gpu")
+
+# braid-run was built with the cuda backend (CUDA and NCCL were found).
+if config.braid_cuda_backend in ("ON", "1", "TRUE"):
+    config.available_features.add("cuda-backend")

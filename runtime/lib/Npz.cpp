@@ -83,7 +83,8 @@ NpyArray parseNpy(const std::vector<uint8_t> &bytes, const std::string &file) {
     if (i + 1 >= shape.size())
       break;
     size_t end = i;
-    while (end + 1 < shape.size() && isdigit(static_cast<unsigned char>(shape[end])))
+    while (end + 1 < shape.size() &&
+           isdigit(static_cast<unsigned char>(shape[end])))
       ++end;
     if (end == i || end - i > 12)
       throw NpzError(file + ": bad shape " + shape);
@@ -97,9 +98,9 @@ NpyArray parseNpy(const std::vector<uint8_t> &bytes, const std::string &file) {
   uint64_t need = elements * descrBytes(array.descr);
   size_t dataStart = start + headerLen;
   if (bytes.size() - dataStart != need)
-    throw NpzError(file + ": holds " + std::to_string(bytes.size() - dataStart) +
-                   " bytes of data, but its shape needs " +
-                   std::to_string(need));
+    throw NpzError(
+        file + ": holds " + std::to_string(bytes.size() - dataStart) +
+        " bytes of data, but its shape needs " + std::to_string(need));
   array.data.assign(bytes.begin() + dataStart, bytes.end());
   return array;
 }
@@ -156,21 +157,28 @@ std::map<std::string, NpyArray> braid::rt::readNpz(const std::string &path) {
 void braid::rt::writeNpz(const std::string &path,
                          const std::map<std::string, NpyArray> &arrays) {
   int error = 0;
-  zip_t *archive =
-      zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
+  zip_t *archive = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
   if (!archive)
     throw NpzError("cannot write '" + path + "'");
   // The sources must live until zip_close writes them.
   std::vector<std::vector<uint8_t>> files;
   files.reserve(arrays.size());
   for (const auto &[name, array] : arrays) {
-    std::string header = "{'descr': '" + array.descr +
-                         "', 'fortran_order': False, 'shape': " +
-                         shapeTuple(array.shape) + ", }";
+    std::string header =
+        "{'descr': '" + array.descr +
+        "', 'fortran_order': False, 'shape': " + shapeTuple(array.shape) +
+        ", }";
     size_t total = 10 + header.size() + 1;
     header.append((64 - total % 64) % 64, ' ');
     header += '\n';
-    std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+    std::vector<uint8_t> bytes = {0x93,
+                                  'N',
+                                  'U',
+                                  'M',
+                                  'P',
+                                  'Y',
+                                  1,
+                                  0,
                                   uint8_t(header.size() & 0xff),
                                   uint8_t(header.size() >> 8)};
     bytes.insert(bytes.end(), header.begin(), header.end());

@@ -188,7 +188,8 @@ const std::unordered_map<std::string, Rule> &rules() {
          bool tb = c.instr.getFlag("transpose_b");
          size_t ra = a.shape.size(), rb = b.shape.size();
          int64_t m = a.shape[ra - (ta ? 1 : 2)], k = a.shape[ra - (ta ? 2 : 1)];
-         int64_t kb = b.shape[rb - (tb ? 1 : 2)], n = b.shape[rb - (tb ? 2 : 1)];
+         int64_t kb = b.shape[rb - (tb ? 1 : 2)],
+                 n = b.shape[rb - (tb ? 2 : 1)];
          if (k != kb)
            c.fail("contraction sizes differ: " + std::to_string(k) + " and " +
                   std::to_string(kb));
@@ -418,7 +419,8 @@ const std::unordered_map<std::string, Rule> &rules() {
          c.shape(c.in(4), {});
          for (size_t i = 0; i < 3; ++i)
            c.shape(c.out(i), c.in(0).shape);
-         for (const char *name : {"lr", "beta1", "beta2", "eps", "weight_decay"})
+         for (const char *name :
+              {"lr", "beta1", "beta2", "eps", "weight_decay"})
            c.instr.getFloat(name);
        }},
   };

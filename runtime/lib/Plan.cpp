@@ -1,8 +1,8 @@
 //===- Plan.cpp - loading and checking a plan file ------------------------===//
 
 #include "braid-runtime/Plan.h"
-#include "braid-runtime/PlanFormat.h"
 #include "OpChecks.h"
+#include "braid-runtime/PlanFormat.h"
 
 #include "plan_generated.h"
 
@@ -85,9 +85,7 @@ std::string Stream::name() const {
   return std::string(comm ? "comm" : "compute") + " " + std::to_string(index);
 }
 
-std::string Instr::describe() const {
-  return "'" + op + "' at " + location;
-}
+std::string Instr::describe() const { return "'" + op + "' at " + location; }
 
 static const Attr &findAttr(const Instr &instr, const std::string &name) {
   auto it = instr.attrs.find(name);
@@ -176,8 +174,8 @@ static void checkProgress(const Plan &plan) {
   }
   for (size_t s = 0; s < plan.streams.size(); ++s)
     if (next[s] < plan.streams[s].instrs.size())
-      throw PlanError("the streams deadlock: stream " +
-                      plan.streams[s].name() + " waits forever at " +
+      throw PlanError("the streams deadlock: stream " + plan.streams[s].name() +
+                      " waits forever at " +
                       plan.streams[s].instrs[next[s]].describe());
 }
 
@@ -236,9 +234,8 @@ static void checkPlan(const Plan &plan) {
   }
   auto checkBinding = [&](const Binding &b, const char *kind) {
     if (b.buffer >= plan.buffers.size())
-      throw PlanError(std::string(kind) + " '" + b.name +
-                      "' names buffer #" + std::to_string(b.buffer) +
-                      ", but the plan has " +
+      throw PlanError(std::string(kind) + " '" + b.name + "' names buffer #" +
+                      std::to_string(b.buffer) + ", but the plan has " +
                       std::to_string(plan.buffers.size()));
     if (static_cast<unsigned>(b.role) > static_cast<unsigned>(Role::Loss))
       throw PlanError(std::string(kind) + " '" + b.name +
@@ -249,8 +246,8 @@ static void checkPlan(const Plan &plan) {
   for (const Binding &b : plan.results)
     checkBinding(b, "result");
 
-  std::vector<int> futureStarts(plan.numFutures, 0), futureWaits(
-                                                         plan.numFutures, 0);
+  std::vector<int> futureStarts(plan.numFutures, 0),
+      futureWaits(plan.numFutures, 0);
   std::vector<int> eventRecords(plan.numEvents, 0);
   if (plan.streams.empty())
     throw PlanError("the plan has no streams");
@@ -342,8 +339,8 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
     }
   if (fb->groups())
     for (const plan::Group *g : *fb->groups())
-      p.groups.push_back(
-          {toString(g->grid()), toVector(g->grid_shape()), toVector(g->axes())});
+      p.groups.push_back({toString(g->grid()), toVector(g->grid_shape()),
+                          toVector(g->axes())});
   if (fb->streams())
     for (const plan::Stream *s : *fb->streams()) {
       Stream stream;
@@ -375,14 +372,15 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
         }
       p.streams.push_back(std::move(stream));
     }
-  auto bindings = [](const flatbuffers::Vector<flatbuffers::Offset<plan::Binding>> *v) {
-    std::vector<Binding> out;
-    if (v)
-      for (const plan::Binding *b : *v)
-        out.push_back({static_cast<Role>(b->role()), toString(b->name()),
-                       b->buffer()});
-    return out;
-  };
+  auto bindings =
+      [](const flatbuffers::Vector<flatbuffers::Offset<plan::Binding>> *v) {
+        std::vector<Binding> out;
+        if (v)
+          for (const plan::Binding *b : *v)
+            out.push_back({static_cast<Role>(b->role()), toString(b->name()),
+                           b->buffer()});
+        return out;
+      };
   p.arguments = bindings(fb->arguments());
   p.results = bindings(fb->results());
   checkPlan(p);
@@ -439,9 +437,9 @@ std::string rt::dumpPlan(const Plan &plan) {
   os << "plan of @" << plan.function << " (format " << plan.formatVersion
      << ", written by " << plan.producer << ")\n";
   os << "  world size " << plan.worldSize << ", arena " << plan.arenaBytes
-     << " bytes, " << plan.buffers.size() << " buffers, "
-     << plan.streams.size() << " streams, " << plan.numEvents << " events, "
-     << plan.numFutures << " futures\n";
+     << " bytes, " << plan.buffers.size() << " buffers, " << plan.streams.size()
+     << " streams, " << plan.numEvents << " events, " << plan.numFutures
+     << " futures\n";
   os << "groups:\n";
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const Group &g = plan.groups[i];

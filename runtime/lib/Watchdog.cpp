@@ -101,9 +101,8 @@ void Watchdog::poll(const Instr &instr, int64_t sequence,
                     const std::function<bool()> &test) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
-  auto deadline =
-      start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(timeoutSeconds));
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(timeoutSeconds));
   for (unsigned spins = 0;; ++spins) {
     if (test())
       return;

@@ -200,8 +200,8 @@ std::vector<uint8_t> convert(const NpyArray &array, const Buffer &buffer,
     }
     return out;
   }
-  throw NpzError(what + " has dtype '" + array.descr + "', but the plan holds " +
-                 dtypeName(buffer.dtype));
+  throw NpzError(what + " has dtype '" + array.descr +
+                 "', but the plan holds " + dtypeName(buffer.dtype));
 }
 
 /// The largest valid index for a batch input that holds indices: the table
@@ -233,8 +233,8 @@ int64_t indexLimit(const Plan &plan, uint32_t buffer,
                  k == 2)
           limit = std::min(limit, in(1).shape[1]);
         else if (i.kind == InstrKind::Kernel &&
-                 (i.op == "reshape" || i.op == "transpose" ||
-                  i.op == "slice" || i.op == "broadcast" || i.op == "concat"))
+                 (i.op == "reshape" || i.op == "transpose" || i.op == "slice" ||
+                  i.op == "broadcast" || i.op == "concat"))
           for (uint32_t r : i.results)
             limit = std::min(limit, indexLimit(plan, r, visited));
       }
@@ -259,7 +259,8 @@ std::vector<uint8_t> synthesize(const Plan &plan, const Binding &binding,
     int64_t limit = indexLimit(plan, binding.buffer, visited);
     if (limit == INT64_MAX)
       limit = 2;
-    std::uniform_int_distribution<int64_t> dist(0, std::max<int64_t>(limit, 1) - 1);
+    std::uniform_int_distribution<int64_t> dist(0, std::max<int64_t>(limit, 1) -
+                                                       1);
     for (int64_t i = 0; i < n; ++i) {
       int64_t v = dist(rng);
       if (b.dtype == DType::I32)
@@ -297,7 +298,8 @@ std::vector<uint8_t> initialize(const Plan &plan, const Binding &binding,
     std::uniform_real_distribution<float> dist(-bound, bound);
     for (int64_t i = 0; i < n; ++i)
       x[i] = dist(rng);
-  } else if (b.shape.size() == 1 && (endsWith(".weight") || endsWith("gamma"))) {
+  } else if (b.shape.size() == 1 &&
+             (endsWith(".weight") || endsWith("gamma"))) {
     std::fill(x, x + n, 1.0f);
   }
   return out;
@@ -318,7 +320,8 @@ Inputs prepareInputs(const Plan &plan, const Options &o, int rank, int world) {
   std::set<std::string> known;
   for (const Binding &b : plan.arguments) {
     const Buffer &buffer = plan.buffers[b.buffer];
-    std::string expected = shapeText(buffer.shape) + " " + dtypeName(buffer.dtype);
+    std::string expected =
+        shapeText(buffer.shape) + " " + dtypeName(buffer.dtype);
     if (b.role == Role::Parameter || b.role == Role::OptimizerState) {
       known.insert(b.name);
       auto it = params.find(b.name);
@@ -362,7 +365,8 @@ Inputs prepareInputs(const Plan &plan, const Options &o, int rank, int world) {
             array.data.begin() + (rank + 1) * bytesPerRank);
         array.shape = buffer.shape;
       }
-      inputs.batch[b.buffer] = convert(array, buffer, o.data + ": '" + b.name + "'");
+      inputs.batch[b.buffer] =
+          convert(array, buffer, o.data + ": '" + b.name + "'");
     }
   }
   for (const auto &[name, array] : params)
@@ -381,7 +385,8 @@ bool agree(bool ok) {
 }
 
 int fail(int rank, const std::string &message) {
-  std::fprintf(stderr, "braid-run: error: rank %d: %s\n", rank, message.c_str());
+  std::fprintf(stderr, "braid-run: error: rank %d: %s\n", rank,
+               message.c_str());
   std::fflush(stderr);
   return 1;
 }
@@ -439,9 +444,8 @@ int main(int argc, char **argv) {
     error = e.what();
   }
   if (!agree(error.empty())) {
-    int code = fail(rank, error.empty()
-                              ? "stopping: another rank failed to start"
-                              : error);
+    int code = fail(
+        rank, error.empty() ? "stopping: another rank failed to start" : error);
     backend.reset();
     MPI_Finalize();
     return code;
@@ -454,9 +458,8 @@ int main(int argc, char **argv) {
     error = e.what();
   }
   if (!agree(error.empty())) {
-    int code = fail(rank, error.empty()
-                              ? "stopping: another rank failed to start"
-                              : error);
+    int code = fail(
+        rank, error.empty() ? "stopping: another rank failed to start" : error);
     backend.reset();
     MPI_Finalize();
     return code;

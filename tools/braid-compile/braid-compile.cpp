@@ -47,9 +47,9 @@ static cl::opt<bool> noOverlap(
     cl::desc("Keep the schedule as written (synchronous collectives, no "
              "streams): the naive baseline"),
     cl::cat(category));
-static cl::opt<unsigned>
-    commStreams("comm-streams", cl::desc("Communication streams (1..64)"),
-                cl::init(1), cl::cat(category));
+static cl::opt<unsigned> commStreams("comm-streams",
+                                     cl::desc("Communication streams (1..64)"),
+                                     cl::init(1), cl::cat(category));
 static cl::opt<double> bucketCapMb("bucket-cap-mb",
                                    cl::desc("Gradient bucket cap in MB"),
                                    cl::init(25.0), cl::cat(category));
@@ -90,8 +90,8 @@ int main(int argc, char **argv) {
   }
 
   DialectRegistry registry;
-  registry.insert<braid::BraidDialect, func::FuncDialect,
-                  shard::ShardDialect>();
+  registry
+      .insert<braid::BraidDialect, func::FuncDialect, shard::ShardDialect>();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 

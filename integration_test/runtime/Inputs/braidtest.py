@@ -32,7 +32,8 @@ def compile_step(mlir_path, plan_path, *flags):
     run([tool("braid-compile"), mlir_path, "-o", plan_path, *flags])
 
 
-def braid_run(plan, ranks=1, args=(), check=True, timeout=600, backend="cpu"):
+def braid_run(plan, ranks=1, args=(), check=True, timeout=600,
+              backend=os.environ.get("BRAID_BACKEND", "cpu")):
     cmd = [tool("braid-run"), "--backend=" + backend, plan, *args]
     if ranks > 1:
         cmd = MPIRUN + ["-np", str(ranks)] + cmd

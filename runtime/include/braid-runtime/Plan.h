@@ -77,8 +77,7 @@ struct Instr {
   double getFloat(const std::string &name) const;
   double getFloat(const std::string &name, double dflt) const;
   const std::vector<int64_t> &getInts(const std::string &name) const;
-  std::string getString(const std::string &name,
-                        const std::string &dflt) const;
+  std::string getString(const std::string &name, const std::string &dflt) const;
   /// "'op' at location", for messages.
   std::string describe() const;
 };

@@ -40,8 +40,7 @@ public:
   /// Polls `test` until it returns true; throws CommError past the deadline
   /// (for backends whose waits are not MPI requests).
   void poll(const Instr &instr, int64_t sequence,
-            const std::vector<int> &members,
-            const std::function<bool()> &test);
+            const std::vector<int> &members, const std::function<bool()> &test);
 
   double timeout() const { return timeoutSeconds; }
 

@@ -170,8 +170,8 @@ void reduce(const Args &a, bool mean) {
 }
 
 /// [outer, size, inner] around dimension `dim` of `shape`.
-void splitAround(const std::vector<int64_t> &shape, int64_t dim,
-                 int64_t &outer, int64_t &size, int64_t &inner) {
+void splitAround(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
+                 int64_t &size, int64_t &inner) {
   outer = product(shape, 0, dim);
   size = shape[dim];
   inner = product(shape, dim + 1, shape.size());
@@ -193,8 +193,9 @@ void softmax(const Args &a, bool log) {
       for (int64_t k = 0; k < size; ++k)
         sum += std::exp(double(row[k * inner]) - mx);
       for (int64_t k = 0; k < size; ++k)
-        dst[k * inner] = log ? float(row[k * inner] - mx - std::log(sum))
-                             : float(std::exp(double(row[k * inner]) - mx) / sum);
+        dst[k * inner] =
+            log ? float(row[k * inner] - mx - std::log(sum))
+                : float(std::exp(double(row[k * inner]) - mx) / sum);
     }
 }
 
@@ -384,9 +385,8 @@ void broadcast(const Args &a) {
   const auto &dims = a.instr.getInts("dims");
   std::vector<int64_t> inStrides = stridesOf(x.shape), strides;
   for (size_t d = 0, k = 0; d < y.shape.size(); ++d)
-    strides.push_back(std::count(dims.begin(), dims.end(), int64_t(d))
-                          ? 0
-                          : inStrides[k++]);
+    strides.push_back(
+        std::count(dims.begin(), dims.end(), int64_t(d)) ? 0 : inStrides[k++]);
   unsigned size = dtypeBytes(x.dtype);
   const uint8_t *src = a.arena + x.offset;
   uint8_t *dst = a.arena + y.offset;
@@ -493,7 +493,9 @@ const std::unordered_map<std::string, Kernel> &kernels() {
       {"reduce_sum", [](const Args &a) { reduce(a, false); }},
       {"reduce_mean", [](const Args &a) { reduce(a, true); }},
       {"relu",
-       [](const Args &a) { unary(a, [](float x) { return x > 0 ? x : 0.0f; }); }},
+       [](const Args &a) {
+         unary(a, [](float x) { return x > 0 ? x : 0.0f; });
+       }},
       {"relu_backward",
        [](const Args &a) {
          binary(a, [](float g, float s) { return s > 0 ? g : 0.0f; });
@@ -511,8 +513,7 @@ const std::unordered_map<std::string, Kernel> &kernels() {
       {"softmax", [](const Args &a) { softmax(a, false); }},
       {"log_softmax", [](const Args &a) { softmax(a, true); }},
       {"softmax_backward", [](const Args &a) { softmaxBackward(a, false); }},
-      {"log_softmax_backward",
-       [](const Args &a) { softmaxBackward(a, true); }},
+      {"log_softmax_backward", [](const Args &a) { softmaxBackward(a, true); }},
       {"causal_mask",
        [](const Args &a) {
          const auto &s = a.inBuf(0).shape;
@@ -535,8 +536,8 @@ const std::unordered_map<std::string, Kernel> &kernels() {
       {"embedding_backward", embeddingBackward},
       {"reshape",
        [](const Args &a) {
-         std::memmove(a.arena + a.outBuf(0).offset,
-                      a.arena + a.inBuf(0).offset, a.outBuf(0).bytes);
+         std::memmove(a.arena + a.outBuf(0).offset, a.arena + a.inBuf(0).offset,
+                      a.outBuf(0).bytes);
        }},
       {"transpose", transpose},
       {"broadcast", broadcast},

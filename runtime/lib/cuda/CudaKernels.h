@@ -14,8 +14,7 @@ namespace braid::rt {
 /// of range sets `*errorFlag` (device memory) instead of reading outside a
 /// buffer; the backend checks the flag after the step.
 void launchCudaKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
-                      cudaStream_t stream, cublasHandle_t blas,
-                      int *errorFlag);
+                      cudaStream_t stream, cublasHandle_t blas, int *errorFlag);
 
 } // namespace braid::rt
 
