@@ -70,11 +70,12 @@ static cl::opt<Emit> emit(
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Before the pass manager's options, which list the registered passes.
+  braid::registerBraidPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
-  braid::registerBraidPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "braid-compile: a training step to a plan\n");
 
