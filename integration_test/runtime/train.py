@@ -1,8 +1,8 @@
 # Trains the tiny MLP and GPT steps with braid-run --backend=cpu on 1, 2 and 4
 # ranks and checks that
 #  - the loss falls over 20 steps;
-#  - the plans of braid-compile with comm-streams 1 and 2 end at the same
-#    parameters as the --no-overlap plan, within 1e-6 relative;
+#  - the plans of braid-compile with comm-streams 1 and 2 (and with small
+#    buckets, several per step) end at the same parameters as the --no-overlap plan, within 1e-6 relative;
 #  - 2 ranks with half batches each end at the same parameters as 1 rank
 #    with the whole batch, within 1e-5 relative.
 #
@@ -65,7 +65,10 @@ def main():
             finals = {}
             for variant, flags in (("naive", ["--no-overlap"]),
                                    ("overlap1", ["--comm-streams=1"]),
-                                   ("overlap2", ["--comm-streams=2"])):
+                                   ("overlap2", ["--comm-streams=2"]),
+                                   # Several buckets (the tiny models fit in one).
+                                   ("buckets", ["--comm-streams=2", "--bucket-cap-mb=0.02",
+                                                "--first-bucket-cap-mb=0.005"])):
                 plan = mlir.replace(".mlir", "-%s.plan" % variant)
                 braidtest.compile_step(mlir, plan, *flags)
                 save = plan.replace(".plan", ".npz")
@@ -75,7 +78,7 @@ def main():
                       "%s on %d ranks (%s): loss %.4f -> %.4f" % (
                           model, ranks, variant, losses[0], losses[-1]))
                 finals[variant] = params(save)
-            for variant in ("overlap1", "overlap2"):
+            for variant in ("overlap1", "overlap2", "buckets"):
                 diff = compare(finals[variant], finals["naive"])
                 check(diff <= 1e-6, "%s on %d ranks: %s vs naive parameters differ by %.2e" % (
                     model, ranks, variant, diff))
