@@ -118,6 +118,25 @@ def main():
         loss_diff = max(abs(a - b) / abs(b) for a, b in zip(results[2][0], results[1][0]))
         check(loss_diff <= 1e-5, "%s: losses of 1 and 2 ranks differ by %.2e" % (model, loss_diff))
 
+    # --params and --data convert float64 to float32 and int32 to int64.
+    mlir = generate(out, "gpt", 2)
+    plan = mlir.replace(".mlir", "-convert.plan")
+    braidtest.compile_step(mlir, plan)
+    init = os.path.join(out, "init.npz")
+    braidtest.braid_run(plan, ranks=2, args=["--steps", "0", "--save", init])
+    rng = np.random.default_rng(3)
+    data = {"tokens": rng.integers(0, 64, (4, 32)), "labels": rng.integers(0, 64, (4, 32))}
+    runs = []
+    for suffix, ptype, itype in (("same", np.float32, np.int64), ("wide", np.float64, np.int32)):
+        ppath, dpath = os.path.join(out, "p-%s.npz" % suffix), os.path.join(out, "d-%s.npz" % suffix)
+        np.savez(ppath, **{k: v.astype(ptype) for k, v in params(init).items()})
+        np.savez(dpath, **{k: v.astype(itype) for k, v in data.items()})
+        p = braidtest.braid_run(plan, ranks=2, args=["--steps", "3", "--params", ppath,
+                                                     "--data", dpath])
+        runs.append(braidtest.losses(p.stdout))
+    check(runs[0] == runs[1] and len(runs[0]) == 3,
+          "float64 parameters and int32 data give the same losses: %s" % runs[1])
+
     print("train: %d failed" % len(failures))
     sys.exit(1 if failures else 0)
 

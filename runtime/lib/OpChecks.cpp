@@ -428,9 +428,7 @@ const std::unordered_map<std::string, Rule> &rules() {
 }
 
 void checkCollective(Checker &c) {
-  std::string op = c.instr.op;
-  if (op.size() > 6 && op.compare(op.size() - 6, 6, "_start") == 0)
-    op.resize(op.size() - 6);
+  std::string op = c.instr.collectiveName();
   const auto &instr = c.instr;
   for (size_t i = 0; i < instr.operands.size(); ++i)
     collectiveDType(c, c.in(i));

@@ -81,11 +81,50 @@ int64_t Group::size() const {
   return n;
 }
 
+void Group::locate(int64_t rank, int64_t &color, int64_t &index) const {
+  std::vector<int64_t> coord(gridShape.size());
+  for (size_t d = gridShape.size(); d-- > 0;) {
+    coord[d] = rank % gridShape[d];
+    rank /= gridShape[d];
+  }
+  std::vector<bool> onAxis(gridShape.size(), false);
+  index = 0;
+  for (int64_t axis : axes) {
+    onAxis[axis] = true;
+    index = index * gridShape[axis] + coord[axis];
+  }
+  color = 0;
+  for (size_t d = 0; d < gridShape.size(); ++d)
+    if (!onAxis[d])
+      color = color * gridShape[d] + coord[d];
+}
+
+std::vector<int64_t> rt::stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+int64_t rt::product(const std::vector<int64_t> &shape, size_t begin,
+                    size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= shape[i];
+  return p;
+}
+
 std::string Stream::name() const {
   return std::string(comm ? "comm" : "compute") + " " + std::to_string(index);
 }
 
 std::string Instr::describe() const { return "'" + op + "' at " + location; }
+
+std::string Instr::collectiveName() const {
+  if (op.size() > 6 && op.compare(op.size() - 6, 6, "_start") == 0)
+    return op.substr(0, op.size() - 6);
+  return op;
+}
 
 static const Attr &findAttr(const Instr &instr, const std::string &name) {
   auto it = instr.attrs.find(name);

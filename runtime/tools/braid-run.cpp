@@ -165,6 +165,21 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+/// Converts `n` elements between the wide and the narrow type of one kind.
+template <typename Wide, typename Narrow>
+void convertWidth(const NpyArray &array, bool fromWide, bool toWide, size_t n,
+                  std::vector<uint8_t> &out) {
+  for (size_t i = 0; i < n; ++i) {
+    Wide v = fromWide
+                 ? reinterpret_cast<const Wide *>(array.data.data())[i]
+                 : Wide(reinterpret_cast<const Narrow *>(array.data.data())[i]);
+    if (toWide)
+      reinterpret_cast<Wide *>(out.data())[i] = v;
+    else
+      reinterpret_cast<Narrow *>(out.data())[i] = Narrow(v);
+  }
+}
+
 /// The bytes of `array` converted to `buffer`'s element type (float widths
 /// and integer widths convert; floats and integers do not mix).
 std::vector<uint8_t> convert(const NpyArray &array, const Buffer &buffer,
@@ -177,27 +192,13 @@ std::vector<uint8_t> convert(const NpyArray &array, const Buffer &buffer,
   size_t n = buffer.numElements();
   std::vector<uint8_t> out(buffer.bytes);
   if (isFloat(array.descr) && isFloat(want)) {
-    for (size_t i = 0; i < n; ++i) {
-      double v = array.descr == "<f8"
-                     ? reinterpret_cast<const double *>(array.data.data())[i]
-                     : reinterpret_cast<const float *>(array.data.data())[i];
-      if (want == "<f4")
-        reinterpret_cast<float *>(out.data())[i] = float(v);
-      else
-        reinterpret_cast<double *>(out.data())[i] = v;
-    }
+    convertWidth<double, float>(array, array.descr == "<f8", want == "<f8", n,
+                                out);
     return out;
   }
   if (isInt(array.descr) && isInt(want)) {
-    for (size_t i = 0; i < n; ++i) {
-      int64_t v = array.descr == "<i8"
-                      ? reinterpret_cast<const int64_t *>(array.data.data())[i]
-                      : reinterpret_cast<const int32_t *>(array.data.data())[i];
-      if (want == "<i4")
-        reinterpret_cast<int32_t *>(out.data())[i] = int32_t(v);
-      else
-        reinterpret_cast<int64_t *>(out.data())[i] = v;
-    }
+    convertWidth<int64_t, int32_t>(array, array.descr == "<i8", want == "<i8",
+                                   n, out);
     return out;
   }
   throw NpzError(what + " has dtype '" + array.descr +
@@ -521,30 +522,24 @@ int main(int argc, char **argv) {
   if (!o.save.empty() && rank == 0) {
     try {
       std::map<std::string, NpyArray> out;
-      for (const Binding &b : plan.arguments) {
-        if (b.role != Role::Parameter && b.role != Role::OptimizerState)
-          continue;
+      auto save = [&](const Binding &b) {
         const Buffer &buffer = plan.buffers[b.buffer];
-        NpyArray array;
+        NpyArray &array = out[b.name];
         array.descr = descrOf(buffer.dtype);
         array.shape = buffer.shape;
         array.data.resize(buffer.bytes);
         backend->read(buffer, array.data.data());
-        out[b.name] = std::move(array);
-      }
+      };
+      auto isState = [](const Binding &b) {
+        return b.role == Role::Parameter || b.role == Role::OptimizerState;
+      };
+      for (const Binding &b : plan.arguments)
+        if (isState(b))
+          save(b);
       // The other results of the last step (the loss, unnamed results).
-      for (const Binding &b : plan.results) {
-        if (b.role == Role::Parameter || b.role == Role::OptimizerState ||
-            out.count(b.name))
-          continue;
-        const Buffer &buffer = plan.buffers[b.buffer];
-        NpyArray array;
-        array.descr = descrOf(buffer.dtype);
-        array.shape = buffer.shape;
-        array.data.resize(buffer.bytes);
-        backend->read(buffer, array.data.data());
-        out[b.name] = std::move(array);
-      }
+      for (const Binding &b : plan.results)
+        if (!isState(b) && !out.count(b.name))
+          save(b);
       writeNpz(o.save, out);
     } catch (const std::exception &e) {
       fail(rank, e.what());

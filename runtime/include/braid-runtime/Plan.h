@@ -80,13 +80,23 @@ struct Instr {
   std::string getString(const std::string &name, const std::string &dflt) const;
   /// "'op' at location", for messages.
   std::string describe() const;
+  /// The collective's name without a "_start" suffix ("all_reduce").
+  std::string collectiveName() const;
 };
 
 struct Group {
   std::string grid;
   std::vector<int64_t> gridShape, axes;
   int64_t size() const;
+  /// Where world rank `rank` sits: `color` numbers its group among the
+  /// groups of this kind (its coordinates off the axes), `index` is its
+  /// rank within the group (its coordinates along the axes, row-major).
+  void locate(int64_t rank, int64_t &color, int64_t &index) const;
 };
+
+/// Row-major strides of `shape`, and the product of `shape[begin, end)`.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end);
 
 struct Stream {
   bool comm = false;

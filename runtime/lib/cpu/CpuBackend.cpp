@@ -43,12 +43,6 @@ MPI_Op mpiOp(const std::string &reduction) {
   return MPI_SUM;
 }
 
-std::string baseName(const std::string &op) {
-  if (op.size() > 6 && op.compare(op.size() - 6, 6, "_start") == 0)
-    return op.substr(0, op.size() - 6);
-  return op;
-}
-
 } // namespace
 
 CpuBackend::CpuBackend(MPI_Comm world, double timeoutSeconds)
@@ -81,25 +75,8 @@ void CpuBackend::prepare(const Plan &p) {
       auto key = std::make_pair(instr.group, s);
       if (comms.count(key))
         continue;
-      const Group &g = p.groups[instr.group];
-      // The rank's grid coordinates; color = the coordinates off the
-      // group's axes, key = the index along them.
-      std::vector<int64_t> coord(g.gridShape.size());
-      int64_t r = rank;
-      for (size_t d = g.gridShape.size(); d-- > 0;) {
-        coord[d] = r % g.gridShape[d];
-        r /= g.gridShape[d];
-      }
-      std::vector<bool> onAxis(g.gridShape.size(), false);
-      int64_t index = 0;
-      for (int64_t axis : g.axes) {
-        onAxis[axis] = true;
-        index = index * g.gridShape[axis] + coord[axis];
-      }
-      int64_t color = 0;
-      for (size_t d = 0; d < g.gridShape.size(); ++d)
-        if (!onAxis[d])
-          color = color * g.gridShape[d] + coord[d];
+      int64_t color, index;
+      p.groups[instr.group].locate(rank, color, index);
       MPI_Comm comm;
       MPI_Comm_split(world, int(color), int(index), &comm);
       comms[key] = comm;
@@ -139,7 +116,7 @@ void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
   MPI_Comm comm = comms.at({instr.group, stream});
   pending.requests.clear();
   pending.sequence = watchdog.arrive(instr.group, groupMembers[instr.group]);
-  std::string op = baseName(instr.op);
+  std::string op = instr.collectiveName();
   auto buffer = [&](uint32_t id) -> const Buffer & { return p.buffers[id]; };
   auto at = [&](const Buffer &b) { return arena + b.offset; };
   auto count = [](const Buffer &b) { return int(b.numElements()); };
@@ -211,7 +188,7 @@ void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
 void CpuBackend::complete(const Instr &instr, Pending &pending) {
   watchdog.wait(instr, pending.requests, pending.sequence,
                 groupMembers[instr.group]);
-  std::string op = baseName(instr.op);
+  std::string op = instr.collectiveName();
   std::string reduction = instr.getString("reduction", "sum");
   if ((op == "all_reduce" || op == "reduce_scatter") && reduction == "avg") {
     double size = double(plan->groups[instr.group].size());

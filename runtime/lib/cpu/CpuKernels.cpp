@@ -56,21 +56,6 @@ struct Args {
   }
 };
 
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i)
-    p *= shape[i];
-  return p;
-}
-
-/// Row-major strides of `shape`.
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * shape[i];
-  return strides;
-}
-
 /// Calls fn(outIndex, inIndex) for every element of `outShape`, where the
 /// input index is sum(coord[d] * inStrides[d]) + base: the general gather
 /// behind transpose, broadcast and slice.

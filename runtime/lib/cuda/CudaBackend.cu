@@ -55,12 +55,6 @@ ncclRedOp_t ncclOp(const std::string &reduction) {
   return ncclSum;
 }
 
-std::string baseName(const std::string &op) {
-  if (op.size() > 6 && op.compare(op.size() - 6, 6, "_start") == 0)
-    return op.substr(0, op.size() - 6);
-  return op;
-}
-
 } // namespace
 
 struct CudaBackend::State {
@@ -155,23 +149,8 @@ void CudaBackend::prepare(const Plan &plan) {
       auto key = std::make_pair(instr.group, st);
       if (s.comms.count(key))
         continue;
-      const Group &g = plan.groups[instr.group];
-      std::vector<int64_t> coord(g.gridShape.size());
-      int64_t r = s.rank;
-      for (size_t d = g.gridShape.size(); d-- > 0;) {
-        coord[d] = r % g.gridShape[d];
-        r /= g.gridShape[d];
-      }
-      std::vector<bool> onAxis(g.gridShape.size(), false);
-      int64_t index = 0;
-      for (int64_t axis : g.axes) {
-        onAxis[axis] = true;
-        index = index * g.gridShape[axis] + coord[axis];
-      }
-      int64_t color = 0;
-      for (size_t d = 0; d < g.gridShape.size(); ++d)
-        if (!onAxis[d])
-          color = color * g.gridShape[d] + coord[d];
+      int64_t color, index;
+      plan.groups[instr.group].locate(s.rank, color, index);
       MPI_Comm comm;
       MPI_Comm_split(s.world, int(color), int(index), &comm);
       int size = 0;
@@ -198,7 +177,7 @@ void CudaBackend::startCollective(unsigned stream, const Instr &instr) {
   const Plan &plan = *s.plan;
   ncclComm_t comm = s.comms.at({instr.group, stream});
   cudaStream_t cs = s.streams[stream];
-  std::string op = baseName(instr.op);
+  std::string op = instr.collectiveName();
   auto buf = [&](uint32_t id) -> const Buffer & { return plan.buffers[id]; };
   auto at = [&](const Buffer &b) { return s.arena + b.offset; };
   if (op == "all_reduce") {
