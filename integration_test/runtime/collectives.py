@@ -1,0 +1,95 @@
+# Every collective of the cpu backend (MPI) on 2 and 4 ranks, synchronous
+# and started/waited, against numpy: all_reduce (sum, avg, max, min; f32 and
+# i64; a bucket of two), reduce_scatter, all_gather, all_to_all,
+# collective_broadcast, and send/recv (on a one-rank group: every rank sends
+# to itself, since one SPMD program names one peer index on every rank).
+# Rank 0 saves its results.
+#
+# REQUIRES: numpy, mpi
+# RUN: env BRAID_BIN=%braid_bin %python %s %t
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+import braidtest  # noqa: E402
+
+STEP = """
+shard.grid @world(shape = {R})
+shard.grid @pairs(shape = {R}x1)
+func.func @collectives(
+    %x: tensor<{N}x3xf32> {{braid.role = #braid.role<batch "x">}},
+    %y: tensor<3xf32> {{braid.role = #braid.role<batch "y">}},
+    %i: tensor<4xi64> {{braid.role = #braid.role<batch "i">}})
+    -> (tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
+        tensor<4xi64>, tensor<3xf32>, tensor<2x3xf32>, tensor<{G}x3xf32>,
+        tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
+        tensor<{N}x3xf32>, tensor<3xf32>) {{
+  %sum = braid.all_reduce %x on @world grid_axes = [0] reduction = sum : tensor<{N}x3xf32>
+  %avg = braid.all_reduce %x on @world grid_axes = [0] reduction = avg : tensor<{N}x3xf32>
+  %max = braid.all_reduce %x on @world grid_axes = [0] reduction = max : tensor<{N}x3xf32>
+  %min = braid.all_reduce %x on @world grid_axes = [0] reduction = min : tensor<{N}x3xf32>
+  %isum = braid.all_reduce %i on @world grid_axes = [0] reduction = sum : tensor<4xi64>
+  %bucket:2 = braid.all_reduce %y, %x on @world grid_axes = [0] reduction = avg : tensor<3xf32>, tensor<{N}x3xf32>
+  %rs = braid.reduce_scatter %x on @world grid_axes = [0] reduction = sum scatter_dim = 0 : tensor<{N}x3xf32> -> tensor<2x3xf32>
+  %ag = braid.all_gather %x on @world grid_axes = [0] gather_dim = 0 : tensor<{N}x3xf32> -> tensor<{G}x3xf32>
+  %a2a = braid.all_to_all %x on @world grid_axes = [0] split_dim = 0 concat_dim = 0 : tensor<{N}x3xf32> -> tensor<{N}x3xf32>
+  %bc = braid.collective_broadcast %x on @world grid_axes = [0] root = 1 : tensor<{N}x3xf32> -> tensor<{N}x3xf32>
+  %f = braid.all_reduce_start %x on @world grid_axes = [0] reduction = sum : tensor<{N}x3xf32>
+  %s = braid.send_start %x on @pairs grid_axes = [1] peer = 0 : tensor<{N}x3xf32> -> !braid.future<>
+  %r = braid.recv_start on @pairs grid_axes = [1] peer = 0 : !braid.future<tensor<{N}x3xf32>>
+  braid.wait %s : !braid.future<>
+  %recv = braid.wait %r : !braid.future<tensor<{N}x3xf32>>
+  %async = braid.wait %f : !braid.future<tensor<{N}x3xf32>>
+  return %sum, %avg, %max, %min, %isum, %bucket#0, %rs, %ag, %a2a, %bc, %async, %recv, %bucket#1, %y
+      : tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
+        tensor<4xi64>, tensor<3xf32>, tensor<2x3xf32>, tensor<{G}x3xf32>,
+        tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
+        tensor<{N}x3xf32>, tensor<3xf32>
+}}
+"""
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    failures = 0
+    for R in (2, 4):
+        N = 2 * R
+        rng = np.random.default_rng(R)
+        x = rng.standard_normal((R, N, 3)).astype(np.float32)   # x[r]: rank r's
+        y = rng.standard_normal((R, 3)).astype(np.float32)
+        i = rng.integers(-100, 100, (R, 4)).astype(np.int64)
+        mlir = os.path.join(out, "c%d.mlir" % R)
+        with open(mlir, "w") as f:
+            f.write(STEP.format(R=R, N=N, G=N * R))
+        data = os.path.join(out, "c%d.npz" % R)
+        np.savez(data, x=x.reshape(R * N, 3), y=y.reshape(R * 3), i=i.reshape(R * 4))
+        save = os.path.join(out, "c%d-out.npz" % R)
+        for flags in ([], ["--no-overlap"]):
+            plan = os.path.join(out, "c%d.plan" % R)
+            braidtest.compile_step(mlir, plan, *flags)
+            braidtest.braid_run(plan, ranks=R, args=["--data", data, "--save", save,
+                                                     "--timeout", "60"])
+            got = np.load(save)
+            a2a = np.concatenate([x[r][0:2] for r in range(R)])  # rank 0 gets chunk 0 of each
+            expected = [x.sum(0), x.mean(0), x.max(0), x.min(0), i.sum(0), y.mean(0),
+                        x.sum(0)[0:2], x.reshape(R * N, 3), a2a, x[1], x.sum(0), x[0],
+                        x.mean(0), y[0]]
+            names = ["sum", "avg", "max", "min", "i64 sum", "bucket[0]", "reduce_scatter",
+                     "all_gather", "all_to_all", "broadcast", "started all_reduce",
+                     "send/recv", "bucket[1]", "input"]
+            for k, (name, ref) in enumerate(zip(names, expected)):
+                value = got["result%d" % k]
+                ok = value.shape == ref.shape and braidtest.max_rel_diff(value, ref) <= 1e-6
+                print("%s %d ranks %s: %s" % ("ok  " if ok else "FAIL", R,
+                                              " ".join(flags) or "overlap", name))
+                failures += not ok
+    print("collectives: %d failed" % failures)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
