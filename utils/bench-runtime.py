@@ -50,6 +50,12 @@ def main():
                             "--world-size", "2", "-o", path], check=True,
                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
             steps.append(("%s --tiny (2 ranks)" % model, path))
+        # Over 4096 allocations: the sweep packing alone.
+        path = os.path.join(tmp, "deep.mlp.mlir")
+        subprocess.run([sys.executable, "-m", "braid.models", "mlp", "--tiny", "--layers", "2000",
+                        "-o", path], check=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+        steps.append(("mlp --tiny --layers 2000", path))
         worst = 0.0
         for name, path in steps:
             for schedule, flags in (("naive", ["--no-overlap"]),
