@@ -49,6 +49,9 @@ if shutil.which("mpirun"):
 if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("gpu")
+else:
+    lit_config.note("no GPU (nvidia-smi -L fails or is missing): the tests that "
+                    "need one (runtime/cuda-*) report UNSUPPORTED")
 
 # braid-run was built with the cuda backend (CUDA and NCCL were found).
 if config.braid_cuda_backend in ("ON", "1", "TRUE"):
