@@ -7,8 +7,9 @@
 //       [--mlir-timing]
 //
 // Parses the step, runs the default pipeline (braid-overlap, then
-// braid-plan-memory; --no-overlap keeps the written schedule and runs only
-// braid-plan-memory) and writes the plan, as iree-compile or firtool do.
+// braid-plan-memory and braid-verify-schedule; --no-overlap keeps the written
+// schedule and skips braid-overlap) and writes the plan, as iree-compile or
+// firtool do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +119,8 @@ int main(int argc, char **argv) {
        << (report ? " report=true" : "") << "},";
   }
   pipeline += report ? "braid-plan-memory{report=true}" : "braid-plan-memory";
+  // Checks the schedule again, now with the memory plan.
+  pipeline += ",braid-verify-schedule";
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;

@@ -100,3 +100,21 @@ func.func @use_before_wait(%x: tensor<64xf32>) -> tensor<64xf32> {
   %r = braid.wait %f : !braid.future<tensor<64xf32>>
   return %y : tensor<64xf32>
 }
+
+// -----
+
+// A memory plan that reuses the bytes of a gradient while its all-reduce is
+// in flight.
+shard.grid @world(shape = 2)
+func.func @reuse_in_flight(%x: tensor<16xf32> {braid.offset = 0 : i64}) -> tensor<16xf32> attributes {braid.arena_bytes = 192 : i64} {
+  %g = braid.relu %x {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<16xf32>
+  %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
+  braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
+  %f = braid.all_reduce_start %g on @world grid_axes = [0] reduction = sum {braid.stream = #braid.stream<comm, 0>} : tensor<16xf32>
+  // expected-error @below {{writes bytes [64, 128) of the arena while 'braid.all_reduce_start' reads or writes [64, 128) until its wait}}
+  %h = braid.relu %x {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<16xf32>
+  // expected-note @below {{the wait}}
+  %r = braid.wait %f {braid.offsets = array<i64: 128>, braid.stream = #braid.stream<compute, 0>} : !braid.future<tensor<16xf32>>
+  %s = braid.add %r, %h {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<16xf32>
+  return %s : tensor<16xf32>
+}

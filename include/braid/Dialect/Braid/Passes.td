@@ -257,7 +257,9 @@ def VerifySchedule : Pass<"braid-verify-schedule", "mlir::ModuleOp"> {
     - an event waited before it is recorded, or never recorded on a stream;
     - collectives of one group (grid and grid axes) issued on different
       streams with no synchronization ordering them, whose order can then
-      differ from rank to rank and deadlock.
+      differ from rank to rank and deadlock;
+    - after `braid-plan-memory`: an op between a collective's start and its
+      wait that writes arena bytes the collective reads or writes.
 
     Program order is the issue order, and every rank runs the same program,
     so collectives issued on one stream are issued in the same order on every

@@ -7,6 +7,7 @@
 
 #include "ScheduleUtils.h"
 
+#include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/Passes.h"
 
@@ -29,18 +30,86 @@ struct VerifySchedulePass
     : public braid::impl::VerifyScheduleBase<VerifySchedulePass> {
   void runOnOperation() override {
     if (failed(forEachSchedulableBody(
-            getOperation(), [&](FunctionOpInterface, Block &body) {
+            getOperation(), [&](FunctionOpInterface func, Block &body) {
               // Both checks run, so that one run reports every problem.
               bool futures = succeeded(verifyFutures(body));
               bool streams = succeeded(verifyStreams(body));
-              return success(futures && streams);
+              bool memory = succeeded(verifyMemory(func, body));
+              return success(futures && streams && memory);
             })))
       signalPassFailure();
   }
 
   LogicalResult verifyFutures(Block &body);
   LogicalResult verifyStreams(Block &body);
+  LogicalResult verifyMemory(FunctionOpInterface func, Block &body);
 };
+
+/// The arena offset braid-plan-memory gave `value`, if any.
+std::optional<int64_t> getOffset(FunctionOpInterface func, Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto offset = func.getArgAttrOfType<IntegerAttr>(
+        arg.getArgNumber(), BraidDialect::kOffsetAttrName);
+    return offset ? std::optional<int64_t>(offset.getInt()) : std::nullopt;
+  }
+  auto result = cast<OpResult>(value);
+  auto offsets = result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(
+      BraidDialect::kOffsetsAttrName);
+  if (!offsets || offsets[result.getResultNumber()] < 0)
+    return std::nullopt;
+  return offsets[result.getResultNumber()];
+}
+
+/// With a memory plan: no op between a collective's start and its wait
+/// writes the bytes the collective reads or writes.
+LogicalResult VerifySchedulePass::verifyMemory(FunctionOpInterface func,
+                                               Block &body) {
+  if (!func->hasAttr(BraidDialect::kArenaBytesAttrName))
+    return success();
+  bool ok = true;
+  for (Operation &start : body) {
+    auto collective = dyn_cast<CollectiveOpInterface>(start);
+    if (!collective || !collective.isAsync())
+      continue;
+    WaitOp wait;
+    for (Operation *user : start.getUsers())
+      if ((wait = dyn_cast<WaitOp>(user)))
+        break;
+    if (!wait || wait->getBlock() != &body || wait->isBeforeInBlock(&start))
+      continue;
+    // The bytes in flight: the inputs, and where the results land.
+    SmallVector<std::tuple<int64_t, int64_t, Value>> inFlight;
+    auto add = [&](Value v) {
+      if (std::optional<int64_t> at = getOffset(func, v))
+        inFlight.push_back(
+            {*at, *at + int64_t(getTensorBytes(v.getType())), v});
+    };
+    for (Value v : start.getOperands())
+      add(v);
+    for (Value v : wait.getResults())
+      add(v);
+    for (Operation *op = start.getNextNode(); op && op != wait.getOperation();
+         op = op->getNextNode())
+      for (Value result : op->getResults()) {
+        std::optional<int64_t> at = getOffset(func, result);
+        if (!at)
+          continue;
+        int64_t end = *at + int64_t(getTensorBytes(result.getType()));
+        for (auto [lo, hi, value] : inFlight) {
+          if (*at >= hi || lo >= end)
+            continue;
+          InFlightDiagnostic diag = op->emitError()
+                                    << "writes bytes [" << *at << ", " << end
+                                    << ") of the arena while '"
+                                    << start.getName() << "' reads or writes ["
+                                    << lo << ", " << hi << ") until its wait";
+          diag.attachNote(wait.getLoc()) << "the wait";
+          ok = false;
+        }
+      }
+  }
+  return success(ok);
+}
 
 LogicalResult VerifySchedulePass::verifyFutures(Block &body) {
   bool ok = true;
