@@ -74,7 +74,7 @@ def main():
             f.write(payload)
         return path
 
-    # Damaged plan files (one process: the loader is the same on every rank).
+    # Damaged plan files, on two ranks (every rank must report) and --dump.
     cases = [
         ("truncated header", data[:20], ["shorter than a plan header"]),
         ("truncated payload", data[:len(data) // 2], ["truncated?"]),
@@ -88,7 +88,7 @@ def main():
     ]
     for name, payload, patterns in cases:
         path = variant(name.replace(" ", "-") + ".plan", payload)
-        expect_error("plan: " + name, [run, path, "--steps", "1"], patterns)
+        expect_error("plan: " + name, [run, path, "--steps", "1"], patterns, ranks=2)
         expect_error("plan --dump: " + name, [run, "--dump", path], patterns)
     expect_error("plan: missing file", [run, os.path.join(out, "nope.plan")],
                  ["cannot open plan file"])
