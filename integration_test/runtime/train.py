@@ -37,7 +37,8 @@ def generate(out, model, world, batch=None):
 
 
 def train(plan, ranks, save, data=None):
-    args = ["--steps", str(STEPS), "--save", save, "--timeout", "120"]
+    # --check-memory: every read is checked against the memory plan.
+    args = ["--steps", str(STEPS), "--save", save, "--timeout", "120", "--check-memory"]
     if data:
         args += ["--data", data]
     p = braidtest.braid_run(plan, ranks=ranks, args=args)

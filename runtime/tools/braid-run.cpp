@@ -44,6 +44,7 @@ struct Options {
   uint64_t seed = 0;
   double timeout = 60;
   bool dump = false;
+  bool checkMemory = false;
   /// Testing aid: "hang:RANK:STEP" or "kill:RANK:STEP".
   std::string fault;
   int faultRank = -1;
@@ -53,7 +54,7 @@ struct Options {
 const char *kUsage =
     "usage: mpirun -np N braid-run [--backend=cpu|cuda] PLAN [--steps K]\n"
     "           [--params P.npz] [--data D.npz] [--save OUT.npz] [--seed S]\n"
-    "           [--timeout SECONDS]\n"
+    "           [--timeout SECONDS] [--check-memory]\n"
     "       braid-run --dump PLAN\n";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -92,6 +93,8 @@ Options parseOptions(int argc, char **argv) {
       std::exit(0);
     } else if (arg == "--dump") {
       o.dump = true;
+    } else if (arg == "--check-memory") {
+      o.checkMemory = true;
     } else if (is("--backend")) {
       o.backend = value(i, arg, "--backend");
       if (o.backend != "cpu" && o.backend != "cuda")
@@ -432,9 +435,12 @@ int main(int argc, char **argv) {
                       std::to_string(plan.worldSize) + ")");
     inputs = prepareInputs(plan, o, rank, world);
     if (o.backend == "cpu") {
-      backend = std::make_unique<CpuBackend>(MPI_COMM_WORLD, o.timeout);
+      backend = std::make_unique<CpuBackend>(MPI_COMM_WORLD, o.timeout,
+                                             o.checkMemory);
     } else {
 #ifdef BRAID_HAVE_CUDA
+      if (o.checkMemory)
+        throw std::runtime_error("--check-memory is a cpu backend option");
       backend = std::make_unique<CudaBackend>(MPI_COMM_WORLD, o.timeout);
 #else
       throw std::runtime_error(
@@ -497,9 +503,9 @@ int main(int argc, char **argv) {
         for (auto &[id, bytes] : inputs.batch)
           backend->write(plan.buffers[id], bytes.data());
         executor.runStep();
+        // A no-op where the update was made in place.
         for (auto [arg, res] : carry)
-          if (plan.buffers[arg].offset != plan.buffers[res].offset)
-            backend->copy(plan.buffers[arg], plan.buffers[res]);
+          backend->copy(plan.buffers[arg], plan.buffers[res]);
       } catch (const std::exception &e) {
         fail(rank, "step " + std::to_string(step) + ": " + e.what());
         MPI_Abort(MPI_COMM_WORLD, 1);

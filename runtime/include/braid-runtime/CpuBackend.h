@@ -4,18 +4,22 @@
 #define BRAID_RUNTIME_CPUBACKEND_H
 
 #include "braid-runtime/Executor.h"
+#include "braid-runtime/MemoryChecker.h"
 #include "braid-runtime/Watchdog.h"
 
 #include <mpi.h>
 
 #include <map>
+#include <memory>
 
 namespace braid::rt {
 
 /// Kernels on the stream threads (BLAS for matmul), collectives over MPI.
 class CpuBackend : public Backend {
 public:
-  CpuBackend(MPI_Comm world, double timeoutSeconds);
+  /// `checkMemory` checks every read against the memory plan
+  /// (MemoryChecker.h), at some cost in speed.
+  CpuBackend(MPI_Comm world, double timeoutSeconds, bool checkMemory = false);
   ~CpuBackend() override;
 
   const char *name() const override { return "cpu"; }
@@ -36,8 +40,18 @@ private:
   void post(unsigned stream, const Instr &instr, Pending &pending);
   void complete(const Instr &instr, Pending &pending);
 
+  /// Checker bookkeeping (no-ops without --check-memory).
+  void define(const std::vector<uint32_t> &ids);
+  void use(const std::vector<uint32_t> &ids, const Instr &instr,
+           const char *when = "");
+  uint32_t idOf(const Buffer &buffer) const {
+    return uint32_t(&buffer - plan->buffers.data());
+  }
+
   MPI_Comm world;
   int rank = 0;
+  bool checkMemory;
+  std::unique_ptr<MemoryChecker> checker;
   Watchdog watchdog;
   const Plan *plan = nullptr;
   uint8_t *arena = nullptr;

@@ -45,8 +45,8 @@ MPI_Op mpiOp(const std::string &reduction) {
 
 } // namespace
 
-CpuBackend::CpuBackend(MPI_Comm world, double timeoutSeconds)
-    : world(world), watchdog(world, timeoutSeconds) {
+CpuBackend::CpuBackend(MPI_Comm world, double timeoutSeconds, bool checkMemory)
+    : world(world), checkMemory(checkMemory), watchdog(world, timeoutSeconds) {
   MPI_Comm_rank(world, &rank);
   // One BLAS thread per stream thread: ranks and streams share the cores.
   openblas_set_num_threads(1);
@@ -58,8 +58,23 @@ CpuBackend::~CpuBackend() {
   std::free(arena);
 }
 
+void CpuBackend::define(const std::vector<uint32_t> &ids) {
+  if (checker)
+    for (uint32_t id : ids)
+      checker->define(id);
+}
+
+void CpuBackend::use(const std::vector<uint32_t> &ids, const Instr &instr,
+                     const char *when) {
+  if (checker)
+    for (uint32_t id : ids)
+      checker->use(id, instr.describe() + when);
+}
+
 void CpuBackend::prepare(const Plan &p) {
   plan = &p;
+  if (checkMemory)
+    checker = std::make_unique<MemoryChecker>(p);
   uint64_t bytes = (p.arenaBytes + 63) / 64 * 64;
   arena = static_cast<uint8_t *>(std::aligned_alloc(64, bytes ? bytes : 64));
   if (!arena)
@@ -94,7 +109,9 @@ void CpuBackend::prepare(const Plan &p) {
 }
 
 void CpuBackend::kernel(unsigned, const Instr &instr) {
+  use(instr.operands, instr);
   runCpuKernel(*plan, instr, arena);
+  define(instr.results);
 }
 
 void CpuBackend::collective(unsigned stream, const Instr &instr) {
@@ -114,6 +131,7 @@ void CpuBackend::waitCollective(unsigned, const Instr &start) {
 void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
   const Plan &p = *plan;
   MPI_Comm comm = comms.at({instr.group, stream});
+  use(instr.operands, instr);
   pending.requests.clear();
   pending.sequence = watchdog.arrive(instr.group, groupMembers[instr.group]);
   std::string op = instr.collectiveName();
@@ -188,6 +206,9 @@ void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
 void CpuBackend::complete(const Instr &instr, Pending &pending) {
   watchdog.wait(instr, pending.requests, pending.sequence,
                 groupMembers[instr.group]);
+  // The inputs were read until now: nothing may have overwritten them.
+  use(instr.operands, instr, " (in flight)");
+  define(instr.results);
   std::string op = instr.collectiveName();
   std::string reduction = instr.getString("reduction", "sum");
   if ((op == "all_reduce" || op == "reduce_scatter") && reduction == "avg") {
@@ -213,13 +234,23 @@ void CpuBackend::complete(const Instr &instr, Pending &pending) {
 }
 
 void CpuBackend::read(const Buffer &buffer, void *dst) {
+  if (checker)
+    checker->use(idOf(buffer), "reading the results");
   std::memcpy(dst, arena + buffer.offset, buffer.bytes);
 }
 
 void CpuBackend::write(const Buffer &buffer, const void *src) {
   std::memcpy(arena + buffer.offset, src, buffer.bytes);
+  if (checker)
+    checker->define(idOf(buffer));
 }
 
 void CpuBackend::copy(const Buffer &dst, const Buffer &src) {
-  std::memmove(arena + dst.offset, arena + src.offset, dst.bytes);
+  if (checker)
+    checker->use(idOf(src), "the copy of '" + src.name + "' to '" + dst.name +
+                                "' after the step");
+  if (dst.offset != src.offset)
+    std::memmove(arena + dst.offset, arena + src.offset, dst.bytes);
+  if (checker)
+    checker->define(idOf(dst));
 }

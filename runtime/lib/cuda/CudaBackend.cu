@@ -314,6 +314,8 @@ void CudaBackend::write(const Buffer &buffer, const void *src) {
 }
 
 void CudaBackend::copy(const Buffer &dst, const Buffer &src) {
+  if (dst.offset == src.offset)
+    return;
   cudaCheck(cudaMemcpy(state->arena + dst.offset, state->arena + src.offset,
                        dst.bytes, cudaMemcpyDeviceToDevice),
             "copying '" + src.name + "'");
