@@ -79,8 +79,10 @@ void Executor::signal(std::atomic<uint64_t> &flag, uint64_t value) {
   wake.notify_all();
 }
 
-void Executor::waitFor(const std::atomic<uint64_t> &flag, uint64_t value) {
-  // Spin briefly: a cross-stream wait is usually short.
+void Executor::waitFor(unsigned stream, const std::atomic<uint64_t> &flag,
+                       uint64_t value) {
+  // Spin briefly: a cross-stream wait is usually short. Then sleep, waking
+  // every millisecond to let the backend progress its collectives.
   auto spinUntil =
       std::chrono::steady_clock::now() + std::chrono::microseconds(50);
   while (flag.load(std::memory_order_acquire) < value) {
@@ -90,8 +92,9 @@ void Executor::waitFor(const std::atomic<uint64_t> &flag, uint64_t value) {
       std::this_thread::yield();
       continue;
     }
+    backend.idle(stream);
     std::unique_lock<std::mutex> lock(mutex);
-    wake.wait_for(lock, std::chrono::milliseconds(100), [&] {
+    wake.wait_for(lock, std::chrono::milliseconds(1), [&] {
       return failed || flag.load(std::memory_order_acquire) >= value;
     });
   }
@@ -113,7 +116,7 @@ void Executor::runStream(unsigned stream, uint64_t current) {
       signal(*futures[instr.future], current);
       break;
     case InstrKind::Wait:
-      waitFor(*futures[instr.future], current);
+      waitFor(stream, *futures[instr.future], current);
       backend.waitCollective(stream, *futureStarts[instr.future]);
       break;
     case InstrKind::RecordEvent:
@@ -121,7 +124,7 @@ void Executor::runStream(unsigned stream, uint64_t current) {
       signal(*events[instr.event], current);
       break;
     case InstrKind::WaitEvent:
-      waitFor(*events[instr.event], current);
+      waitFor(stream, *events[instr.event], current);
       backend.waitEvent(stream, instr.event);
       break;
     }

@@ -28,6 +28,7 @@ public:
   void collective(unsigned stream, const Instr &instr) override;
   void startCollective(unsigned stream, const Instr &instr) override;
   void waitCollective(unsigned stream, const Instr &start) override;
+  void idle(unsigned stream) override;
   void read(const Buffer &buffer, void *dst) override;
   void write(const Buffer &buffer, const void *src) override;
   void copy(const Buffer &dst, const Buffer &src) override;

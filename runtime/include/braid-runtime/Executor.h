@@ -49,6 +49,10 @@ public:
   virtual void startCollective(unsigned stream, const Instr &instr) = 0;
   /// Completes the collective started by `start`.
   virtual void waitCollective(unsigned stream, const Instr &start) = 0;
+  /// Called now and then while `stream` waits for another stream, so that
+  /// a backend can make progress on its collectives (MPI progresses
+  /// non-blocking collectives only inside MPI calls).
+  virtual void idle(unsigned stream) {}
   virtual void recordEvent(unsigned stream, int event) {}
   virtual void waitEvent(unsigned stream, int event) {}
   /// After every stream has issued the step: wait until it is done.
@@ -73,8 +77,9 @@ public:
 private:
   void worker(unsigned stream);
   void runStream(unsigned stream, uint64_t step);
-  /// Blocks until `flag` reaches `step` (or the step failed).
-  void waitFor(const std::atomic<uint64_t> &flag, uint64_t step);
+  /// Blocks stream `stream` until `flag` reaches `step` (or the step failed).
+  void waitFor(unsigned stream, const std::atomic<uint64_t> &flag,
+               uint64_t step);
   void signal(std::atomic<uint64_t> &flag, uint64_t step);
 
   const Plan &plan;

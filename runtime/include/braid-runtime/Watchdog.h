@@ -44,8 +44,11 @@ public:
 
   double timeout() const { return timeoutSeconds; }
 
-private:
+  /// Receives the arrival messages that came in. Being an MPI call, it also
+  /// progresses the rank's non-blocking collectives.
   void drain();
+
+private:
   [[noreturn]] void fail(const Instr &instr, int64_t sequence,
                          const std::vector<int> &members);
 

@@ -124,6 +124,8 @@ void CpuBackend::startCollective(unsigned stream, const Instr &instr) {
   post(stream, instr, inFlight[instr.future]);
 }
 
+void CpuBackend::idle(unsigned) { watchdog.drain(); }
+
 void CpuBackend::waitCollective(unsigned, const Instr &start) {
   complete(start, inFlight[start.future]);
 }
