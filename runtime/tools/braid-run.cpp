@@ -426,47 +426,51 @@ int main(int argc, char **argv) {
   Inputs inputs;
   std::unique_ptr<Backend> backend;
   std::string error;
-  try {
-    plan = loadPlanFile(o.plan);
-    if (plan.worldSize != uint32_t(world))
-      throw PlanError(o.plan + " was compiled for " +
-                      std::to_string(plan.worldSize) + " ranks, but runs on " +
-                      std::to_string(world) + " (mpirun -np " +
-                      std::to_string(plan.worldSize) + ")");
-    inputs = prepareInputs(plan, o, rank, world);
-    if (o.backend == "cpu") {
-      backend = std::make_unique<CpuBackend>(MPI_COMM_WORLD, o.timeout,
-                                             o.checkMemory);
-    } else {
-#ifdef BRAID_HAVE_CUDA
-      if (o.checkMemory)
-        throw std::runtime_error("--check-memory is a cpu backend option");
-      backend = std::make_unique<CudaBackend>(MPI_COMM_WORLD, o.timeout);
-#else
-      throw std::runtime_error(
-          "this braid-run was built without the cuda backend");
-#endif
+  // Setup runs in two phases, each ending with all ranks agreeing that it
+  // went well, so that a rank never waits in a collective for a rank that
+  // failed: prepare() makes communicators, a collective call.
+  auto phase = [&](const std::function<void()> &work) {
+    try {
+      work();
+    } catch (const std::exception &e) {
+      error = e.what();
     }
-  } catch (const std::exception &e) {
-    error = e.what();
-  }
-  if (!agree(error.empty())) {
-    int code = fail(
-        rank, error.empty() ? "stopping: another rank failed to start" : error);
-    backend.reset();
-    MPI_Finalize();
-    return code;
-  }
-  try {
-    backend->prepare(plan);
-    for (auto &[id, bytes] : inputs.state)
-      backend->write(plan.buffers[id], bytes.data());
-  } catch (const std::exception &e) {
-    error = e.what();
-  }
-  if (!agree(error.empty())) {
-    int code = fail(
-        rank, error.empty() ? "stopping: another rank failed to start" : error);
+    if (agree(error.empty()))
+      return true;
+    if (error.empty())
+      error = "stopping: another rank failed to start";
+    return false;
+  };
+  bool ready =
+      phase([&] {
+        plan = loadPlanFile(o.plan);
+        if (plan.worldSize != uint32_t(world))
+          throw PlanError(
+              o.plan + " was compiled for " + std::to_string(plan.worldSize) +
+              " ranks, but runs on " + std::to_string(world) + " (mpirun -np " +
+              std::to_string(plan.worldSize) + ")");
+        inputs = prepareInputs(plan, o, rank, world);
+        if (o.backend == "cpu") {
+          backend = std::make_unique<CpuBackend>(MPI_COMM_WORLD, o.timeout,
+                                                 o.checkMemory);
+        } else {
+#ifdef BRAID_HAVE_CUDA
+          if (o.checkMemory)
+            throw std::runtime_error("--check-memory is a cpu backend option");
+          backend = std::make_unique<CudaBackend>(MPI_COMM_WORLD, o.timeout);
+#else
+          throw std::runtime_error(
+              "this braid-run was built without the cuda backend");
+#endif
+        }
+      }) &&
+      phase([&] {
+        backend->prepare(plan);
+        for (auto &[id, bytes] : inputs.state)
+          backend->write(plan.buffers[id], bytes.data());
+      });
+  if (!ready) {
+    int code = fail(rank, error);
     backend.reset();
     MPI_Finalize();
     return code;

@@ -344,10 +344,7 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
         future = futureIds.size();
         Value futureValue = op.getResult(0);
         futureIds[futureValue] = future;
-        WaitOp wait;
-        for (Operation *user : futureValue.getUsers())
-          if ((wait = dyn_cast<WaitOp>(user)))
-            break;
+        WaitOp wait = getWaitOf(&op);
         if (!wait)
           return op.emitError() << "starts a collective that is never waited";
         resultValues = wait.getResults();

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernels.h"
+#include "../Views.h"
 
 #include <cblas.h>
 
@@ -79,12 +80,6 @@ void gather(const std::vector<int64_t> &outShape,
       coord[d] = 0;
     }
   }
-}
-
-/// Copies with an element size: reshape, transpose, slice, ... work on any
-/// element type.
-void copyElements(uint8_t *dst, const uint8_t *src, unsigned size) {
-  std::memcpy(dst, src, size);
 }
 
 template <typename F> void unary(const Args &a, F f) {
@@ -351,52 +346,15 @@ void embeddingBackward(const Args &a) {
   }
 }
 
-void transpose(const Args &a) {
+/// transpose, broadcast and slice: a strided read of the input.
+void gatherView(const Args &a) {
   const Buffer &x = a.inBuf(0), &y = a.outBuf(0);
-  const auto &perm = a.instr.getInts("permutation");
-  std::vector<int64_t> inStrides = stridesOf(x.shape), strides;
-  for (int64_t p : perm)
-    strides.push_back(inStrides[p]);
+  StridedView view = getStridedView(a.plan, a.instr);
   unsigned size = dtypeBytes(x.dtype);
   const uint8_t *src = a.arena + x.offset;
   uint8_t *dst = a.arena + y.offset;
-  gather(y.shape, strides, 0, [&](int64_t o, int64_t i) {
-    copyElements(dst + o * size, src + i * size, size);
-  });
-}
-
-void broadcast(const Args &a) {
-  const Buffer &x = a.inBuf(0), &y = a.outBuf(0);
-  const auto &dims = a.instr.getInts("dims");
-  std::vector<int64_t> inStrides = stridesOf(x.shape), strides;
-  for (size_t d = 0, k = 0; d < y.shape.size(); ++d)
-    strides.push_back(
-        std::count(dims.begin(), dims.end(), int64_t(d)) ? 0 : inStrides[k++]);
-  unsigned size = dtypeBytes(x.dtype);
-  const uint8_t *src = a.arena + x.offset;
-  uint8_t *dst = a.arena + y.offset;
-  gather(y.shape, strides, 0, [&](int64_t o, int64_t i) {
-    copyElements(dst + o * size, src + i * size, size);
-  });
-}
-
-void slice(const Args &a) {
-  const Buffer &x = a.inBuf(0), &y = a.outBuf(0);
-  const auto &offsets = a.instr.getInts("offsets");
-  std::vector<int64_t> steps(x.shape.size(), 1);
-  if (a.instr.attrs.count("strides"))
-    steps = a.instr.getInts("strides");
-  std::vector<int64_t> inStrides = stridesOf(x.shape), strides;
-  int64_t base = 0;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    strides.push_back(inStrides[d] * steps[d]);
-    base += offsets[d] * inStrides[d];
-  }
-  unsigned size = dtypeBytes(x.dtype);
-  const uint8_t *src = a.arena + x.offset;
-  uint8_t *dst = a.arena + y.offset;
-  gather(y.shape, strides, base, [&](int64_t o, int64_t i) {
-    copyElements(dst + o * size, src + i * size, size);
+  gather(y.shape, view.strides, view.base, [&](int64_t o, int64_t i) {
+    std::memcpy(dst + o * size, src + i * size, size);
   });
 }
 
@@ -524,9 +482,9 @@ const std::unordered_map<std::string, Kernel> &kernels() {
          std::memmove(a.arena + a.outBuf(0).offset, a.arena + a.inBuf(0).offset,
                       a.outBuf(0).bytes);
        }},
-      {"transpose", transpose},
-      {"broadcast", broadcast},
-      {"slice", slice},
+      {"transpose", gatherView},
+      {"broadcast", gatherView},
+      {"slice", gatherView},
       {"concat", concat},
       {"constant",
        [](const Args &a) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
+#include "../Views.h"
 
 #include "braid-runtime/Executor.h"
 
@@ -434,36 +435,10 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
           instr);
     return;
   }
-  if (op == "transpose") {
-    std::vector<int64_t> inStrides = stridesOf(inBuf(0).shape), strides;
-    for (int64_t p : instr.getInts("permutation"))
-      strides.push_back(inStrides[p]);
-    return gather(inBuf(0), outBuf(0), arena, strides, 0, instr, stream);
-  }
-  if (op == "broadcast") {
-    const auto &dims = instr.getInts("dims");
-    std::vector<int64_t> inStrides = stridesOf(inBuf(0).shape), strides;
-    for (size_t d = 0, k = 0; d < outBuf(0).shape.size(); ++d) {
-      bool added = false;
-      for (int64_t a : dims)
-        added |= a == int64_t(d);
-      strides.push_back(added ? 0 : inStrides[k++]);
-    }
-    return gather(inBuf(0), outBuf(0), arena, strides, 0, instr, stream);
-  }
-  if (op == "slice") {
-    const auto &shape = inBuf(0).shape;
-    const auto &offsets = instr.getInts("offsets");
-    std::vector<int64_t> steps(shape.size(), 1);
-    if (instr.attrs.count("strides"))
-      steps = instr.getInts("strides");
-    std::vector<int64_t> inStrides = stridesOf(shape), strides;
-    int64_t base = 0;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      strides.push_back(inStrides[d] * steps[d]);
-      base += offsets[d] * inStrides[d];
-    }
-    return gather(inBuf(0), outBuf(0), arena, strides, base, instr, stream);
+  if (op == "transpose" || op == "broadcast" || op == "slice") {
+    StridedView view = getStridedView(plan, instr);
+    return gather(inBuf(0), outBuf(0), arena, view.strides, view.base, instr,
+                  stream);
   }
   if (op == "concat") {
     const Buffer &y = outBuf(0);

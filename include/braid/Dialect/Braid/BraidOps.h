@@ -18,4 +18,12 @@
 #define GET_OP_CLASSES
 #include "braid/Dialect/Braid/BraidOps.h.inc"
 
+namespace braid {
+
+/// The braid.wait of the future that the collective start `start` yields, or
+/// null when it is never waited (braid-verify-schedule rejects that).
+WaitOp getWaitOf(mlir::Operation *start);
+
+} // namespace braid
+
 #endif // BRAID_DIALECT_BRAID_BRAIDOPS_H

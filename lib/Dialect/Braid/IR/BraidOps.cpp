@@ -997,3 +997,10 @@ LogicalResult WaitOp::inferReturnTypes(MLIRContext *,
 
 #define GET_OP_CLASSES
 #include "braid/Dialect/Braid/BraidOps.cpp.inc"
+
+WaitOp braid::getWaitOf(Operation *start) {
+  for (Operation *user : start->getUsers())
+    if (auto wait = dyn_cast<WaitOp>(user))
+      return wait;
+  return nullptr;
+}

@@ -58,12 +58,10 @@ static SmallVector<Value> getCollectiveResults(Operation *op, WaitOp &waitOut) {
   auto collective = dyn_cast<CollectiveOpInterface>(op);
   if (!collective || !collective.isAsync())
     return SmallVector<Value>(op->getResults());
-  for (Operation *user : op->getUsers())
-    if (auto wait = dyn_cast<WaitOp>(user)) {
-      waitOut = wait;
-      return SmallVector<Value>(wait.getResults());
-    }
-  return {};
+  waitOut = getWaitOf(op);
+  if (!waitOut)
+    return {};
+  return SmallVector<Value>(waitOut.getResults());
 }
 
 /// Whether `op` runs on the compute stream (or is not scheduled at all).
@@ -314,10 +312,8 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
   // Lifetimes. A start's inputs and results are in flight until its wait;
   // anything touched off the compute stream is kept for the whole step.
   auto waitPosition = [&](Operation *start) {
-    for (Operation *user : start->getUsers())
-      if (isa<WaitOp>(user))
-        return position.lookup(user);
-    return end;
+    WaitOp wait = getWaitOf(start);
+    return wait ? position.lookup(wait) : end;
   };
   auto extend = [&](Value v, size_t from, size_t to) {
     Allocation &a = allocations[slots.lookup(v).allocation];

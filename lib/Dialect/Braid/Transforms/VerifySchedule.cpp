@@ -71,10 +71,7 @@ LogicalResult VerifySchedulePass::verifyMemory(FunctionOpInterface func,
     auto collective = dyn_cast<CollectiveOpInterface>(start);
     if (!collective || !collective.isAsync())
       continue;
-    WaitOp wait;
-    for (Operation *user : start.getUsers())
-      if ((wait = dyn_cast<WaitOp>(user)))
-        break;
+    WaitOp wait = getWaitOf(&start);
     if (!wait || wait->getBlock() != &body || wait->isBeforeInBlock(&start))
       continue;
     // The bytes in flight: the inputs, and where the results land.
