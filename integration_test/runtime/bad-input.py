@@ -24,7 +24,7 @@ def expect_error(name, cmd, patterns, ranks=1, limit=30, every_rank=True):
     """Runs `cmd` (under mpirun for ranks > 1) and checks the exit code,
     the time taken and that stderr has each pattern (on every rank when
     `every_rank`)."""
-    if ranks > 1:
+    if ranks > 1 or ":" in cmd:
         cmd = braidtest.MPIRUN + ["-np", str(ranks)] + cmd
     start = time.time()
     try:
@@ -145,6 +145,14 @@ def main():
                  [run, plan, "--data", npz("big.npz", {"tokens": np.full((2, 32), 999, np.int64),
                                                        "labels": np.zeros((2, 32), np.int64)})],
                  ["token id 999", "out of range"], ranks=2, every_rank=False)
+
+    # Only rank 1 fails to start (its own --params, through mpirun's MPMD
+    # syntax): rank 0 must not wait for it in a collective call.
+    expect_error("params: missing on rank 1 only",
+                 [run, plan, ":", "-np", "1", run, plan, "--params",
+                  os.path.join(out, "none.npz")],
+                 ["rank 1: cannot read", "rank 0: stopping: another rank failed to start"],
+                 ranks=1, every_rank=False)
 
     # Bad options.
     expect_error("option: unknown backend", [run, plan, "--backend=tpu"], ["unknown backend"])

@@ -411,9 +411,16 @@ int main(int argc, char **argv) {
 
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, world = 1;
+  int rank = 0, world = 1, localRank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  // The rank's index on its node (a collective call, before anything can
+  // fail on one rank alone); the cuda backend picks its GPU with it.
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
+                      &node);
+  MPI_Comm_rank(node, &localRank);
+  MPI_Comm_free(&node);
   if (provided < MPI_THREAD_MULTIPLE) {
     int code = fail(rank, "the MPI library does not provide "
                           "MPI_THREAD_MULTIPLE, which the streams need");
@@ -426,9 +433,11 @@ int main(int argc, char **argv) {
   Inputs inputs;
   std::unique_ptr<Backend> backend;
   std::string error;
-  // Setup runs in two phases, each ending with all ranks agreeing that it
-  // went well, so that a rank never waits in a collective for a rank that
-  // failed: prepare() makes communicators, a collective call.
+  // Setup runs in phases, each ending with all ranks agreeing that it went
+  // well, so that a rank never waits in a collective call for a rank that
+  // failed. Loading, constructing and preparing are local; connect() makes
+  // the communicators. (The cpu backend's constructor duplicates the world
+  // communicator, which every rank that starts the phase reaches.)
   auto phase = [&](const std::function<void()> &work) {
     try {
       work();
@@ -450,6 +459,8 @@ int main(int argc, char **argv) {
               " ranks, but runs on " + std::to_string(world) + " (mpirun -np " +
               std::to_string(plan.worldSize) + ")");
         inputs = prepareInputs(plan, o, rank, world);
+      }) &&
+      phase([&] {
         if (o.backend == "cpu") {
           backend = std::make_unique<CpuBackend>(MPI_COMM_WORLD, o.timeout,
                                                  o.checkMemory);
@@ -457,18 +468,18 @@ int main(int argc, char **argv) {
 #ifdef BRAID_HAVE_CUDA
           if (o.checkMemory)
             throw std::runtime_error("--check-memory is a cpu backend option");
-          backend = std::make_unique<CudaBackend>(MPI_COMM_WORLD, o.timeout);
+          backend = std::make_unique<CudaBackend>(MPI_COMM_WORLD, o.timeout,
+                                                  localRank);
 #else
           throw std::runtime_error(
               "this braid-run was built without the cuda backend");
 #endif
         }
-      }) &&
-      phase([&] {
         backend->prepare(plan);
         for (auto &[id, bytes] : inputs.state)
           backend->write(plan.buffers[id], bytes.data());
-      });
+      }) &&
+      phase([&] { backend->connect(); });
   if (!ready) {
     int code = fail(rank, error);
     backend.reset();

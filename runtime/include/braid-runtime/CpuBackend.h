@@ -24,6 +24,7 @@ public:
 
   const char *name() const override { return "cpu"; }
   void prepare(const Plan &plan) override;
+  void connect() override;
   void kernel(unsigned stream, const Instr &instr) override;
   void collective(unsigned stream, const Instr &instr) override;
   void startCollective(unsigned stream, const Instr &instr) override;

@@ -16,12 +16,14 @@ namespace braid::rt {
 /// process per GPU: a rank takes GPU (local rank mod GPU count).
 class CudaBackend : public Backend {
 public:
-  /// Throws if there is no usable GPU.
-  CudaBackend(MPI_Comm world, double timeoutSeconds);
+  /// Throws if there is no usable GPU. `localRank` is the rank's index among
+  /// the ranks of its node; it picks the GPU.
+  CudaBackend(MPI_Comm world, double timeoutSeconds, int localRank);
   ~CudaBackend() override;
 
   const char *name() const override { return "cuda"; }
   void prepare(const Plan &plan) override;
+  void connect() override;
   void kernel(unsigned stream, const Instr &instr) override;
   void collective(unsigned stream, const Instr &instr) override;
   void startCollective(unsigned stream, const Instr &instr) override;

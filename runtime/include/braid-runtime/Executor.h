@@ -41,8 +41,12 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual const char *name() const = 0;
-  /// Before the first step: allocate the arena, set up communicators.
+  /// Before the first step: allocate the arena and what else is local to
+  /// this rank. May fail on one rank alone, so it makes no collective call.
   virtual void prepare(const Plan &plan) = 0;
+  /// After every rank has prepared: make the communicators (collective
+  /// calls, in plan order on every rank).
+  virtual void connect() {}
   virtual void kernel(unsigned stream, const Instr &instr) = 0;
   /// A synchronous collective.
   virtual void collective(unsigned stream, const Instr &instr) = 0;

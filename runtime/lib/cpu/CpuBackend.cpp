@@ -81,6 +81,12 @@ void CpuBackend::prepare(const Plan &p) {
     throw std::runtime_error("cannot allocate the arena of " +
                              std::to_string(bytes) + " bytes");
   std::memset(arena, 0, bytes);
+  inFlight.resize(p.numFutures);
+  syncPending.resize(p.streams.size());
+}
+
+void CpuBackend::connect() {
+  const Plan &p = *plan;
   // Communicators, created in plan order on every rank (a collective call).
   for (unsigned s = 0; s < p.streams.size(); ++s)
     for (const Instr &instr : p.streams[s].instrs) {
@@ -104,8 +110,6 @@ void CpuBackend::prepare(const Plan &p) {
         groupMembers[instr.group] = members;
       }
     }
-  inFlight.resize(p.numFutures);
-  syncPending.resize(p.streams.size());
 }
 
 void CpuBackend::kernel(unsigned, const Instr &instr) {

@@ -71,7 +71,8 @@ struct CudaBackend::State {
   std::map<std::pair<int, unsigned>, ncclComm_t> comms;
 };
 
-CudaBackend::CudaBackend(MPI_Comm world, double timeoutSeconds)
+CudaBackend::CudaBackend(MPI_Comm world, double timeoutSeconds,
+                         int localRank)
     : state(std::make_unique<State>()) {
   state->world = world;
   state->timeout = timeoutSeconds;
@@ -83,13 +84,7 @@ CudaBackend::CudaBackend(MPI_Comm world, double timeoutSeconds)
         std::string("the cuda backend found no usable GPU: ") +
         (error != cudaSuccess ? cudaGetErrorString(error) : "0 devices"));
   // The rank's index among the ranks of its node picks its GPU.
-  MPI_Comm node;
-  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, state->rank, MPI_INFO_NULL,
-                      &node);
-  int local = 0;
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_free(&node);
-  state->device = local % count;
+  state->device = localRank % count;
   cudaCheck(cudaSetDevice(state->device), "cudaSetDevice");
 }
 
@@ -140,6 +135,11 @@ void CudaBackend::prepare(const Plan &plan) {
     s.events.push_back(newEvent());
   for (uint32_t f = 0; f < plan.numFutures; ++f)
     s.futureEvents.push_back(newEvent());
+}
+
+void CudaBackend::connect() {
+  State &s = *state;
+  const Plan &plan = *s.plan;
   // NCCL communicators in plan order on every rank.
   for (unsigned st = 0; st < plan.streams.size(); ++st)
     for (const Instr &instr : plan.streams[st].instrs) {
