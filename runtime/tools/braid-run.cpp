@@ -504,7 +504,10 @@ int main(int argc, char **argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &lossComm);
   {
     Executor executor(plan, *backend);
+    using Clock = std::chrono::steady_clock;
+    double firstMs = 0, restMs = 0;
     for (int64_t step = 1; step <= o.steps; ++step) {
+      Clock::time_point start = Clock::now();
       if (step == o.faultStep && rank == o.faultRank) {
         if (o.fault == "hang")
           for (;;)
@@ -536,6 +539,20 @@ int main(int argc, char **argv) {
           std::fflush(stdout);
         }
       }
+      double ms =
+          std::chrono::duration<double, std::milli>(Clock::now() - start)
+              .count();
+      (step == 1 ? firstMs : restMs) += ms;
+    }
+    // Rank 0's wall time per step; the first step (warm-up: cuBLAS and NCCL
+    // set themselves up) apart.
+    if (rank == 0 && o.steps > 0) {
+      if (o.steps > 1)
+        std::printf("time: first step %.3f ms, then %.3f ms per step\n",
+                    firstMs, restMs / double(o.steps - 1));
+      else
+        std::printf("time: first step %.3f ms\n", firstMs);
+      std::fflush(stdout);
     }
   }
   MPI_Comm_free(&lossComm);

@@ -1,6 +1,8 @@
 """Helpers for the runtime's integration tests: compile, run, compare."""
 
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 
@@ -29,7 +31,22 @@ def run(cmd, check=True, timeout=600, **kw):
 
 
 def compile_step(mlir_path, plan_path, *flags):
-    run([tool("braid-compile"), mlir_path, "-o", plan_path, *flags])
+    """braid-compile; with BRAID_PLAN_CACHE=DIR, plans are kept in DIR by a
+    hash of the input and the flags, so that a machine without MLIR (a GPU
+    machine, utils/gpu-bundle.sh) runs the tests on plans compiled here."""
+    cache = os.environ.get("BRAID_PLAN_CACHE")
+    if not cache:
+        run([tool("braid-compile"), mlir_path, "-o", plan_path, *flags])
+        return
+    with open(mlir_path, "rb") as f:
+        key = hashlib.sha256(f.read() + "\0".join(flags).encode()).hexdigest()[:24]
+    cached = os.path.join(cache, key + ".plan")
+    if not os.path.exists(cached):
+        if os.environ.get("BRAID_PLAN_CACHE_ONLY"):
+            sys.exit("no cached plan for %s %s in %s" % (mlir_path, " ".join(flags), cache))
+        os.makedirs(cache, exist_ok=True)
+        run([tool("braid-compile"), mlir_path, "-o", cached, *flags])
+    shutil.copyfile(cached, plan_path)
 
 
 def braid_run(plan, ranks=1, args=(), check=True, timeout=600,
