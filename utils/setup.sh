@@ -17,7 +17,7 @@ packages=(
   # The runtime: the plan format (FlatBuffers, zlib's crc32), BLAS, MPI,
   # .npz files (libzip).
   flatbuffers-compiler libflatbuffers-dev zlib1g-dev libopenblas-dev
-  openmpi-bin libopenmpi-dev libzip-dev
+  openmpi-bin libopenmpi-dev libzip-dev nlohmann-json3-dev python3-matplotlib
 )
 
 missing=()

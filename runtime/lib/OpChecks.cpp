@@ -49,9 +49,11 @@ struct Checker {
            std::to_string(instr.operands.size()) + " and " +
            std::to_string(instr.results.size()));
   }
+  /// A floating-point tensor. Which float types a backend computes in is
+  /// its own check (checkComputeTypes): the simulator takes them all.
   void f32(const Buffer &b) const {
-    if (b.dtype != DType::F32)
-      fail("the runtime's kernels compute in f32, but '" + b.name + "' is " +
+    if (!isFloat(b.dtype))
+      fail("'" + b.name + "' must be a floating-point tensor, but is " +
            shapeOf(b));
   }
   void index(const Buffer &b) const {
@@ -169,9 +171,9 @@ int64_t splitCheck(Checker &c, const Buffer &b, int64_t d) {
 }
 
 void collectiveDType(Checker &c, const Buffer &b) {
-  if (b.dtype != DType::F32 && b.dtype != DType::I32 && b.dtype != DType::I64)
-    c.fail("collectives move f32, i32 or i64 tensors, but '" + b.name +
-           "' is " + shapeOf(b));
+  if (!isFloat(b.dtype) && b.dtype != DType::I32 && b.dtype != DType::I64)
+    c.fail("collectives move floating-point, i32 or i64 tensors, but '" +
+           b.name + "' is " + shapeOf(b));
 }
 
 const std::unordered_map<std::string, Rule> &rules() {
@@ -505,6 +507,22 @@ void checkCollective(Checker &c) {
 }
 
 } // namespace
+
+void braid::rt::checkComputeTypes(const Plan &plan, const char *backend) {
+  for (const Stream &s : plan.streams)
+    for (const Instr &i : s.instrs)
+      for (const auto *ids : {&i.operands, &i.results})
+        for (uint32_t id : *ids) {
+          const Buffer &b = plan.buffers[id];
+          if (b.dtype != DType::F32 && b.dtype != DType::I32 &&
+              b.dtype != DType::I64 && b.dtype != DType::I1)
+            throw PlanError(i.describe() + ": the " + std::string(backend) +
+                            " backend computes in f32 (with i32 or i64 "
+                            "indices), but '" +
+                            b.name + "' is " + shapeOf(b) +
+                            "; --backend=sim simulates other types");
+        }
+}
 
 void braid::rt::checkOp(const Plan &plan, const Instr &instr) {
   Checker c{plan, instr};

@@ -34,6 +34,11 @@ const char *rt::dtypeName(DType dtype) {
   return "?";
 }
 
+bool rt::isFloat(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
+         dtype == DType::F64;
+}
+
 unsigned rt::dtypeBytes(DType dtype) {
   switch (dtype) {
   case DType::F16:
@@ -396,6 +401,9 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
           instr.future = i->future();
           instr.event = i->event();
           instr.location = toString(i->location());
+          instr.flops = i->flops();
+          instr.bytesRead = i->bytes_read();
+          instr.bytesWritten = i->bytes_written();
           if (i->attrs())
             for (const plan::Attr *a : *i->attrs()) {
               Attr attr;
@@ -471,6 +479,14 @@ static std::string shapeString(const Buffer &b) {
   return s + dtypeName(b.dtype) + ">";
 }
 
+DType rt::computeTypeOf(const Plan &plan, const Instr &instr) {
+  for (const auto *ids : {&instr.results, &instr.operands})
+    for (uint32_t id : *ids)
+      if (isFloat(plan.buffers[id].dtype))
+        return plan.buffers[id].dtype;
+  return DType::F32;
+}
+
 std::string rt::dumpPlan(const Plan &plan) {
   std::ostringstream os;
   os << "plan of @" << plan.function << " (format " << plan.formatVersion
@@ -528,6 +544,10 @@ std::string rt::dumpPlan(const Plan &plan) {
         if (i.group >= 0)
           os << " group #" << i.group;
         os << " (" << names(i.operands) << ")";
+        if (i.kind == InstrKind::Kernel)
+          os << " [" << i.flops << " flops, " << i.bytesRead << " B read, "
+             << i.bytesWritten << " B written, "
+             << dtypeName(computeTypeOf(plan, i)) << "]";
       }
       os << "\n";
     }

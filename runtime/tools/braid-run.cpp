@@ -17,17 +17,18 @@
 #include "braid-runtime/Executor.h"
 #include "braid-runtime/Npz.h"
 #include "braid-runtime/Plan.h"
+#include "braid-runtime/SimBackend.h"
 #ifdef BRAID_HAVE_CUDA
 #include "braid-runtime/CudaBackend.h"
 #endif
 
 #include <mpi.h>
 
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <random>
@@ -40,6 +41,9 @@ namespace {
 
 struct Options {
   std::string plan, backend = "cpu", params, data, save;
+  /// --backend=sim: the cluster, the trace file and how many ranks it shows.
+  std::string cluster, trace, report;
+  int64_t traceRanks = -1;
   int64_t steps = 1;
   uint64_t seed = 0;
   double timeout = 60;
@@ -55,6 +59,8 @@ const char *kUsage =
     "usage: mpirun -np N braid-run [--backend=cpu|cuda] PLAN [--steps K]\n"
     "           [--params P.npz] [--data D.npz] [--save OUT.npz] [--seed S]\n"
     "           [--timeout SECONDS] [--check-memory]\n"
+    "       braid-run --backend=sim --cluster=NAME|FILE.json PLAN\n"
+    "           [--trace OUT.json] [--trace-ranks N] [--report OUT.json]\n"
     "       braid-run --dump PLAN\n";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -97,8 +103,19 @@ Options parseOptions(int argc, char **argv) {
       o.checkMemory = true;
     } else if (is("--backend")) {
       o.backend = value(i, arg, "--backend");
-      if (o.backend != "cpu" && o.backend != "cuda")
-        usageError("unknown backend '" + o.backend + "' (cpu or cuda)");
+      if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "sim")
+        usageError("unknown backend '" + o.backend + "' (cpu, cuda or sim)");
+    } else if (is("--cluster")) {
+      o.cluster = value(i, arg, "--cluster");
+    } else if (is("--trace")) {
+      o.trace = value(i, arg, "--trace");
+    } else if (is("--report")) {
+      o.report = value(i, arg, "--report");
+    } else if (is("--trace-ranks")) {
+      double v = number(value(i, arg, "--trace-ranks"), "--trace-ranks");
+      if (v < 1 || v != std::floor(v))
+        usageError("--trace-ranks must be a positive integer");
+      o.traceRanks = int64_t(v);
     } else if (is("--steps")) {
       double v = number(value(i, arg, "--steps"), "--steps");
       if (v < 0 || v != std::floor(v))
@@ -395,6 +412,52 @@ int fail(int rank, const std::string &message) {
   return 1;
 }
 
+/// --backend=sim: one process plays every rank on the cluster; no MPI.
+int simulate(const Options &o) {
+  if (o.cluster.empty())
+    usageError("--backend=sim needs --cluster=NAME or --cluster=FILE.json");
+  if (!o.params.empty() || !o.data.empty() || !o.save.empty() ||
+      o.checkMemory || !o.fault.empty())
+    usageError("--backend=sim simulates time only: --params, --data, "
+               "--save, --check-memory and --inject-fault do not apply");
+  try {
+    Cluster cluster = loadCluster(o.cluster);
+    Plan plan = loadPlanFile(o.plan);
+    SimBackend sim(cluster);
+    sim.prepare(plan);
+    {
+      Executor executor(plan, sim);
+      executor.runStep();
+    }
+    std::ofstream trace;
+    if (!o.trace.empty()) {
+      trace.open(o.trace);
+      if (!trace)
+        throw std::runtime_error("cannot write trace file '" + o.trace + "'");
+    }
+    SimReport report =
+        sim.simulate(o.trace.empty() ? nullptr : &trace, o.traceRanks);
+    printSimReport(std::cout, report, cluster);
+    if (!o.report.empty()) {
+      std::ofstream out(o.report);
+      writeSimReportJson(out, report, cluster);
+      out.close();
+      if (!out)
+        throw std::runtime_error("cannot write report file '" + o.report + "'");
+    }
+    if (!o.trace.empty()) {
+      trace.close();
+      if (!trace)
+        throw std::runtime_error("writing trace file '" + o.trace + "' failed");
+      std::cout << "trace: " << o.trace << "\n";
+    }
+    return 0;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "braid-run: error: %s\n", e.what());
+    return 1;
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -408,6 +471,13 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+
+  if (o.backend == "sim")
+    return simulate(o);
+  if (!o.cluster.empty() || !o.trace.empty() || o.traceRanks >= 0 ||
+      !o.report.empty())
+    usageError("--cluster, --trace, --trace-ranks and --report go with "
+               "--backend=sim");
 
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);

@@ -368,10 +368,17 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       return failure();
     StringRef opName = op.getName().getStringRef();
     opName.consume_front("braid.");
+    uint64_t flops = 0, bytesRead = 0, bytesWritten = 0;
+    if (auto cost = dyn_cast<CostOpInterface>(op)) {
+      flops = cost.getFlops();
+      bytesRead = cost.getBytesRead();
+      bytesWritten = cost.getBytesWritten();
+    }
     streams[key].push_back(
         plan::CreateInstr(builder, kind, builder.CreateString(opName.str()),
                           *operands, *resultsVec, *attrs, group, future, event,
-                          builder.CreateString(getLocation(&op))));
+                          builder.CreateString(getLocation(&op)), flops,
+                          bytesRead, bytesWritten));
   }
 
   Operation *terminator = body.getTerminator();

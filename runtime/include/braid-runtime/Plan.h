@@ -43,6 +43,7 @@ enum class InstrKind : uint8_t {
 
 const char *dtypeName(DType dtype);
 unsigned dtypeBytes(DType dtype);
+bool isFloat(DType dtype);
 const char *roleName(Role role);
 
 struct Buffer {
@@ -68,6 +69,8 @@ struct Instr {
   std::map<std::string, Attr> attrs;
   int group = -1, future = -1, event = -1;
   std::string location;
+  /// A kernel's cost (CostOpInterface); 0 for other instructions.
+  uint64_t flops = 0, bytesRead = 0, bytesWritten = 0;
 
   /// Attribute accessors; a missing attribute without a default, or one of
   /// the wrong kind, is a PlanError.
@@ -130,6 +133,16 @@ Plan loadPlan(const uint8_t *bytes, size_t size);
 /// Checks and decodes the FlatBuffer payload alone (no header): what the
 /// fuzzer drives, since random bytes rarely pass the checksum.
 Plan loadPayload(const uint8_t *bytes, size_t size, uint32_t version);
+
+/// Checks that every tensor an instruction touches is f32, i32, i64 or i1,
+/// the types the cpu and cuda backends compute in; a PlanError names the
+/// first that is not. (The loader takes every float type: the simulator
+/// times bf16 plans.)
+void checkComputeTypes(const Plan &plan, const char *backend);
+
+/// The type a kernel computes in, for its cost: that of its first
+/// floating-point result, else operand; f32 if it has none.
+DType computeTypeOf(const Plan &plan, const Instr &instr);
 
 /// Prints the plan for people: buffers, groups, streams, bindings.
 std::string dumpPlan(const Plan &plan);

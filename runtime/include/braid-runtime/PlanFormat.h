@@ -22,7 +22,7 @@ inline constexpr char kMagic[8] = {'B', 'R', 'A', 'I', 'D', 'P', 'L', 'N'};
 
 /// The format version this build writes and reads. Bump it when the schema
 /// changes in a way older readers cannot follow.
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 
 /// The fixed header, little-endian.
 struct FileHeader {

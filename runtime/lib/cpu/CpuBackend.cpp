@@ -72,6 +72,7 @@ void CpuBackend::use(const std::vector<uint32_t> &ids, const Instr &instr,
 }
 
 void CpuBackend::prepare(const Plan &p) {
+  checkComputeTypes(p, "cpu");
   plan = &p;
   if (checkMemory)
     checker = std::make_unique<MemoryChecker>(p);

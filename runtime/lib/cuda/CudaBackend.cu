@@ -106,6 +106,7 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::prepare(const Plan &plan) {
+  checkComputeTypes(plan, "cuda");
   State &s = *state;
   s.plan = &plan;
   cudaCheck(cudaMalloc(&s.arena, plan.arenaBytes ? plan.arenaBytes : 256),

@@ -1,0 +1,149 @@
+# The simulator against the cost formulas, computed here independently from
+# the cluster's JSON: a step without communication takes exactly the sum of
+# its kernel times, and a step of one collective exactly the formula's time
+# (ring and tree all_reduce on 1, 8, 64 and 256 GPUs, reduce_scatter,
+# all_gather), to 1e-12 relative.
+#
+# RUN: env BRAID_BIN=%braid_bin %python %s %t
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inputs"))
+import braidtest  # noqa: E402
+
+CLUSTERS = os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "clusters")
+
+
+def cluster(name):
+    with open(os.path.join(CLUSTERS, name + ".json")) as f:
+        return json.load(f)
+
+
+def kernel_seconds(c, flops, nbytes, dtype):
+    if flops == 0 and nbytes == 0:
+        return 0.0
+    compute = flops / (c["peak_tflops"][dtype] * 1e12 * c["matmul_efficiency"])
+    memory = nbytes / (c["hbm_gb_per_s"] * 1e9 * c["memory_efficiency"])
+    return c["kernel_launch_us"] * 1e-6 + max(compute, memory)
+
+
+def collective_seconds(c, kind, nbytes, ranks):
+    """NCCL-style: docs/CostModel.md. Ranks 0..ranks-1, 8 to a node."""
+    g = min(ranks, c["gpus_per_node"])
+    n = math.ceil(ranks / c["gpus_per_node"])
+    bnv, bnet = c["nvlink_gb_per_s"] * 1e9, c["network_gb_per_s"] * 1e9
+    anv, anet = c["nvlink_latency_us"] * 1e-6, c["network_latency_us"] * 1e-6
+    base = c["collective_base_latency_us"] * 1e-6
+    s = float(nbytes)
+    intra = (g - 1) * anv + (g - 1) / g * s / bnv
+    inter = (n - 1) * anet + (n - 1) / n * (s / g) / bnet
+    if kind == "all_reduce":
+        ring = base + 2 * intra + 2 * ((n - 1) * anet + (n - 1) / n * (s / g) / bnet)
+        if n == 1:
+            return ring, "ring"
+        tree = (base + 2 * (g - 1) * anv + 2 * math.ceil(math.log2(n)) *
+                c["tree_network_latency_us"] * 1e-6 + 2 * (g - 1) / g * s / bnv + 2 * (s / g) / bnet)
+        return min((ring, "ring"), (tree, "tree"))
+    return base + intra + inter, "ring"
+
+
+def simulate(plan, cluster_name, out):
+    report = out + ".report.json"
+    braidtest.run([braidtest.tool("braid-run"), "--backend=sim", "--cluster=" + cluster_name,
+                   plan, "--report", report])
+    with open(report) as f:
+        return json.load(f)
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    failures = 0
+
+    # 1. No communication: kernels in f32 and bf16, one rank.
+    mlir = os.path.join(out, "kernels.mlir")
+    with open(mlir, "w") as f:
+        f.write("""
+func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
+                %b: tensor<512x1024xf32> {braid.role = #braid.role<batch "b">},
+                %c: tensor<64x128xbf16> {braid.role = #braid.role<batch "c">},
+                %d: tensor<128x4096xbf16> {braid.role = #braid.role<batch "d">})
+    -> (tensor<256x1024xf32>, tensor<64x4096xbf16>) {
+  %0 = braid.matmul %a, %b : tensor<256x512xf32>, tensor<512x1024xf32> -> tensor<256x1024xf32>
+  %1 = braid.gelu %0 : tensor<256x1024xf32>
+  %2 = braid.add %1, %0 : tensor<256x1024xf32>
+  %3 = braid.reshape %2 : tensor<256x1024xf32> -> tensor<1024x256xf32>
+  %4 = braid.reshape %3 : tensor<1024x256xf32> -> tensor<256x1024xf32>
+  %5 = braid.matmul %c, %d : tensor<64x128xbf16>, tensor<128x4096xbf16> -> tensor<64x4096xbf16>
+  %6 = braid.relu %5 : tensor<64x4096xbf16>
+  return %4, %6 : tensor<256x1024xf32>, tensor<64x4096xbf16>
+}
+""")
+    plan = os.path.join(out, "kernels.plan")
+    braidtest.compile_step(mlir, plan, "--no-overlap")
+    dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
+    costs = re.findall(r"\[(\d+) flops, (\d+) B read, (\d+) B written, (\w+)\]", dump)
+    for name in ("h100-8", "a100-8"):
+        c = cluster(name)
+        expected = 0.0
+        for flops, read, written, dtype in costs:
+            expected += kernel_seconds(c, int(flops), int(read) + int(written), dtype)
+        got = simulate(plan, name, os.path.join(out, "kernels-" + name))
+        ok = close(got["step_time"], expected) and close(got["compute_time"], expected) \
+            and got["comm_time"] == 0 and got["efficiency"] == 1.0
+        print("%s no communication on %s: %d kernels, step %.12e s, sum of kernel times %.12e s" % (
+            "ok  " if ok else "FAIL", name, len(costs), got["step_time"], expected))
+        failures += not ok
+    if len(costs) < 5:
+        print("FAIL expected at least 5 kernels in the dump, got %d" % len(costs))
+        failures += 1
+
+    # 2. One collective.
+    cases = [("all_reduce", 8, "h100-8", 64 << 20), ("all_reduce", 64, "h100-8x8", 64 << 20),
+             ("all_reduce", 256, "h100-8x32", 4096), ("all_reduce", 256, "h100-8x32", 256 << 20),
+             ("reduce_scatter", 64, "h100-8x8", 32 << 20), ("all_reduce", 8, "a100-8", 1 << 20)]
+    algorithms = set()
+    for kind, ranks, name, nbytes in cases:
+        n = nbytes // 4
+        shape = "tensor<%dxf32>" % n
+        if kind == "all_reduce":
+            op = "%%0 = braid.all_reduce %%x on @world grid_axes = [0] reduction = sum : %s" % shape
+            rtype = shape
+        else:
+            rtype = "tensor<%dxf32>" % (n // ranks)
+            op = ("%%0 = braid.reduce_scatter %%x on @world grid_axes = [0] reduction = sum scatter_dim = 0 "
+                  ": %s -> %s" % (shape, rtype))
+        mlir = os.path.join(out, "%s-%d-%d.mlir" % (kind, ranks, nbytes))
+        with open(mlir, "w") as f:
+            f.write("shard.grid @world(shape = %d)\n"
+                    "func.func @step(%%x: %s {braid.role = #braid.role<batch \"x\">}) -> %s {\n"
+                    "  %s\n  return %%0 : %s\n}\n" % (ranks, shape, rtype, op, rtype))
+        plan = mlir.replace(".mlir", ".plan")
+        braidtest.compile_step(mlir, plan, "--no-overlap")
+        got = simulate(plan, name, plan)
+        expected, algorithm = collective_seconds(cluster(name), kind, nbytes, ranks)
+        algorithms.add(algorithm)
+        ok = close(got["step_time"], expected) and close(got["comm_time"], expected) \
+            and got["compute_time"] == 0
+        print("%s %s of %d bytes on %d GPUs (%s): step %.12e s, formula (%s) %.12e s" % (
+            "ok  " if ok else "FAIL", kind, nbytes, ranks, name, got["step_time"], algorithm,
+            expected))
+        failures += not ok
+    if algorithms != {"ring", "tree"}:
+        print("FAIL the cases should exercise both ring and tree, got %s" % sorted(algorithms))
+        failures += 1
+    print("sim-exact: %d failed" % failures)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

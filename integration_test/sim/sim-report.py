@@ -1,0 +1,123 @@
+# braid-run --backend=sim on a real step: the report's figures are
+# consistent (overlap, exposed communication, bound <= step time), the
+# overlapped schedule beats the naive one, the Chrome trace has a process
+# per rank and a thread per stream whose spans match the report, and
+# braid.timeline renders it as a PNG. Then bad input: unknown and malformed
+# clusters, a plan larger than the cluster, misplaced options.
+#
+# REQUIRES: numpy
+# RUN: env BRAID_BIN=%braid_bin %python %s %t
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inputs"))
+import braidtest  # noqa: E402
+
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print("%s %s" % ("ok  " if ok else "FAIL", what))
+    failures += not ok
+
+
+def sim(plan, *args, check_rc=True):
+    return braidtest.run([braidtest.tool("braid-run"), "--backend=sim", plan, *args],
+                         check=check_rc)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    mlir = os.path.join(out, "gpt.mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--world-size", "8",
+                   "--batch", "4", "--seq", "256", "-o", mlir])
+    reports = {}
+    for variant, flags in (("naive", ["--schedule=naive"]), ("braid", [])):
+        plan = os.path.join(out, variant + ".plan")
+        braidtest.compile_step(mlir, plan, "--cluster=h100-8", *flags)
+        trace = os.path.join(out, variant + ".trace.json")
+        report = os.path.join(out, variant + ".report.json")
+        p = sim(plan, "--cluster=h100-8", "--trace", trace, "--report", report)
+        with open(report) as f:
+            r = json.load(f)
+        reports[variant] = r
+        check("step time" in p.stdout and "efficiency" in p.stdout, variant + ": report printed")
+        check(r["bound"] <= r["step_time"] * (1 + 1e-9), variant + ": bound <= step time")
+        check(0 <= r["exposed_comm"] <= r["comm_wall_time"] * (1 + 1e-9),
+              variant + ": exposed communication within communication time")
+        check(r["step_time"] >= r["compute_time"] * (1 - 1e-9), variant + ": step >= compute")
+        with open(trace) as f:
+            t = json.load(f)["traceEvents"]
+        pids = {e["pid"] for e in t if e["ph"] == "M" and e["name"] == "process_name"}
+        check(pids == set(range(8)), variant + ": a process per rank in the trace")
+        spans = [e for e in t if e["ph"] == "X" and e["pid"] == 0]
+        busy = sum(e["dur"] for e in spans if e["cat"] == "compute") * 1e-6
+        check(busy >= r["compute_time"] * (1 - 1e-6), variant + ": rank 0's kernel spans cover its compute")
+        last = max(e["ts"] + e["dur"] for e in spans) * 1e-6
+        check(abs(last - r["step_time"]) <= 1e-9 + 1e-6 * r["step_time"],
+              variant + ": the trace ends at the step time")
+        png = os.path.join(out, variant + ".png")
+        q = braidtest.run([sys.executable, "-m", "braid.timeline", trace, "-o", png, "--ranks", "2"])
+        with open(png, "rb") as f:
+            check(f.read(8) == b"\x89PNG\r\n\x1a\n" and "4 streams" in q.stdout,
+                  variant + ": timeline PNG rendered")
+    check(reports["naive"]["overlap_fraction"] == 0, "naive: nothing overlaps")
+    check(reports["braid"]["step_time"] < reports["naive"]["step_time"],
+          "braid's schedule is faster than naive (%.6f < %.6f s)" % (
+              reports["braid"]["step_time"], reports["naive"]["step_time"]))
+    check(reports["braid"]["overlap_fraction"] > 0.5, "braid: most communication overlaps")
+
+    plan = os.path.join(out, "braid.plan")
+    bad = os.path.join(out, "bad.json")
+
+    def bad_cluster(edit, expect):
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "clusters",
+                               "h100-8.json")) as f:
+            c = json.load(f)
+        text = edit(c)
+        with open(bad, "w") as f:
+            f.write(text if isinstance(text, str) else json.dumps(c))
+        p = sim(plan, "--cluster=" + bad, check_rc=False)
+        check(p.returncode == 1 and expect in p.stderr, "bad cluster: %s" % expect)
+
+    bad_cluster(lambda c: c.pop("nvlink_gb_per_s"), 'missing "nvlink_gb_per_s"')
+    bad_cluster(lambda c: c.update(extra=1), 'unknown key "extra"')
+    bad_cluster(lambda c: c.update(nodes="8"), '"nodes" must be an integer')
+    bad_cluster(lambda c: c.update(matmul_efficiency=1.5), '"matmul_efficiency" is 1.5, outside [0.001, 1]')
+    bad_cluster(lambda c: c["peak_tflops"].pop("bf16"), 'peak_tflops: missing "bf16"')
+    bad_cluster(lambda c: "{not json", "not valid JSON")
+    for args, expect, rc in (
+            (["--cluster=h100-9"], "unknown cluster 'h100-9' (presets: a100-8, h100-8, h100-8x32, h100-8x8, h200-8", 1),
+            (["--cluster=/nonexistent.json"], "cannot open cluster file", 1),
+            ([], "--backend=sim needs --cluster", 2),
+            (["--cluster=h100-8", "--params", "p.npz"], "simulates time only", 2)):
+        p = sim(plan, *args, check_rc=False)
+        check(p.returncode == rc and expect in p.stderr, "error: %s" % expect)
+    # A 64-rank plan on an 8-GPU cluster.
+    big = os.path.join(out, "big.mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "mlp", "--world-size", "64", "-o", big])
+    braidtest.compile_step(big, os.path.join(out, "big.plan"), "--cluster=h100-8x8")
+    p = sim(os.path.join(out, "big.plan"), "--cluster=h100-8", check_rc=False)
+    check(p.returncode == 1 and "the plan is for 64 ranks, but cluster 'h100-8' has 8 GPUs" in p.stderr,
+          "a plan larger than the cluster")
+    p = braidtest.run([braidtest.tool("braid-run"), plan, "--trace", "t.json"], check=False)
+    check(p.returncode == 2 and "go with --backend=sim" in p.stderr, "--trace without sim")
+    # The cpu backend refuses a bf16 plan and names the simulator.
+    bf = os.path.join(out, "bf16.mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "gpt2-small", "--layers", "1",
+                   "--seq", "64", "--batch", "1", "--world-size", "1", "--dtype", "bf16", "-o", bf])
+    braidtest.compile_step(bf, os.path.join(out, "bf16.plan"))
+    p = braidtest.run([braidtest.tool("braid-run"), os.path.join(out, "bf16.plan")], check=False)
+    check(p.returncode == 1 and "the cpu backend computes in f32" in p.stderr
+          and "--backend=sim simulates other types" in p.stderr, "cpu backend refuses bf16")
+    print("sim-report: %d failed" % failures)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

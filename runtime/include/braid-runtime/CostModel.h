@@ -1,0 +1,101 @@
+//===- CostModel.h - what a kernel and a collective cost on a cluster -*- C++
+//-*-===//
+//
+// The one cost model of braid. The compiler's passes (bucket sizing) and the
+// simulator (braid-run --backend=sim) both time work through these
+// functions, from a cluster description (runtime/clusters/*.json, or a file
+// of the same form). Kernels: a roofline on the kernel's flops and bytes (as
+// CostOpInterface reports them) with efficiency factors and a launch
+// overhead. Collectives: NCCL-style ring and tree formulas, hierarchical
+// across nodes. docs/CostModel.md gives the formulas and the sources of the
+// numbers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_COSTMODEL_H
+#define BRAID_RUNTIME_COSTMODEL_H
+
+#include "braid-runtime/Plan.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace braid::rt {
+
+/// A cluster description that cannot be read or is not valid.
+struct ClusterError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A homogeneous cluster: `nodes` nodes of `gpusPerNode` GPUs, NVLink
+/// inside a node, one network port per GPU between nodes. Rates are in
+/// units per second, latencies in seconds.
+struct Cluster {
+  std::string name, description, gpu;
+  int64_t nodes = 1, gpusPerNode = 1;
+  /// Dense peak FLOP/s per GPU for f32, bf16, f16, f64.
+  double peakF32 = 0, peakBF16 = 0, peakF16 = 0, peakF64 = 0;
+  double hbmBytesPerSecond = 0;
+  double matmulEfficiency = 1, memoryEfficiency = 1;
+  double kernelLaunch = 0;
+  double nvlinkBytesPerSecond = 0, nvlinkLatency = 0;
+  double networkBytesPerSecond = 0, networkLatency = 0, treeNetworkLatency = 0;
+  double collectiveBaseLatency = 0;
+  /// While a collective is in flight, compute runs 1 + this times slower,
+  /// and the other way round.
+  double computeSlowdownDuringComm = 0, commSlowdownDuringCompute = 0;
+
+  int64_t gpus() const { return nodes * gpusPerNode; }
+  double peakFlops(DType dtype) const;
+};
+
+/// The names of the bundled presets (a100-8, h100-8, ...).
+std::vector<std::string> clusterPresetNames();
+/// A preset by name, or a JSON file by path (anything with a '/' or ending
+/// in .json). Throws ClusterError naming the problem.
+Cluster loadCluster(const std::string &nameOrPath);
+/// Parses a cluster description; `origin` names it in messages.
+Cluster parseCluster(const std::string &json, const std::string &origin);
+
+/// Seconds one kernel takes alone on one GPU of `cluster`: the launch
+/// overhead plus the larger of flops / (peak(dtype) * matmul efficiency) and
+/// bytes / (HBM bandwidth * memory efficiency). A kernel with no flops and
+/// no bytes (a view) takes no time and launches nothing.
+double kernelSeconds(const Cluster &cluster, uint64_t flops, uint64_t bytes,
+                     DType dtype);
+
+enum class CollectiveKind {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllToAll,
+  Broadcast,
+  SendRecv
+};
+
+/// The collective of a plan instruction ("all_reduce", "all_reduce_start",
+/// ...); throws ClusterError for an unknown name.
+CollectiveKind collectiveKindOf(const std::string &op);
+
+/// How a group of ranks sits on the cluster: `ranks` in all, on `nodes`
+/// nodes, at most `perNode` on one node.
+struct GroupShape {
+  int64_t ranks = 1, nodes = 1, perNode = 1;
+};
+
+/// The shape of the group of ranks `members` (world ranks; rank r is on
+/// node r / gpusPerNode).
+GroupShape groupShapeOf(const Cluster &cluster,
+                        const std::vector<int64_t> &members);
+
+/// Seconds a collective alone takes, `bytes` being what one rank
+/// contributes (for all_gather: what it receives in all). The faster of a
+/// ring (hierarchical across nodes) and a tree, as NCCL chooses.
+double collectiveSeconds(const Cluster &cluster, CollectiveKind kind,
+                         uint64_t bytes, const GroupShape &group);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_COSTMODEL_H

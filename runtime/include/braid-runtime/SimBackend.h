@@ -1,0 +1,92 @@
+//===- SimBackend.h - the simulated cluster ----------------------*- C++
+//-*-===//
+//
+// The third backend. Driven by the executor like the others, it runs no
+// kernel: it records, per stream, what the executor issues (kernels,
+// collectives, event and future waits, in the executor's order and with its
+// cross-stream dependencies). simulate() then plays the recorded step on
+// every rank of the plan at once, in virtual time, on a cluster of the cost
+// model (CostModel.h):
+//   - a stream runs one item at a time, in order; a wait_event waits for
+//     everything its stream recorded before the event, a wait for the end of
+//     its collective (as CUDA streams and events do);
+//   - a collective starts once every rank of its group has reached it, and
+//     occupies its stream until it ends (as an NCCL kernel does);
+//   - while a rank has a collective in flight its kernels run
+//     1 + compute_slowdown_during_comm times slower, and collectives run
+//     1 + comm_slowdown_during_compute times slower while it computes;
+//     collectives in flight at once on a rank share its links equally.
+// Rates change only when an item starts or ends, so the simulation advances
+// from one such event to the next (a fluid model).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_SIMBACKEND_H
+#define BRAID_RUNTIME_SIMBACKEND_H
+
+#include "braid-runtime/CostModel.h"
+#include "braid-runtime/Executor.h"
+
+#include <ostream>
+
+namespace braid::rt {
+
+/// What a simulated step came to (seconds; rank 0's figures where a figure
+/// is per rank, and every rank's are equal in an SPMD plan).
+struct SimReport {
+  double stepTime = 0;
+  /// Sums of the items' uncontended times.
+  double computeTime = 0, commTime = 0;
+  /// Time with a collective in flight and no kernel running; time with a
+  /// collective in flight at all.
+  double exposedComm = 0, commWallTime = 0;
+  /// commWallTime - exposedComm over commWallTime (1 without collectives).
+  double overlapFraction = 1;
+  uint64_t peakMemoryBytes = 0;
+  /// The lower bound and its three parts (docs/CostModel.md).
+  double bound = 0, computeBound = 0, commBound = 0, tailBound = 0;
+  double efficiency = 0;
+  int64_t ranks = 0, kernels = 0, collectives = 0;
+};
+
+class SimBackend : public Backend {
+public:
+  explicit SimBackend(Cluster cluster);
+  ~SimBackend() override;
+  const char *name() const override { return "sim"; }
+  void prepare(const Plan &plan) override;
+  void kernel(unsigned stream, const Instr &instr) override;
+  void collective(unsigned stream, const Instr &instr) override;
+  void startCollective(unsigned stream, const Instr &instr) override;
+  void waitCollective(unsigned stream, const Instr &start) override;
+  void recordEvent(unsigned stream, int event) override;
+  void waitEvent(unsigned stream, int event) override;
+  /// No data: writes are dropped, reads give zeros.
+  void read(const Buffer &buffer, void *dst) override;
+  void write(const Buffer &buffer, const void *src) override {}
+  void copy(const Buffer &dst, const Buffer &src) override {}
+
+  /// Plays the step the executor issued last on every rank. With `trace`,
+  /// writes a Chrome trace (a process per rank, a thread per stream) of
+  /// the first `traceRanks` ranks.
+  SimReport simulate(std::ostream *trace = nullptr, int64_t traceRanks = -1);
+
+  const Cluster &getCluster() const { return cluster; }
+
+private:
+  struct State;
+  Cluster cluster;
+  std::unique_ptr<State> state;
+};
+
+/// Writes the report as one JSON object, in seconds, at full precision.
+void writeSimReportJson(std::ostream &os, const SimReport &report,
+                        const Cluster &cluster);
+
+/// Prints the report for people.
+void printSimReport(std::ostream &os, const SimReport &report,
+                    const Cluster &cluster);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_SIMBACKEND_H

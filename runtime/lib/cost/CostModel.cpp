@@ -1,0 +1,273 @@
+//===- CostModel.cpp - cluster descriptions and the cost formulas ---------===//
+
+#include "braid-runtime/CostModel.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using namespace braid;
+using namespace braid::rt;
+using Json = nlohmann::json;
+
+namespace braid::rt {
+/// The bundled presets, (name, JSON text); generated from runtime/clusters.
+const std::vector<std::pair<const char *, const char *>> &clusterPresets();
+} // namespace braid::rt
+
+double Cluster::peakFlops(DType dtype) const {
+  switch (dtype) {
+  case DType::BF16:
+    return peakBF16;
+  case DType::F16:
+    return peakF16;
+  case DType::F64:
+    return peakF64;
+  default:
+    return peakF32;
+  }
+}
+
+std::vector<std::string> rt::clusterPresetNames() {
+  std::vector<std::string> names;
+  for (const auto &[name, text] : clusterPresets())
+    names.push_back(name);
+  return names;
+}
+
+namespace {
+
+/// Reads the fields of one JSON object, each once, and complains about
+/// missing, mistyped, out-of-range and unknown keys.
+class Reader {
+public:
+  Reader(const Json &object, std::string origin)
+      : object(object), origin(std::move(origin)) {}
+
+  [[noreturn]] void fail(const std::string &message) const {
+    throw ClusterError(origin + ": " + message);
+  }
+  const Json &get(const std::string &key) {
+    seen.insert(key);
+    auto it = object.find(key);
+    if (it == object.end())
+      fail("missing \"" + key + "\"");
+    return *it;
+  }
+  std::string string(const std::string &key) {
+    const Json &v = get(key);
+    if (!v.is_string())
+      fail("\"" + key + "\" must be a string");
+    return v.get<std::string>();
+  }
+  /// A number in [lo, hi].
+  double number(const std::string &key, double lo, double hi) {
+    const Json &v = get(key);
+    if (!v.is_number())
+      fail("\"" + key + "\" must be a number");
+    double x = v.get<double>();
+    if (!(x >= lo && x <= hi)) {
+      std::ostringstream os;
+      os << "\"" << key << "\" is " << x << ", outside [" << lo << ", " << hi
+         << "]";
+      fail(os.str());
+    }
+    return x;
+  }
+  int64_t integer(const std::string &key, int64_t lo, int64_t hi) {
+    const Json &v = get(key);
+    if (!v.is_number_integer())
+      fail("\"" + key + "\" must be an integer");
+    int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi)
+      fail("\"" + key + "\" is " + std::to_string(x) + ", outside [" +
+           std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return x;
+  }
+  void noOthers() const {
+    for (auto it = object.begin(); it != object.end(); ++it)
+      if (!seen.count(it.key()))
+        fail("unknown key \"" + it.key() + "\"");
+  }
+
+private:
+  const Json &object;
+  std::string origin;
+  std::set<std::string> seen;
+};
+
+} // namespace
+
+Cluster rt::parseCluster(const std::string &text, const std::string &origin) {
+  Json json;
+  try {
+    json = Json::parse(text);
+  } catch (const Json::parse_error &e) {
+    throw ClusterError(origin + ": not valid JSON: " + e.what());
+  }
+  if (!json.is_object())
+    throw ClusterError(origin + ": a cluster description is a JSON object");
+  Reader r(json, origin);
+  Cluster c;
+  constexpr double big = 1e12;
+  c.name = r.string("name");
+  c.description = r.string("description");
+  c.gpu = r.string("gpu");
+  c.nodes = r.integer("nodes", 1, 1 << 20);
+  c.gpusPerNode = r.integer("gpus_per_node", 1, 1 << 10);
+  const Json &peak = r.get("peak_tflops");
+  if (!peak.is_object())
+    r.fail("\"peak_tflops\" must be an object of f32, bf16, f16, f64");
+  Reader p(peak, origin + ": peak_tflops");
+  c.peakF32 = p.number("f32", 1e-3, 1e6) * 1e12;
+  c.peakBF16 = p.number("bf16", 1e-3, 1e6) * 1e12;
+  c.peakF16 = p.number("f16", 1e-3, 1e6) * 1e12;
+  c.peakF64 = p.number("f64", 1e-3, 1e6) * 1e12;
+  p.noOthers();
+  c.hbmBytesPerSecond = r.number("hbm_gb_per_s", 1e-3, 1e6) * 1e9;
+  c.matmulEfficiency = r.number("matmul_efficiency", 1e-3, 1);
+  c.memoryEfficiency = r.number("memory_efficiency", 1e-3, 1);
+  c.kernelLaunch = r.number("kernel_launch_us", 0, big) * 1e-6;
+  c.nvlinkBytesPerSecond = r.number("nvlink_gb_per_s", 1e-3, 1e6) * 1e9;
+  c.nvlinkLatency = r.number("nvlink_latency_us", 0, big) * 1e-6;
+  c.networkBytesPerSecond = r.number("network_gb_per_s", 1e-3, 1e6) * 1e9;
+  c.networkLatency = r.number("network_latency_us", 0, big) * 1e-6;
+  c.treeNetworkLatency = r.number("tree_network_latency_us", 0, big) * 1e-6;
+  c.collectiveBaseLatency =
+      r.number("collective_base_latency_us", 0, big) * 1e-6;
+  c.computeSlowdownDuringComm =
+      r.number("compute_slowdown_during_comm", 0, 100);
+  c.commSlowdownDuringCompute =
+      r.number("comm_slowdown_during_compute", 0, 100);
+  r.noOthers();
+  return c;
+}
+
+Cluster rt::loadCluster(const std::string &nameOrPath) {
+  for (const auto &[name, text] : clusterPresets())
+    if (nameOrPath == name)
+      return parseCluster(text, std::string("preset ") + name);
+  bool isPath = nameOrPath.find('/') != std::string::npos ||
+                (nameOrPath.size() > 5 &&
+                 nameOrPath.compare(nameOrPath.size() - 5, 5, ".json") == 0);
+  if (!isPath) {
+    std::string known;
+    for (const std::string &n : clusterPresetNames())
+      known += (known.empty() ? "" : ", ") + n;
+    throw ClusterError("unknown cluster '" + nameOrPath +
+                       "' (presets: " + known + "; or give a .json file)");
+  }
+  std::ifstream in(nameOrPath);
+  if (!in)
+    throw ClusterError("cannot open cluster file '" + nameOrPath + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseCluster(text.str(), nameOrPath);
+}
+
+double rt::kernelSeconds(const Cluster &c, uint64_t flops, uint64_t bytes,
+                         DType dtype) {
+  if (flops == 0 && bytes == 0)
+    return 0;
+  double compute = double(flops) / (c.peakFlops(dtype) * c.matmulEfficiency);
+  double memory = double(bytes) / (c.hbmBytesPerSecond * c.memoryEfficiency);
+  return c.kernelLaunch + std::max(compute, memory);
+}
+
+CollectiveKind rt::collectiveKindOf(const std::string &op) {
+  std::string base = op;
+  if (base.size() > 6 && base.compare(base.size() - 6, 6, "_start") == 0)
+    base.resize(base.size() - 6);
+  if (base == "all_reduce")
+    return CollectiveKind::AllReduce;
+  if (base == "reduce_scatter")
+    return CollectiveKind::ReduceScatter;
+  if (base == "all_gather")
+    return CollectiveKind::AllGather;
+  if (base == "all_to_all")
+    return CollectiveKind::AllToAll;
+  if (base == "broadcast")
+    return CollectiveKind::Broadcast;
+  if (base == "send" || base == "recv")
+    return CollectiveKind::SendRecv;
+  throw ClusterError("no cost formula for collective '" + op + "'");
+}
+
+GroupShape rt::groupShapeOf(const Cluster &c,
+                            const std::vector<int64_t> &members) {
+  GroupShape g;
+  g.ranks = int64_t(members.size());
+  std::vector<int64_t> perNode;
+  for (int64_t r : members) {
+    size_t node = size_t(r / c.gpusPerNode);
+    if (perNode.size() <= node)
+      perNode.resize(node + 1, 0);
+    ++perNode[node];
+  }
+  g.nodes = std::count_if(perNode.begin(), perNode.end(),
+                          [](int64_t n) { return n > 0; });
+  g.perNode =
+      perNode.empty() ? 1 : *std::max_element(perNode.begin(), perNode.end());
+  return g;
+}
+
+double rt::collectiveSeconds(const Cluster &c, CollectiveKind kind,
+                             uint64_t bytes, const GroupShape &group) {
+  double s = double(bytes);
+  double p = double(group.ranks), n = double(group.nodes),
+         g = double(group.perNode);
+  if (group.ranks <= 1)
+    return 0;
+  double bNv = c.nvlinkBytesPerSecond, bNet = c.networkBytesPerSecond;
+  // One ring pass inside a node over `x` bytes (reduce-scatter or
+  // all-gather: g - 1 steps of x / g each).
+  auto intra = [&](double x) {
+    return (g - 1) * c.nvlinkLatency + (g - 1) / g * x / bNv;
+  };
+  // One ring pass between nodes over `x` bytes, one ring per GPU rail.
+  auto inter = [&](double x) {
+    return (n - 1) * c.networkLatency + (n - 1) / n * x / bNet;
+  };
+  double base = c.collectiveBaseLatency;
+  switch (kind) {
+  case CollectiveKind::AllReduce: {
+    // Ring: reduce-scatter in the node, all-reduce of each GPU's 1/g share
+    // between nodes, all-gather in the node.
+    double ring = base + 2 * intra(s) + 2 * inter(s / g);
+    if (group.nodes == 1)
+      return ring;
+    // Tree: a chain in the node, a double binary tree between nodes; each
+    // share goes up and down the tree once.
+    double depth = std::ceil(std::log2(n));
+    double tree = base + 2 * (g - 1) * c.nvlinkLatency +
+                  2 * depth * c.treeNetworkLatency + 2 * (g - 1) / g * s / bNv +
+                  2 * (s / g) / bNet;
+    return std::min(ring, tree);
+  }
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllGather:
+    return base + intra(s) + inter(s / g);
+  case CollectiveKind::AllToAll: {
+    double latency =
+        (p - 1) * (group.nodes > 1 ? c.networkLatency : c.nvlinkLatency);
+    double viaNvlink = (g - 1) / p * s / bNv;
+    double viaNetwork = (p - g) / p * s / bNet;
+    return base + latency + std::max(viaNvlink, viaNetwork);
+  }
+  case CollectiveKind::Broadcast: {
+    bool net = group.nodes > 1;
+    return base + (p - 1) * (net ? c.networkLatency : c.nvlinkLatency) +
+           s / (net ? bNet : bNv);
+  }
+  case CollectiveKind::SendRecv: {
+    bool net = group.nodes > 1;
+    return base + (net ? c.networkLatency : c.nvlinkLatency) +
+           s / (net ? bNet : bNv);
+  }
+  }
+  return 0;
+}
