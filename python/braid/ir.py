@@ -202,6 +202,10 @@ class StepBuilder:
         return self._emit(hint, shape, xs[0].dtype, "braid.concat %s dim = %d : %s -> %s"
                           % (", ".join(map(str, xs)), dim, ", ".join(x.type for x in xs), r.type))
 
+    def fill(self, value, shape, dtype="f32", hint="fill"):
+        v = Value("", shape, dtype)
+        return self._emit(hint, shape, dtype, "braid.fill %s : %s" % (_float(value), v.type))
+
     def constant(self, value, dtype="f32", hint="cst"):
         return self._emit(hint, (), dtype, "braid.constant dense<%s> : tensor<%s>" % (_float(value), dtype))
 

@@ -60,63 +60,153 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
 
 
 def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
-        lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1):
-    """A one-block GPT-2 (pre-norm attention and gelu MLP, tied lm head) with
-    AdamW. Defaults are GPT-2 small's shapes."""
+        lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1):
+    """A GPT-2 (pre-norm attention and gelu MLP, tied lm head) with AdamW,
+    `layers` blocks (default one). Defaults are GPT-2 small's shapes."""
+    return transformer("gpt2", batch=batch, seq=seq, hidden=hidden, heads=heads,
+                       vocab=vocab, world_size=world_size, lr=lr, betas=betas, eps=eps,
+                       weight_decay=weight_decay, layers=layers)
+
+
+def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
+                ffn=None, kv_heads=None, dtype="f32", lr=3e-4, betas=(0.9, 0.95),
+                eps=1e-8, weight_decay=0.1):
+    """A transformer training step with AdamW, forward and backward by hand.
+
+    kind "gpt2": learned positions, layer norm with bias, biased projections,
+      gelu MLP of width `ffn` (4 * hidden), causal attention, lm head tied to
+      the token embedding.
+    kind "bert": as gpt2, but attention is bidirectional (no causal mask);
+      the masked-LM head (tied) predicts every position.
+    kind "llama": no position table (rotary embeddings are not modelled, a
+      small elementwise cost), norms without bias (layer norm in place of RMS
+      norm: the same cost class), no biases, a gated MLP of three matrices
+      (gelu gate in place of SiLU: the same cost), grouped-query attention
+      with `kv_heads` key/value heads, an untied lm head.
+    `dtype` is every tensor's type (pure bf16 training; no f32 master
+    weights); the optimizer's step count stays f32."""
     assert hidden % heads == 0
+    kv_heads = kv_heads or heads
+    assert heads % kv_heads == 0
     hd = hidden // heads
+    group = heads // kv_heads
+    kvd = kv_heads * hd
     n = batch * seq
-    H, F = hidden, 4 * hidden
-    b = StepBuilder("gpt_step", world_size)
+    H = hidden
+    F = ffn or 4 * hidden
+    llama = kind == "llama"
+    name = {"gpt2": "gpt_step", "bert": "bert_step", "llama": "llama_step"}[kind]
+    b = StepBuilder(name, world_size)
     ids = b.arg("batch", "tokens", (batch, seq), "i64")
     labels = b.arg("batch", "labels", (batch, seq), "i64")
-    shapes = {
-        "wte": (vocab, H), "wpe": (seq, H),
-        "h0.ln_1.weight": (H,), "h0.ln_1.bias": (H,),
-        "h0.attn.c_attn.weight": (3 * H, H), "h0.attn.c_attn.bias": (3 * H,),
-        "h0.attn.c_proj.weight": (H, H), "h0.attn.c_proj.bias": (H,),
-        "h0.ln_2.weight": (H,), "h0.ln_2.bias": (H,),
-        "h0.mlp.c_fc.weight": (F, H), "h0.mlp.c_fc.bias": (F,),
-        "h0.mlp.c_proj.weight": (H, F), "h0.mlp.c_proj.bias": (H,),
-        "ln_f.weight": (H,), "ln_f.bias": (H,),
-    }
-    p = {k: b.param(k, s) for k, s in shapes.items()}
-    m = {k: b.arg("optimizer_state", k + ".exp_avg", s) for k, s in shapes.items()}
-    v = {k: b.arg("optimizer_state", k + ".exp_avg_sq", s) for k, s in shapes.items()}
+    shapes = {"wte": (vocab, H)}
+    if not llama:
+        shapes["wpe"] = (seq, H)
+    for i in range(layers):
+        h = "h%d." % i
+        shapes[h + "ln_1.weight"] = (H,)
+        if not llama:
+            shapes[h + "ln_1.bias"] = (H,)
+        shapes[h + "attn.c_attn.weight"] = (H + 2 * kvd, H)
+        if not llama:
+            shapes[h + "attn.c_attn.bias"] = (H + 2 * kvd,)
+        shapes[h + "attn.c_proj.weight"] = (H, H)
+        if not llama:
+            shapes[h + "attn.c_proj.bias"] = (H,)
+        shapes[h + "ln_2.weight"] = (H,)
+        if not llama:
+            shapes[h + "ln_2.bias"] = (H,)
+        if llama:
+            shapes[h + "mlp.gate.weight"] = (F, H)
+        shapes[h + "mlp.c_fc.weight"] = (F, H)
+        if not llama:
+            shapes[h + "mlp.c_fc.bias"] = (F,)
+        shapes[h + "mlp.c_proj.weight"] = (H, F)
+        if not llama:
+            shapes[h + "mlp.c_proj.bias"] = (H,)
+    shapes["ln_f.weight"] = (H,)
+    if not llama:
+        shapes["ln_f.bias"] = (H,)
+    if llama:
+        shapes["lm_head.weight"] = (vocab, H)
+    p = {k: b.param(k, s, dtype) for k, s in shapes.items()}
+    m = {k: b.arg("optimizer_state", k + ".exp_avg", s, dtype) for k, s in shapes.items()}
+    v = {k: b.arg("optimizer_state", k + ".exp_avg_sq", s, dtype) for k, s in shapes.items()}
     step = b.arg("optimizer_state", "step", ())
+    zero_bias = b.fill(0.0, (H,), dtype, hint="no_bias") if llama else None
+
+    def bias(x, name, hint):
+        return x if llama else b.bias_add(x, p[name], hint=hint)
+
+    def norm(x, prefix, hint):
+        return b.layer_norm(x, p[prefix + ".weight"], zero_bias if llama else p[prefix + ".bias"],
+                            hint=hint)
+
+    def heads_of(x, nh, hint):
+        return b.transpose(b.reshape(x, (batch, seq, nh, hd), hint=hint + "4"),
+                           [0, 2, 1, 3], hint=hint + "h")
+
+    def expand_kv(x, hint):
+        # (batch, kv_heads, seq, hd) -> (batch, heads, seq, hd), grouped-query.
+        if group == 1:
+            return x
+        e = b.broadcast(x, [2], (batch, kv_heads, group, seq, hd), hint=hint + "_rep")
+        return b.reshape(e, (batch, heads, seq, hd), hint=hint + "_exp")
+
+    def reduce_kv(dx, hint):
+        if group == 1:
+            return dx
+        r = b.reshape(dx, (batch, kv_heads, group, seq, hd), hint=hint + "_grp")
+        return b.reduce_sum(r, [2], hint=hint + "_sum")
 
     # Forward.
     tok = b.embedding(p["wte"], ids, hint="tok")
-    pos = b.broadcast(p["wpe"], [0], (batch, seq, H), hint="pos")
-    x2 = b.reshape(b.add(tok, pos, hint="x"), (n, H), hint="x2")
-    y1, m1, r1 = b.layer_norm(x2, p["h0.ln_1.weight"], p["h0.ln_1.bias"], hint="ln1")
-    qkv = b.bias_add(b.matmul(y1, p["h0.attn.c_attn.weight"], tb=True, hint="qkv"),
-                     p["h0.attn.c_attn.bias"], hint="qkv_b")
-
-    def heads_of(x, hint):
-        return b.transpose(b.reshape(x, (batch, seq, heads, hd), hint=hint + "4"),
-                           [0, 2, 1, 3], hint=hint + "h")
-
-    q = heads_of(b.slice(qkv, [0, 0], (n, H), hint="q"), "q")
-    k = heads_of(b.slice(qkv, [0, H], (n, H), hint="k"), "k")
-    vv = heads_of(b.slice(qkv, [0, 2 * H], (n, H), hint="v"), "v")
-    scores = b.matmul(q, k, tb=True, hint="scores")
-    scaled = b.scale(scores, 1.0 / math.sqrt(hd))
-    probs = b.softmax(b.causal_mask(scaled, -1e9), 3)
-    ctx = b.matmul(probs, vv, hint="ctx")
-    ctx2 = b.reshape(b.transpose(ctx, [0, 2, 1, 3], hint="ctx_t"), (n, H), hint="ctx2")
-    proj = b.bias_add(b.matmul(ctx2, p["h0.attn.c_proj.weight"], tb=True, hint="proj"),
-                      p["h0.attn.c_proj.bias"], hint="proj_b")
-    x3 = b.add(x2, proj, hint="x3")
-    y2, m2, r2 = b.layer_norm(x3, p["h0.ln_2.weight"], p["h0.ln_2.bias"], hint="ln2")
-    fc = b.bias_add(b.matmul(y2, p["h0.mlp.c_fc.weight"], tb=True, hint="fc"),
-                    p["h0.mlp.c_fc.bias"], hint="fc_b")
-    g = b.gelu(fc)
-    mo = b.bias_add(b.matmul(g, p["h0.mlp.c_proj.weight"], tb=True, hint="mlp_out"),
-                    p["h0.mlp.c_proj.bias"], hint="mlp_out_b")
-    x4 = b.add(x3, mo, hint="x4")
-    yf, mf, rf = b.layer_norm(x4, p["ln_f.weight"], p["ln_f.bias"], hint="lnf")
-    logits = b.matmul(yf, p["wte"], tb=True, hint="logits")
+    if llama:
+        x2 = b.reshape(tok, (n, H), hint="x2")
+    else:
+        pos = b.broadcast(p["wpe"], [0], (batch, seq, H), hint="pos")
+        x2 = b.reshape(b.add(tok, pos, hint="x"), (n, H), hint="x2")
+    saved = []
+    x = x2
+    for i in range(layers):
+        h = "h%d." % i
+        s_ = {"x": x}
+        y1, m1, r1 = norm(x, h + "ln_1", "ln1")
+        qkv = bias(b.matmul(y1, p[h + "attn.c_attn.weight"], tb=True, hint="qkv"),
+                   h + "attn.c_attn.bias", "qkv_b")
+        q = heads_of(b.slice(qkv, [0, 0], (n, H), hint="q"), heads, "q")
+        k = heads_of(b.slice(qkv, [0, H], (n, kvd), hint="k"), kv_heads, "k")
+        vv = heads_of(b.slice(qkv, [0, H + kvd], (n, kvd), hint="v"), kv_heads, "v")
+        ke, ve = expand_kv(k, "k"), expand_kv(vv, "v")
+        scores = b.matmul(q, ke, tb=True, hint="scores")
+        scaled = b.scale(scores, 1.0 / math.sqrt(hd))
+        probs = b.softmax(scaled if kind == "bert" else b.causal_mask(scaled, -1e9), 3)
+        ctx = b.matmul(probs, ve, hint="ctx")
+        ctx2 = b.reshape(b.transpose(ctx, [0, 2, 1, 3], hint="ctx_t"), (n, H), hint="ctx2")
+        proj = bias(b.matmul(ctx2, p[h + "attn.c_proj.weight"], tb=True, hint="proj"),
+                    h + "attn.c_proj.bias", "proj_b")
+        x3 = b.add(x, proj, hint="x3")
+        y2, m2, r2 = norm(x3, h + "ln_2", "ln2")
+        fc = bias(b.matmul(y2, p[h + "mlp.c_fc.weight"], tb=True, hint="fc"),
+                  h + "mlp.c_fc.bias", "fc_b")
+        if llama:
+            gate = b.matmul(y2, p[h + "mlp.gate.weight"], tb=True, hint="gate")
+            act = b.gelu(gate, hint="gate_act")
+            g = b.mul(act, fc, hint="gated")
+        else:
+            g = b.gelu(fc)
+        mo = bias(b.matmul(g, p[h + "mlp.c_proj.weight"], tb=True, hint="mlp_out"),
+                  h + "mlp.c_proj.bias", "mlp_out_b")
+        x4 = b.add(x3, mo, hint="x4")
+        s_.update(y1=y1, m1=m1, r1=r1, q=q, ke=ke, ve=ve, probs=probs, ctx2=ctx2, x3=x3,
+                  y2=y2, m2=m2, r2=r2, fc=fc, g=g)
+        if llama:
+            s_.update(gate=gate, act=act)
+        saved.append(s_)
+        x = x4
+    yf, mf, rf = norm(x, "ln_f", "lnf")
+    head = p["lm_head.weight"] if llama else p["wte"]
+    logits = b.matmul(yf, head, tb=True, hint="logits")
     flat_labels = b.reshape(labels, (n,), hint="labels_flat")
     loss = b.cross_entropy(logits, flat_labels)
 
@@ -126,54 +216,85 @@ def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
     def reduce(name, grad):
         grads[name] = b.grad_all_reduce(grad, name)
 
-    one = b.constant(1.0, hint="one")
+    one = b.constant(1.0, dtype=dtype, hint="one")
     dlogits = b.cross_entropy_backward(one, logits, flat_labels)
-    dwte_head = b.matmul(dlogits, yf, ta=True, hint="d_wte_head")
-    dyf = b.matmul(dlogits, p["wte"], hint="dyf")
-    dx4, dgf, dbf = b.layer_norm_backward(dyf, x4, mf, rf, p["ln_f.weight"], hint="dlnf")
+    dhead = b.matmul(dlogits, yf, ta=True, hint="d_lm_head" if llama else "d_wte_head")
+    if llama:
+        reduce("lm_head.weight", dhead)
+    dyf = b.matmul(dlogits, head, hint="dyf")
+    dx, dgf, dbf = b.layer_norm_backward(dyf, x, mf, rf, p["ln_f.weight"], hint="dlnf")
     reduce("ln_f.weight", dgf)
-    reduce("ln_f.bias", dbf)
-    reduce("h0.mlp.c_proj.weight", b.matmul(dx4, g, ta=True, hint="d_mlp_proj_w"))
-    reduce("h0.mlp.c_proj.bias", b.reduce_sum(dx4, [0], hint="d_mlp_proj_b"))
-    dg = b.matmul(dx4, p["h0.mlp.c_proj.weight"], hint="dg")
-    dfc = b.gelu_backward(dg, fc, hint="dfc")
-    reduce("h0.mlp.c_fc.weight", b.matmul(dfc, y2, ta=True, hint="d_fc_w"))
-    reduce("h0.mlp.c_fc.bias", b.reduce_sum(dfc, [0], hint="d_fc_b"))
-    dy2 = b.matmul(dfc, p["h0.mlp.c_fc.weight"], hint="dy2")
-    dx3a, dg2, db2 = b.layer_norm_backward(dy2, x3, m2, r2, p["h0.ln_2.weight"], hint="dln2")
-    reduce("h0.ln_2.weight", dg2)
-    reduce("h0.ln_2.bias", db2)
-    dx3 = b.add(dx4, dx3a, hint="dx3")
-    reduce("h0.attn.c_proj.weight", b.matmul(dx3, ctx2, ta=True, hint="d_attn_proj_w"))
-    reduce("h0.attn.c_proj.bias", b.reduce_sum(dx3, [0], hint="d_attn_proj_b"))
-    dctx2 = b.matmul(dx3, p["h0.attn.c_proj.weight"], hint="dctx2")
-    dctx = b.transpose(b.reshape(dctx2, (batch, seq, heads, hd), hint="dctx4"),
-                       [0, 2, 1, 3], hint="dctx")
-    dprobs = b.matmul(dctx, vv, tb=True, hint="dprobs")
-    dv = b.matmul(probs, dctx, ta=True, hint="dv")
-    dmasked = b.softmax_backward(dprobs, probs, 3, hint="dmasked")
-    dscores = b.scale(b.causal_mask(dmasked, 0.0, hint="dscaled"), 1.0 / math.sqrt(hd),
-                      hint="dscores")
-    dq = b.matmul(dscores, k, hint="dq")
-    dk = b.matmul(dscores, q, ta=True, hint="dk")
+    if not llama:
+        reduce("ln_f.bias", dbf)
+    for i in reversed(range(layers)):
+        h = "h%d." % i
+        s_ = saved[i]
+        dx4 = dx
+        reduce(h + "mlp.c_proj.weight", b.matmul(dx4, s_["g"], ta=True, hint="d_mlp_proj_w"))
+        if not llama:
+            reduce(h + "mlp.c_proj.bias", b.reduce_sum(dx4, [0], hint="d_mlp_proj_b"))
+        dg = b.matmul(dx4, p[h + "mlp.c_proj.weight"], hint="dg")
+        if llama:
+            dact = b.mul(dg, s_["fc"], hint="d_act")
+            dfc = b.mul(dg, s_["act"], hint="dfc")
+            dgate = b.gelu_backward(dact, s_["gate"], hint="d_gate")
+            reduce(h + "mlp.gate.weight", b.matmul(dgate, s_["y2"], ta=True, hint="d_gate_w"))
+            reduce(h + "mlp.c_fc.weight", b.matmul(dfc, s_["y2"], ta=True, hint="d_fc_w"))
+            dy2 = b.add(b.matmul(dgate, p[h + "mlp.gate.weight"], hint="dy2_gate"),
+                        b.matmul(dfc, p[h + "mlp.c_fc.weight"], hint="dy2_fc"), hint="dy2")
+        else:
+            dfc = b.gelu_backward(dg, s_["fc"], hint="dfc")
+            reduce(h + "mlp.c_fc.weight", b.matmul(dfc, s_["y2"], ta=True, hint="d_fc_w"))
+            reduce(h + "mlp.c_fc.bias", b.reduce_sum(dfc, [0], hint="d_fc_b"))
+            dy2 = b.matmul(dfc, p[h + "mlp.c_fc.weight"], hint="dy2")
+        dx3a, dg2, db2 = b.layer_norm_backward(dy2, s_["x3"], s_["m2"], s_["r2"],
+                                               p[h + "ln_2.weight"], hint="dln2")
+        reduce(h + "ln_2.weight", dg2)
+        if not llama:
+            reduce(h + "ln_2.bias", db2)
+        dx3 = b.add(dx4, dx3a, hint="dx3")
+        reduce(h + "attn.c_proj.weight", b.matmul(dx3, s_["ctx2"], ta=True, hint="d_attn_proj_w"))
+        if not llama:
+            reduce(h + "attn.c_proj.bias", b.reduce_sum(dx3, [0], hint="d_attn_proj_b"))
+        dctx2 = b.matmul(dx3, p[h + "attn.c_proj.weight"], hint="dctx2")
+        dctx = b.transpose(b.reshape(dctx2, (batch, seq, heads, hd), hint="dctx4"),
+                           [0, 2, 1, 3], hint="dctx")
+        dprobs = b.matmul(dctx, s_["ve"], tb=True, hint="dprobs")
+        dv = reduce_kv(b.matmul(s_["probs"], dctx, ta=True, hint="dv"), "dv")
+        dmasked = b.softmax_backward(dprobs, s_["probs"], 3, hint="dmasked")
+        if kind == "bert":
+            dscores = b.scale(dmasked, 1.0 / math.sqrt(hd), hint="dscores")
+        else:
+            dscores = b.scale(b.causal_mask(dmasked, 0.0, hint="dscaled"), 1.0 / math.sqrt(hd),
+                              hint="dscores")
+        dq = b.matmul(dscores, s_["ke"], hint="dq")
+        dk = reduce_kv(b.matmul(dscores, s_["q"], ta=True, hint="dk"), "dk")
 
-    def merge_heads(x, hint):
-        return b.reshape(b.transpose(x, [0, 2, 1, 3], hint=hint + "_t"), (n, H), hint=hint + "2")
+        def merge_heads(t, nh, hint):
+            return b.reshape(b.transpose(t, [0, 2, 1, 3], hint=hint + "_t"), (n, nh * hd),
+                             hint=hint + "2")
 
-    dqkv = b.concat([merge_heads(dq, "dq"), merge_heads(dk, "dk"), merge_heads(dv, "dv")], 1,
-                    hint="dqkv")
-    reduce("h0.attn.c_attn.weight", b.matmul(dqkv, y1, ta=True, hint="d_attn_w"))
-    reduce("h0.attn.c_attn.bias", b.reduce_sum(dqkv, [0], hint="d_attn_b"))
-    dy1 = b.matmul(dqkv, p["h0.attn.c_attn.weight"], hint="dy1")
-    dx2a, dg1, db1 = b.layer_norm_backward(dy1, x2, m1, r1, p["h0.ln_1.weight"], hint="dln1")
-    reduce("h0.ln_1.weight", dg1)
-    reduce("h0.ln_1.bias", db1)
-    dx = b.reshape(b.add(dx3, dx2a, hint="dx2"), (batch, seq, H), hint="dx")
-    reduce("wpe", b.reduce_sum(dx, [0], hint="d_wpe"))
-    # The lm head shares wte: its two gradients are summed.
-    dwte = b.add(dwte_head, b.embedding_backward(dx, ids, (vocab, H), hint="d_wte_emb"),
-                 hint="d_wte")
-    reduce("wte", dwte)
+        dqkv = b.concat([merge_heads(dq, heads, "dq"), merge_heads(dk, kv_heads, "dk"),
+                         merge_heads(dv, kv_heads, "dv")], 1, hint="dqkv")
+        reduce(h + "attn.c_attn.weight", b.matmul(dqkv, s_["y1"], ta=True, hint="d_attn_w"))
+        if not llama:
+            reduce(h + "attn.c_attn.bias", b.reduce_sum(dqkv, [0], hint="d_attn_b"))
+        dy1 = b.matmul(dqkv, p[h + "attn.c_attn.weight"], hint="dy1")
+        dx2a, dg1, db1 = b.layer_norm_backward(dy1, s_["x"], s_["m1"], s_["r1"],
+                                               p[h + "ln_1.weight"], hint="dln1")
+        reduce(h + "ln_1.weight", dg1)
+        if not llama:
+            reduce(h + "ln_1.bias", db1)
+        dx = b.add(dx3, dx2a, hint="dx2")
+    dx = b.reshape(dx, (batch, seq, H), hint="dx")
+    if not llama:
+        reduce("wpe", b.reduce_sum(dx, [0], hint="d_wpe"))
+    demb = b.embedding_backward(dx, ids, (vocab, H), hint="d_wte_emb")
+    if llama:
+        reduce("wte", demb)
+    else:
+        # The lm head shares wte: its two gradients are summed.
+        reduce("wte", b.add(dhead, demb, hint="d_wte"))
 
     # AdamW on every parameter.
     new_step = b.add(step, b.constant(1.0, hint="one"), hint="new_step")
@@ -191,26 +312,57 @@ def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
     return b
 
 
+# Published shapes (the models' papers and configurations): layers, hidden,
+# heads, key/value heads, MLP width, vocabulary, sequence.
+PRESETS = {
+    "gpt2-small": dict(kind="gpt2", layers=12, hidden=768, heads=12, vocab=50257, seq=1024),
+    "gpt2-medium": dict(kind="gpt2", layers=24, hidden=1024, heads=16, vocab=50257, seq=1024),
+    "gpt2-xl": dict(kind="gpt2", layers=48, hidden=1600, heads=25, vocab=50257, seq=1024),
+    "llama2-7b": dict(kind="llama", layers=32, hidden=4096, heads=32, ffn=11008, vocab=32000,
+                      seq=4096),
+    "llama2-13b": dict(kind="llama", layers=40, hidden=5120, heads=40, ffn=13824, vocab=32000,
+                       seq=4096),
+    "llama2-70b": dict(kind="llama", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672,
+                       vocab=32000, seq=4096),
+    "bert-large": dict(kind="bert", layers=24, hidden=1024, heads=16, vocab=30522, seq=512),
+}
+
+
+def preset(name, **overrides):
+    """A preset's step; `overrides` replace its shapes (batch defaults to 1)."""
+    kw = dict(PRESETS[name])
+    kw["batch"] = 1
+    kw.update({k: v for k, v in overrides.items() if v is not None})
+    return transformer(**kw)
+
+
 MODELS = {"mlp": mlp, "gpt": gpt}
+TRANSFORMERS = ["gpt"] + sorted(PRESETS)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python3 -m braid.models",
-        description="Write a model's data-parallel training step as braid IR.")
-    parser.add_argument("model", choices=sorted(MODELS))
+        description="Write a model's data-parallel training step as braid IR.",
+        epilog="Presets have their published shapes (layers, hidden, heads, MLP width, "
+               "vocabulary, sequence) with a micro-batch of 1; the options override them. "
+               "No weights are written: braid-run initializes them.")
+    parser.add_argument("model", choices=sorted(MODELS) + sorted(PRESETS))
     parser.add_argument("--world-size", type=int, default=8,
                         help="ranks of the data-parallel grid (default 8)")
     parser.add_argument("--layers", type=int, default=None,
-                        help="hidden layers (mlp only; default 1)")
+                        help="hidden layers (mlp; default 1) or transformer blocks")
     parser.add_argument("--batch", type=int, default=None,
-                        help="per-rank batch (sequences for gpt)")
-    parser.add_argument("--seq", type=int, default=None, help="sequence length (gpt)")
+                        help="per-rank (micro-)batch (sequences for transformers)")
+    parser.add_argument("--seq", type=int, default=None, help="sequence length (transformers)")
     parser.add_argument("--hidden", type=int, default=None, help="hidden size")
-    parser.add_argument("--heads", type=int, default=None, help="attention heads (gpt)")
-    parser.add_argument("--vocab", type=int, default=None, help="vocabulary (gpt)")
+    parser.add_argument("--heads", type=int, default=None, help="attention heads (transformers)")
+    parser.add_argument("--vocab", type=int, default=None, help="vocabulary (transformers)")
     parser.add_argument("--features", type=int, default=None, help="input features (mlp)")
     parser.add_argument("--classes", type=int, default=None, help="classes (mlp)")
+    parser.add_argument("--dtype", choices=["f32", "bf16", "f16"], default=None,
+                        help="element type of every tensor (transformer presets; default f32; "
+                             "the cpu and cuda backends run f32 only, the simulator all)")
     parser.add_argument("--tiny", action="store_true",
                         help="a small configuration that trains on CPUs in seconds "
                              "(gpt: batch 2, seq 32, hidden 64, 4 heads, vocab 64; "
@@ -223,27 +375,38 @@ def main(argv=None):
     tiny = {"gpt": dict(batch=2, seq=32, hidden=64, heads=4, vocab=64),
             "mlp": dict(batch=16, features=32, hidden=64, classes=10)}
     if args.tiny:
+        if args.model not in tiny:
+            parser.error("--tiny is for gpt and mlp")
         kwargs.update(tiny[args.model])
-    shape_options = {"gpt": ("batch", "seq", "hidden", "heads", "vocab"),
-                     "mlp": ("batch", "features", "hidden", "classes")}
-    for name in ("batch", "seq", "hidden", "heads", "vocab", "features", "classes"):
+    transformer_options = ("layers", "batch", "seq", "hidden", "heads", "vocab")
+    shape_options = {"mlp": ("layers", "batch", "features", "hidden", "classes")}
+    allowed = shape_options.get(args.model, transformer_options)
+    for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes"):
         value = getattr(args, name)
         if value is None:
             continue
-        if name not in shape_options[args.model]:
+        if name not in allowed:
             parser.error("--%s is not an option of %s" % (name, args.model))
         if value < 1:
             parser.error("--%s must be at least 1" % name)
         kwargs[name] = value
-    if args.model == "gpt" and kwargs.get("hidden", 768) % kwargs.get("heads", 12):
-        parser.error("--hidden must be a multiple of --heads")
-    if args.layers is not None:
-        if args.model != "mlp":
-            parser.error("--layers is only for mlp")
-        if args.layers < 1:
-            parser.error("--layers must be at least 1")
-        kwargs["layers"] = args.layers
-    step = MODELS[args.model](**kwargs)
+    if args.dtype is not None:
+        if args.model not in PRESETS:
+            parser.error("--dtype is an option of the presets (%s)" % ", ".join(sorted(PRESETS)))
+        kwargs["dtype"] = args.dtype
+    if args.model in MODELS:
+        if args.model == "gpt" and kwargs.get("hidden", 768) % kwargs.get("heads", 12):
+            parser.error("--hidden must be a multiple of --heads")
+        step = MODELS[args.model](**kwargs)
+    else:
+        shape = dict(PRESETS[args.model])
+        shape.update(kwargs)
+        if shape["hidden"] % shape["heads"]:
+            parser.error("--hidden (%d) must be a multiple of --heads (%d)" % (
+                shape["hidden"], shape["heads"]))
+        if shape["heads"] % shape.get("kv_heads", shape["heads"]):
+            parser.error("--heads must be a multiple of the key/value heads (%d)" % shape["kv_heads"])
+        step = preset(args.model, **kwargs)
     # The command that regenerates this file (without the output path).
     command = [args.model] + (["--tiny"] if args.tiny else [])
     if args.world_size != 8:
@@ -251,6 +414,8 @@ def main(argv=None):
     for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes"):
         if getattr(args, name) is not None:
             command.append("--%s %d" % (name, getattr(args, name)))
+    if args.dtype is not None:
+        command.append("--dtype %s" % args.dtype)
     header = ("// Generated by `python3 -m braid.models %s`: one data-parallel training\n"
               "// step (forward, backward, gradient all-reduces, optimizer).\n" % " ".join(command))
     text = step.text(header)
