@@ -1,7 +1,8 @@
 //===- braid-compile.cpp - one-shot driver: step IR to plan -----*- C++ -*-===//
 //
 //   braid-compile step.mlir -o step.plan
-//       [--no-overlap] [--comm-streams=N] [--bucket-cap-mb=X]
+//       [--no-overlap | --schedule=braid|ddp|naive] [--cluster=NAME|FILE.json]
+//       [--comm-streams=N] [--bucket-cap-mb=X|auto]
 //       [--first-bucket-cap-mb=Y] [--emit=plan|mlir] [--report]
 //       [--mlir-print-ir-after=PASS | --mlir-print-ir-after-all]
 //       [--mlir-timing]
@@ -51,9 +52,23 @@ static cl::opt<bool> noOverlap(
 static cl::opt<unsigned> commStreams("comm-streams",
                                      cl::desc("Communication streams (1..64)"),
                                      cl::init(1), cl::cat(category));
-static cl::opt<double> bucketCapMb("bucket-cap-mb",
-                                   cl::desc("Gradient bucket cap in MB"),
-                                   cl::init(25.0), cl::cat(category));
+static cl::opt<std::string> bucketCapMb(
+    "bucket-cap-mb",
+    cl::desc("Gradient bucket cap in MiB, or 'auto' (default): bucket sizes "
+             "chosen by the cost model of --cluster"),
+    cl::init("auto"), cl::cat(category));
+static cl::opt<std::string>
+    cluster("cluster",
+            cl::desc("The cluster the schedule is made for: a preset "
+                     "(a100-8, h100-8, h200-8, h100-8x8, h100-8x32) or a "
+                     "JSON file (default h100-8)"),
+            cl::init("h100-8"), cl::cat(category));
+static cl::opt<std::string> schedule(
+    "schedule",
+    cl::desc("braid (default): braid's overlap schedule; ddp: PyTorch DDP's "
+             "(25 MiB buckets, 1 MiB first, optimizer after every wait); "
+             "naive: one all-reduce after the backward"),
+    cl::init("braid"), cl::cat(category));
 static cl::opt<double>
     firstBucketCapMb("first-bucket-cap-mb",
                      cl::desc("Cap of the first gradient bucket in MB"),
@@ -86,10 +101,33 @@ int main(int argc, char **argv) {
                  << commStreams.getValue() << "\n";
     return 2;
   }
-  if (!(bucketCapMb > 0) || !(firstBucketCapMb > 0)) {
+  double cap = 0;
+  if (bucketCapMb != "auto" &&
+      (StringRef(bucketCapMb).getAsDouble(cap) || !(cap > 0))) {
+    llvm::errs() << "braid-compile: error: --bucket-cap-mb must be a "
+                    "positive number or 'auto', got '"
+                 << bucketCapMb << "'\n";
+    return 2;
+  }
+  if (!(firstBucketCapMb > 0)) {
     llvm::errs() << "braid-compile: error: bucket caps must be positive\n";
     return 2;
   }
+  if (schedule != "braid" && schedule != "ddp" && schedule != "naive") {
+    llvm::errs() << "braid-compile: error: --schedule must be braid, ddp or "
+                    "naive, got '"
+                 << schedule << "'\n";
+    return 2;
+  }
+  if (noOverlap && schedule != "braid") {
+    llvm::errs() << "braid-compile: error: --no-overlap keeps the written "
+                    "schedule; it does not go with --schedule\n";
+    return 2;
+  }
+  // DDP's own settings, unless given.
+  std::string capText = bucketCapMb;
+  if (schedule == "ddp" && bucketCapMb.getNumOccurrences() == 0)
+    capText = "25";
 
   DialectRegistry registry;
   registry
@@ -114,7 +152,8 @@ int main(int argc, char **argv) {
   if (!noOverlap) {
     llvm::raw_string_ostream os(pipeline);
     os << "braid-overlap{comm-streams=" << commStreams.getValue()
-       << " bucket-cap-mb=" << bucketCapMb.getValue()
+       << " bucket-cap-mb=" << capText << " cluster='" << cluster.getValue()
+       << "' schedule=" << schedule.getValue()
        << " first-bucket-cap-mb=" << firstBucketCapMb.getValue()
        << (report ? " report=true" : "") << "},";
   }

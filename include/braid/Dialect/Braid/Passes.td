@@ -89,13 +89,17 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
-           "Most MiB of gradients in one bucket">,
+    Option<"bucketCapMb", "bucket-cap-mb", "std::string", /*default=*/"\"25\"",
+           "Most MiB of gradients in one bucket, or 'auto': sizes chosen "
+           "from the cost model of `cluster`">,
     Option<"firstBucketCapMb", "first-bucket-cap-mb", "double",
            /*default=*/"1.0",
            "Most MiB of gradients in the first bucket of each group">,
     Option<"splitLarge", "split-large", "bool", /*default=*/"false",
            "Cut gradients larger than the cap into chunks of at most the cap">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"h100-8\"",
+           "The cluster bucket-cap-mb=auto optimizes for: a preset name or "
+           "a JSON file">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Report the buckets of each function as a remark">
   ];
@@ -196,6 +200,10 @@ def Schedule : Pass<"braid-schedule", "mlir::ModuleOp"> {
   let options = [
     Option<"maxLiveIncrease", "max-live-increase", "double", /*default=*/"10.0",
            "Largest allowed increase of peak live bytes, in percent">,
+    Option<"ddp", "ddp", "bool", /*default=*/"false",
+           "Instead, schedule as PyTorch DDP does: keep the order, and move "
+           "every wait before the first user of any wait (the optimizer "
+           "runs after all communication)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Report peak live bytes before and after as a remark">
   ];
@@ -362,8 +370,14 @@ def Overlap : Pass<"braid-overlap", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
-           "Most MiB of gradients in one bucket">,
+    Option<"bucketCapMb", "bucket-cap-mb", "std::string", /*default=*/"\"25\"",
+           "Most MiB of gradients in one bucket, or 'auto'">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"h100-8\"",
+           "The cluster for bucket-cap-mb=auto">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"braid\"",
+           "braid (bucket, start early, reorder, optimizer per bucket), ddp "
+           "(bucket, start early, optimizer after every wait, no reordering) "
+           "or naive (one all-reduce after the backward)">,
     Option<"firstBucketCapMb", "first-bucket-cap-mb", "double",
            /*default=*/"1.0",
            "Most MiB of gradients in the first bucket of each group">,

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CostUtils.h"
 #include "ScheduleUtils.h"
 
 #include "braid/Dialect/Braid/BraidOps.h"
@@ -62,9 +63,32 @@ struct BucketGradientsPass
   using BucketGradientsBase::BucketGradientsBase;
 
   void runOnOperation() override {
-    if (!(bucketCapMb > 0)) {
+    double capMb = 0;
+    autoSize = bucketCapMb == "auto";
+    if (autoSize) {
+      FailureOr<rt::Cluster> loaded = loadClusterFor(getOperation(), cluster);
+      if (failed(loaded))
+        return signalPassFailure();
+      costs = *loaded;
+      if (splitLarge) {
+        getOperation().emitError()
+            << "split-large does not go with bucket-cap-mb=auto";
+        return signalPassFailure();
+      }
+      capMb = INFINITY;
+    } else {
+      StringRef text = bucketCapMb;
+      if (text.getAsDouble(capMb, /*AllowInexact=*/true) &&
+          text.lower() != "inf")
+        capMb = NAN;
+      else if (text.lower() == "inf")
+        capMb = INFINITY;
+    }
+    if (!(capMb > 0)) {
       getOperation().emitError()
-          << "bucket-cap-mb must be positive, but is " << bucketCapMb;
+          << "bucket-cap-mb must be a positive number of MiB or 'auto', "
+             "but is '"
+          << bucketCapMb << "'";
       return signalPassFailure();
     }
     if (!(firstBucketCapMb > 0)) {
@@ -78,7 +102,7 @@ struct BucketGradientsPass
       double bytes = mb * 1024 * 1024;
       return bytes >= 9.0e18 ? UINT64_MAX / 2 : static_cast<uint64_t>(bytes);
     };
-    capBytes = toBytes(bucketCapMb);
+    capBytes = toBytes(capMb);
     firstCapBytes = toBytes(firstBucketCapMb);
     if (capBytes == 0 || firstCapBytes == 0) {
       getOperation().emitError()
@@ -102,8 +126,141 @@ struct BucketGradientsPass
                         DenseMap<Operation *, Operation *> &lastPlaced,
                         DenseMap<Operation *, SplitGradient *> &splits);
 
+  /// bucket-cap-mb=auto: where buckets end, by the cost model.
+  DenseSet<Operation *> autoBoundaries(Block &body,
+                                       ArrayRef<AllReduceOp> gradients);
+
   uint64_t capBytes = 0, firstCapBytes = 0, smallest = UINT64_MAX;
+  bool autoSize = false;
+  rt::Cluster costs;
 };
+
+DenseSet<Operation *>
+BucketGradientsPass::autoBoundaries(Block &body,
+                                    ArrayRef<AllReduceOp> gradients) {
+  // When each gradient is ready, if the step ran alone on one GPU in
+  // program order: the end of its producer.
+  DenseMap<Operation *, double> endOf;
+  double now = 0;
+  for (Operation &op : body) {
+    now += getOpSeconds(&op, costs);
+    endOf[&op] = now;
+  }
+  auto readyOf = [&](AllReduceOp op) {
+    Operation *producer = op.getInputs()[0].getDefiningOp();
+    Operation *ancestor =
+        producer ? body.findAncestorOpInBlock(*producer) : nullptr;
+    return ancestor ? endOf.lookup(ancestor) : 0.0;
+  };
+  // The optimizer work that waits for each gradient.
+  auto updateOf = [&](AllReduceOp op) {
+    double seconds = 0;
+    for (Operation *user : op.getResult(0).getUsers())
+      seconds += getOpSeconds(user, costs);
+    return seconds;
+  };
+  // Group the gradients as buckets are grouped, keeping ready order.
+  llvm::StringMap<SmallVector<AllReduceOp>> groups;
+  SmallVector<std::string> order;
+  for (AllReduceOp op : gradients) {
+    std::string key =
+        getGroupKey(cast<CollectiveOpInterface>(op.getOperation())) + " " +
+        stringifyReductionKind(op.getReduction()).str() + " ";
+    llvm::raw_string_ostream(key) << getElementTypeOrSelf(op.getInputs()[0]);
+    if (!groups.count(key))
+      order.push_back(key);
+    groups[key].push_back(op);
+  }
+  DenseSet<Operation *> boundaries;
+  for (const std::string &key : order) {
+    SmallVector<AllReduceOp> grads = groups[key];
+    size_t m = grads.size();
+    // A bucket of gradients (i, j] starts when its last gradient is ready
+    // and the previous bucket is done (one stream serializes a group), and
+    // takes the collective's time. done[j]: the earliest end of the buckets
+    // covering the first j gradients; the last bucket adds the optimizer
+    // work that waits for it. O(m * window).
+    std::vector<double> ready(m), update(m);
+    std::vector<uint64_t> prefix(m + 1, 0);
+    for (size_t k = 0; k < m; ++k) {
+      ready[k] = readyOf(grads[k]);
+      update[k] = updateOf(grads[k]);
+      prefix[k + 1] =
+          prefix[k] + getTensorBytes(grads[k].getInputs()[0].getType());
+    }
+    // The all-reduce of `bytes` in this group (all share one group).
+    rt::GroupShape shape = getGroupShape(
+        cast<CollectiveOpInterface>(grads[0].getOperation()), costs);
+    auto seconds = [&](uint64_t bytes) {
+      return rt::collectiveSeconds(costs, rt::CollectiveKind::AllReduce, bytes,
+                                   shape);
+    };
+    // Communication that overlaps compute slows it: by a / (1 + a) of
+    // its time (compute runs at 1 / (1 + a) meanwhile), so every bucket
+    // delays the gradients after it; and it runs 1 + b times slower.
+    double a = costs.computeSlowdownDuringComm;
+    double slow = a / (1 + a), stretch = 1 + costs.commSlowdownDuringCompute;
+    constexpr size_t window = 2048;
+    // The model's step end for buckets ending at `ends` (ascending): each
+    // starts when its last gradient is ready (later by the slowdown that
+    // the buckets before it caused) and the previous bucket is done; the
+    // last one adds its optimizer work.
+    auto evaluate = [&](ArrayRef<size_t> ends) {
+      double commEnd = 0, busy = 0;
+      size_t begin = 0;
+      for (size_t j : ends) {
+        double t = seconds(prefix[j] - prefix[begin]) * stretch;
+        commEnd = std::max(commEnd, ready[j - 1] + slow * busy) + t;
+        busy += t;
+        if (j == m)
+          for (size_t k = begin; k < m; ++k)
+            commEnd += update[k];
+        begin = j;
+      }
+      return commEnd;
+    };
+    // Dynamic programming over where buckets end, O(m * window): the key
+    // of a prefix is its buckets' end plus lambda times their busy time, so
+    // lambda trades starting early (small buckets) against fewer, cheaper
+    // collectives; a few lambdas are tried and the model picks.
+    auto partition = [&](double lambda) {
+      std::vector<double> done(m + 1, 0), busy(m + 1, 0);
+      std::vector<size_t> from(m + 1, 0);
+      for (size_t j = 1; j <= m; ++j) {
+        double key = INFINITY;
+        for (size_t i = j > window ? j - window : 0; i < j; ++i) {
+          double t = seconds(prefix[j] - prefix[i]) * stretch;
+          double end = std::max(done[i], ready[j - 1] + slow * busy[i]) + t;
+          double k = end + lambda * (busy[i] + t);
+          if (k < key) {
+            key = k;
+            done[j] = end;
+            busy[j] = busy[i] + t;
+            from[j] = i;
+          }
+        }
+      }
+      SmallVector<size_t> ends;
+      for (size_t j = m; j > 0; j = from[j])
+        ends.push_back(j);
+      std::reverse(ends.begin(), ends.end());
+      return ends;
+    };
+    SmallVector<size_t> bestEnds = {m};
+    double best = evaluate(bestEnds);
+    for (double lambda : {0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0}) {
+      SmallVector<size_t> ends = partition(lambda * slow);
+      double end = evaluate(ends);
+      if (end < best) {
+        best = end;
+        bestEnds = ends;
+      }
+    }
+    for (size_t j : bestEnds)
+      boundaries.insert(grads[j - 1]);
+  }
+  return boundaries;
+}
 
 void BucketGradientsPass::closeBucket(GroupState &group,
                                       SmallVector<Bucket> &buckets) {
@@ -202,6 +359,9 @@ void BucketGradientsPass::runOnBlock(Block &body) {
   llvm::StringMap<GroupState *> groupOf;
   SmallVector<Bucket> buckets;
   DenseMap<Operation *, Operation *> lastPlaced;
+  DenseSet<Operation *> boundaries;
+  if (autoSize)
+    boundaries = autoBoundaries(body, gradients);
 
   for (AllReduceOp op : gradients) {
     Value grad = op.getInputs()[0];
@@ -284,6 +444,8 @@ void BucketGradientsPass::runOnBlock(Block &body) {
     }
     state.open.pieces.push_back(&piece);
     state.open.bytes += bytes;
+    if (boundaries.contains(op))
+      closeBucket(state, buckets);
   }
   for (GroupState &state : groups)
     closeBucket(state, buckets);

@@ -62,7 +62,35 @@ struct SchedulePass : public braid::impl::ScheduleBase<SchedulePass> {
   }
 
   LogicalResult runOnBlock(FunctionOpInterface func, Block &body);
+  void scheduleAsDdp(Block &body);
 };
+
+/// DDP's order: the program's, except that every wait moves before the first
+/// op that uses the result of any wait, in start order, so that the
+/// optimizer runs once all communication has landed. A wait whose start
+/// comes later stays where it is.
+void SchedulePass::scheduleAsDdp(Block &body) {
+  SmallVector<WaitOp> waits(body.getOps<WaitOp>().begin(),
+                            body.getOps<WaitOp>().end());
+  Operation *firstUser = nullptr;
+  for (WaitOp wait : waits)
+    for (Operation *user : wait->getUsers()) {
+      Operation *ancestor = body.findAncestorOpInBlock(*user);
+      if (ancestor && ancestor != body.getTerminator() &&
+          (!firstUser || ancestor->isBeforeInBlock(firstUser)))
+        firstUser = ancestor;
+    }
+  if (!firstUser)
+    return;
+  for (WaitOp wait : waits) {
+    Operation *start = wait.getFuture().getDefiningOp();
+    if (wait->isBeforeInBlock(firstUser) ||
+        (start && !start->isBeforeInBlock(firstUser)))
+      continue;
+    wait->moveBefore(firstUser);
+    ++numMoved;
+  }
+}
 
 LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   SmallVector<Operation *> ops;
@@ -74,6 +102,10 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
         return getStreamIndex(op) || isa<RecordEventOp, WaitEventOp>(op);
       }))
     return success();
+  if (ddp) {
+    scheduleAsDdp(body);
+    return success();
+  }
   DenseMap<Operation *, unsigned> position;
   for (auto [i, op] : llvm::enumerate(ops))
     position[op] = i;

@@ -1,0 +1,93 @@
+//===- CostUtils.cpp - the runtime's cost model, seen from the IR ---------===//
+
+#include "CostUtils.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace braid;
+
+FailureOr<rt::Cluster> braid::loadClusterFor(Operation *op,
+                                             StringRef nameOrPath) {
+  try {
+    return rt::loadCluster(nameOrPath.str());
+  } catch (const rt::ClusterError &e) {
+    return op->emitError() << "cannot load the cluster: " << e.what();
+  }
+}
+
+static rt::DType toRuntimeType(Type type) {
+  if (type.isBF16())
+    return rt::DType::BF16;
+  if (type.isF16())
+    return rt::DType::F16;
+  if (type.isF64())
+    return rt::DType::F64;
+  return rt::DType::F32;
+}
+
+double braid::getOpSeconds(Operation *op, const rt::Cluster &cluster) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  if (!cost)
+    return 0;
+  // The type it computes in: its first float result, else operand.
+  rt::DType dtype = rt::DType::F32;
+  bool found = false;
+  for (TypeRange types :
+       {TypeRange(op->getResultTypes()), TypeRange(op->getOperandTypes())}) {
+    for (Type t : types)
+      if (auto tensor = dyn_cast<RankedTensorType>(t);
+          tensor && isa<FloatType>(tensor.getElementType())) {
+        dtype = toRuntimeType(tensor.getElementType());
+        found = true;
+        break;
+      }
+    if (found)
+      break;
+  }
+  return rt::kernelSeconds(cluster, cost.getFlops(),
+                           cost.getBytesRead() + cost.getBytesWritten(), dtype);
+}
+
+rt::GroupShape braid::getGroupShape(CollectiveOpInterface op,
+                                    const rt::Cluster &cluster) {
+  auto grid =
+      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
+  if (!grid)
+    return rt::GroupShape();
+  // Rank 0's group: the ranks whose coordinates off the axes are 0.
+  ArrayRef<int64_t> shape = grid.getShape();
+  std::vector<bool> onAxis(shape.size(), false);
+  for (int16_t axis : op.getGridAxes())
+    if (axis >= 0 && size_t(axis) < shape.size())
+      onAxis[axis] = true;
+  int64_t world = 1;
+  for (int64_t d : shape)
+    world *= d;
+  std::vector<int64_t> members;
+  for (int64_t rank = 0; rank < world; ++rank) {
+    int64_t rest = rank;
+    bool inGroup = true;
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (!onAxis[d] && rest % shape[d] != 0)
+        inGroup = false;
+      rest /= shape[d];
+    }
+    if (inGroup)
+      members.push_back(rank);
+  }
+  return rt::groupShapeOf(cluster, members);
+}
+
+double braid::getCollectiveSeconds(CollectiveOpInterface op,
+                                   const rt::Cluster &cluster) {
+  std::string name = op->getName().stripDialect().str();
+  try {
+    return rt::collectiveSeconds(cluster, rt::collectiveKindOf(name),
+                                 op.getCommBytes(), getGroupShape(op, cluster));
+  } catch (const rt::ClusterError &) {
+    return 0; // A collective without a formula: not reachable from input.
+  }
+}
