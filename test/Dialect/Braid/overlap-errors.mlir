@@ -3,11 +3,13 @@
 // RUN: not braid-opt %s --braid-overlap=comm-streams=0 2>&1 | FileCheck %s --check-prefix=STREAMS
 // RUN: not braid-opt %s --braid-overlap=max-live-increase=-1 2>&1 | FileCheck %s --check-prefix=LIVE
 // RUN: not braid-opt %s --braid-overlap=bucket-cap-mb=abc 2>&1 | FileCheck %s --check-prefix=PARSE
+// RUN: not braid-opt %s --braid-overlap=schedule=fast 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 
-// CAP: error: bucket-cap-mb must be positive, but is -1
+// CAP: error: bucket-cap-mb must be a positive number of MiB or 'auto', but is '-1'
 // STREAMS: error: comm-streams must be between 1 and 64, but is 0
 // LIVE: error: max-live-increase must be non-negative, but is -1
-// PARSE: for the --bucket-cap-mb option: 'abc' value invalid for floating point argument
+// PARSE: error: bucket-cap-mb must be a positive number of MiB or 'auto', but is 'abc'
+// SCHEDULE: error: schedule must be braid, ddp or naive, but is 'fast'
 
 func.func @f() {
   return

@@ -103,7 +103,8 @@ struct BucketGradientsPass
       return bytes >= 9.0e18 ? UINT64_MAX / 2 : static_cast<uint64_t>(bytes);
     };
     capBytes = toBytes(capMb);
-    firstCapBytes = toBytes(firstBucketCapMb);
+    // With auto the cost model places every bucket end, the first too.
+    firstCapBytes = autoSize ? toBytes(INFINITY) : toBytes(firstBucketCapMb);
     if (capBytes == 0 || firstCapBytes == 0) {
       getOperation().emitError()
           << "bucket-cap-mb and first-bucket-cap-mb must be at least one byte";
