@@ -462,7 +462,10 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
   double a = cluster.computeSlowdownDuringComm,
          b = cluster.commSlowdownDuringCompute;
   double gain = std::max(0.0, 1 / (1 + a) + 1 / (1 + b) - 1);
-  rep.computeBound = c + m - std::min((1 + a) * c, (1 + b) * m) * gain;
+  auto least = [&](double c, double m) {
+    return c + m - std::min((1 + a) * c, (1 + b) * m) * gain;
+  };
+  rep.computeBound = least(c, m);
   // The earliest start of every item if collectives took no time: the
   // compute that must precede it.
   Player early(plan, cluster, items, 1, /*zeroComm=*/true,
@@ -481,7 +484,9 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
         }
       }
   if (last.index >= 0) {
-    rep.commBound = firstComm + m;
+    // No collective can start before the compute it waits for; then the
+    // rest of the compute and all communication, with their contention.
+    rep.commBound = firstComm + least(std::max(0.0, c - firstComm), m);
     // The last collective, and the kernels that wait for it up to the next
     // wait for a collective (its optimizer update).
     double update = 0;
@@ -510,11 +515,24 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
             update += seconds[s][j];
         }
       }
-    rep.tailBound =
-        lastComm + seconds[last.stream][size_t(last.index)] + update;
+    // The last collective starts after the compute E before it; the other
+    // communication either overlaps that compute (X of it, slowing it by
+    // a / (1 + a) of X) or comes after it, where it can at best overlap the
+    // update U. Least over X, at the breakpoints of this piecewise-linear
+    // function.
+    double lastSeconds = seconds[last.stream][size_t(last.index)];
+    double others = std::max(0.0, m - lastSeconds);
+    double k = a * (1 + b) / (1 + a);
+    double most = std::min(others, (1 + a) * lastComm);
+    double extra = INFINITY;
+    for (double x : {0.0, std::clamp(others - update, 0.0, most), most})
+      extra = std::min(extra, k * x + std::max(update, others - x));
+    rep.tailBound = lastComm + lastSeconds + extra;
   }
   rep.bound = std::max({rep.computeBound, rep.commBound, rep.tailBound});
-  rep.efficiency = rep.stepTime > 0 ? rep.bound / rep.stepTime : 1;
+  // (At most 1: the bound can exceed the step by rounding.)
+  rep.efficiency =
+      rep.stepTime > 0 ? std::min(1.0, rep.bound / rep.stepTime) : 1;
   if (trace)
     writeTrace(*trace, plan, play.trace, play.traceRanks);
   return rep;
