@@ -17,7 +17,10 @@ packages=(
   # The runtime: the plan format (FlatBuffers, zlib's crc32), BLAS, MPI,
   # .npz files (libzip).
   flatbuffers-compiler libflatbuffers-dev zlib1g-dev libopenblas-dev
-  openmpi-bin libopenmpi-dev libzip-dev nlohmann-json3-dev python3-matplotlib
+  openmpi-bin libopenmpi-dev libzip-dev
+  # The cost model reads cluster descriptions (JSON); timelines are drawn
+  # with matplotlib; braid-compile allocates with tcmalloc.
+  nlohmann-json3-dev python3-matplotlib libgoogle-perftools-dev
 )
 
 missing=()

@@ -69,9 +69,58 @@ plan::Role getRole(RoleAttr role) {
 std::string getLocation(Operation *op) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  op->getLoc().print(os);
+  // The common case by hand: the printer sets up a state per call.
+  Location loc = op->getLoc();
+  if (isStrictFileLineColLoc(loc)) {
+    auto file = cast<FileLineColLoc>(loc);
+    os << "loc(";
+    os.write_escaped(file.getFilename().getValue());
+    os << ":" << file.getLine() << ":" << file.getColumn() << ")";
+    return text;
+  }
+  loc.print(os);
   return text;
 }
+
+/// Names for the values of a step, as the printer would give them: a name
+/// from OpAsmOpInterface, made unique with a suffix, else a number (with
+/// #i for the results of a multi-result op). Cheaper than an AsmState,
+/// which prepares printing too.
+class ValueNamer {
+public:
+  void nameResults(Operation &op) {
+    unsigned n = op.getNumResults();
+    if (n == 0)
+      return;
+    SmallVector<StringRef> hints(n);
+    if (auto asmOp = dyn_cast<OpAsmOpInterface>(op))
+      asmOp.getAsmResultNames([&](Value v, StringRef name) {
+        hints[cast<OpResult>(v).getResultNumber()] = name;
+      });
+    if (llvm::all_of(hints, [](StringRef h) { return h.empty(); })) {
+      std::string base = "%" + std::to_string(next++);
+      for (unsigned i = 0; i < n; ++i)
+        names[op.getResult(i)] = n > 1 ? base + "#" + std::to_string(i) : base;
+      return;
+    }
+    for (unsigned i = 0; i < n; ++i)
+      names[op.getResult(i)] =
+          hints[i].empty() ? "%" + std::to_string(next++) : unique(hints[i]);
+  }
+  const std::string &operator[](Value v) { return names[v]; }
+
+private:
+  std::string unique(StringRef hint) {
+    unsigned &count = used[hint];
+    std::string name = "%" + hint.str();
+    if (count++)
+      name += "_" + std::to_string(count - 1);
+    return name;
+  }
+  DenseMap<Value, std::string> names;
+  llvm::StringMap<unsigned> used;
+  unsigned next = 0;
+};
 
 /// Builds the plan of one function.
 class PlanWriter {
@@ -142,7 +191,17 @@ FailureOr<int> PlanWriter::getGroup(CollectiveOpInterface op) {
 FailureOr<fb::Offset<fb::Vector<fb::Offset<plan::Attr>>>>
 PlanWriter::encodeAttrs(Operation *op) {
   std::vector<fb::Offset<plan::Attr>> attrs;
-  for (NamedAttribute named : op->getAttrs()) {
+  // The inherent attributes (properties) one by one, then the discardable
+  // ones: op->getAttrs() would build a dictionary of them all per op.
+  SmallVector<NamedAttribute> all;
+  if (std::optional<RegisteredOperationName> info = op->getRegisteredInfo())
+    for (StringAttr name : info->getAttributeNames())
+      if (std::optional<Attribute> attr = op->getInherentAttr(name.getValue());
+          attr && *attr)
+        all.push_back(NamedAttribute(name, *attr));
+  for (NamedAttribute named : op->getDiscardableAttrs())
+    all.push_back(named);
+  for (NamedAttribute named : all) {
     StringRef name = named.getName().getValue();
     // Scheduling and memory attributes are in the plan's structure; the grid
     // is in the group.
@@ -207,9 +266,9 @@ PlanWriter::encodeAttrs(Operation *op) {
     }
     std::vector<fb::Offset<fb::String>> stringOffsets;
     for (const std::string &s : strings)
-      stringOffsets.push_back(builder.CreateString(s));
+      stringOffsets.push_back(builder.CreateSharedString(s));
     attrs.push_back(plan::CreateAttr(
-        builder, builder.CreateString(name.str()),
+        builder, builder.CreateSharedString(name.str()),
         ints.empty() ? 0 : builder.CreateVector(ints),
         floats.empty() ? 0 : builder.CreateVector(floats),
         stringOffsets.empty() ? 0 : builder.CreateVector(stringOffsets),
@@ -279,8 +338,9 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
   }
 
   // Buffers of op results, named by their SSA names.
-  AsmState asmState(func);
+  ValueNamer namer;
   for (Operation &op : body.without_terminator()) {
+    namer.nameResults(op);
     auto offsets =
         op.getAttrOfType<DenseI64ArrayAttr>(BraidDialect::kOffsetsAttrName);
     for (auto [i, result] : llvm::enumerate(op.getResults())) {
@@ -289,10 +349,7 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       if (!offsets)
         return op.emitError()
                << "result #" << i << " has no offset; run braid-plan-memory";
-      std::string name;
-      llvm::raw_string_ostream nameOs(name);
-      result.printAsOperand(nameOs, asmState);
-      if (failed(addBuffer(result, offsets[i], name)))
+      if (failed(addBuffer(result, offsets[i], namer[result])))
         return failure();
     }
   }
@@ -374,11 +431,11 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       bytesRead = cost.getBytesRead();
       bytesWritten = cost.getBytesWritten();
     }
-    streams[key].push_back(
-        plan::CreateInstr(builder, kind, builder.CreateString(opName.str()),
-                          *operands, *resultsVec, *attrs, group, future, event,
-                          builder.CreateString(getLocation(&op)), flops,
-                          bytesRead, bytesWritten));
+    streams[key].push_back(plan::CreateInstr(
+        builder, kind, builder.CreateSharedString(opName.str()), *operands,
+        *resultsVec, *attrs, group, future, event,
+        builder.CreateString(getLocation(&op)), flops, bytesRead,
+        bytesWritten));
   }
 
   Operation *terminator = body.getTerminator();

@@ -90,6 +90,20 @@ struct GroupShape {
 GroupShape groupShapeOf(const Cluster &cluster,
                         const std::vector<int64_t> &members);
 
+/// A collective algorithm's time as a function of the bytes: latency +
+/// bytes * secondsPerByte.
+struct AffineCost {
+  double latency = 0, secondsPerByte = 0;
+  double at(double bytes) const { return latency + bytes * secondsPerByte; }
+};
+
+/// The algorithms NCCL chooses among for `kind` on `group` (ring, and for
+/// an all-reduce across nodes a tree); collectiveSeconds is the least of
+/// them at the given bytes.
+std::vector<AffineCost> collectiveAlgorithms(const Cluster &cluster,
+                                             CollectiveKind kind,
+                                             const GroupShape &group);
+
 /// Seconds a collective alone takes, `bytes` being what one rank
 /// contributes (for all_gather: what it receives in all). The faster of a
 /// ring (hierarchical across nodes) and a tree, as NCCL chooses.

@@ -215,59 +215,63 @@ GroupShape rt::groupShapeOf(const Cluster &c,
   return g;
 }
 
-double rt::collectiveSeconds(const Cluster &c, CollectiveKind kind,
-                             uint64_t bytes, const GroupShape &group) {
-  double s = double(bytes);
+std::vector<AffineCost> rt::collectiveAlgorithms(const Cluster &c,
+                                                 CollectiveKind kind,
+                                                 const GroupShape &group) {
+  if (group.ranks <= 1)
+    return {AffineCost()};
   double p = double(group.ranks), n = double(group.nodes),
          g = double(group.perNode);
-  if (group.ranks <= 1)
-    return 0;
   double bNv = c.nvlinkBytesPerSecond, bNet = c.networkBytesPerSecond;
-  // One ring pass inside a node over `x` bytes (reduce-scatter or
-  // all-gather: g - 1 steps of x / g each).
-  auto intra = [&](double x) {
-    return (g - 1) * c.nvlinkLatency + (g - 1) / g * x / bNv;
-  };
-  // One ring pass between nodes over `x` bytes, one ring per GPU rail.
-  auto inter = [&](double x) {
-    return (n - 1) * c.networkLatency + (n - 1) / n * x / bNet;
-  };
   double base = c.collectiveBaseLatency;
+  bool net = group.nodes > 1;
+  // One ring pass inside a node (reduce-scatter or all-gather: g - 1 steps
+  // of 1/g of the bytes), and one between nodes over each GPU's 1/g share,
+  // one ring per GPU rail.
+  AffineCost intra{(g - 1) * c.nvlinkLatency, (g - 1) / g / bNv};
+  AffineCost inter{(n - 1) * c.networkLatency, (n - 1) / n / g / bNet};
   switch (kind) {
   case CollectiveKind::AllReduce: {
-    // Ring: reduce-scatter in the node, all-reduce of each GPU's 1/g share
+    // Ring: reduce-scatter in the node, all-reduce of each GPU's share
     // between nodes, all-gather in the node.
-    double ring = base + 2 * intra(s) + 2 * inter(s / g);
-    if (group.nodes == 1)
-      return ring;
+    AffineCost ring{base + 2 * intra.latency + 2 * inter.latency,
+                    2 * intra.secondsPerByte + 2 * inter.secondsPerByte};
+    if (!net)
+      return {ring};
     // Tree: a chain in the node, a double binary tree between nodes; each
     // share goes up and down the tree once.
     double depth = std::ceil(std::log2(n));
-    double tree = base + 2 * (g - 1) * c.nvlinkLatency +
-                  2 * depth * c.treeNetworkLatency + 2 * (g - 1) / g * s / bNv +
-                  2 * (s / g) / bNet;
-    return std::min(ring, tree);
+    AffineCost tree{base + 2 * (g - 1) * c.nvlinkLatency +
+                        2 * depth * c.treeNetworkLatency,
+                    2 * (g - 1) / g / bNv + 2 / g / bNet};
+    return {ring, tree};
   }
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllGather:
-    return base + intra(s) + inter(s / g);
+    return {{base + intra.latency + inter.latency,
+             intra.secondsPerByte + inter.secondsPerByte}};
   case CollectiveKind::AllToAll: {
+    // The bytes for the other GPUs of the node go over NVLink, the rest
+    // over the network, at once: the slower of the two.
     double latency =
-        (p - 1) * (group.nodes > 1 ? c.networkLatency : c.nvlinkLatency);
-    double viaNvlink = (g - 1) / p * s / bNv;
-    double viaNetwork = (p - g) / p * s / bNet;
-    return base + latency + std::max(viaNvlink, viaNetwork);
+        base + (p - 1) * (net ? c.networkLatency : c.nvlinkLatency);
+    double viaNvlink = (g - 1) / p / bNv, viaNetwork = (p - g) / p / bNet;
+    return {{latency, std::max(viaNvlink, viaNetwork)}};
   }
-  case CollectiveKind::Broadcast: {
-    bool net = group.nodes > 1;
-    return base + (p - 1) * (net ? c.networkLatency : c.nvlinkLatency) +
-           s / (net ? bNet : bNv);
+  case CollectiveKind::Broadcast:
+    return {{base + (p - 1) * (net ? c.networkLatency : c.nvlinkLatency),
+             1 / (net ? bNet : bNv)}};
+  case CollectiveKind::SendRecv:
+    return {{base + (net ? c.networkLatency : c.nvlinkLatency),
+             1 / (net ? bNet : bNv)}};
   }
-  case CollectiveKind::SendRecv: {
-    bool net = group.nodes > 1;
-    return base + (net ? c.networkLatency : c.nvlinkLatency) +
-           s / (net ? bNet : bNv);
-  }
-  }
-  return 0;
+  return {AffineCost()};
+}
+
+double rt::collectiveSeconds(const Cluster &c, CollectiveKind kind,
+                             uint64_t bytes, const GroupShape &group) {
+  double best = INFINITY;
+  for (const AffineCost &a : collectiveAlgorithms(c, kind, group))
+    best = std::min(best, a.at(double(bytes)));
+  return best;
 }

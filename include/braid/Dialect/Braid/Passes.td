@@ -387,6 +387,9 @@ def Overlap : Pass<"braid-overlap", "mlir::ModuleOp"> {
            "Largest allowed increase of peak live bytes, in percent">,
     Option<"commStreams", "comm-streams", "unsigned", /*default=*/"1",
            "Number of communication streams (1 to 64)">,
+    Option<"verify", "verify", "bool", /*default=*/"true",
+           "End with braid-verify-schedule (braid-compile runs it once, "
+           "after the memory plan)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Report buckets and peak live bytes as remarks">
   ];

@@ -192,16 +192,20 @@ BucketGradientsPass::autoBoundaries(Block &body,
     // The all-reduce of `bytes` in this group (all share one group).
     rt::GroupShape shape = getGroupShape(
         cast<CollectiveOpInterface>(grads[0].getOperation()), costs);
+    std::vector<rt::AffineCost> algorithms =
+        rt::collectiveAlgorithms(costs, rt::CollectiveKind::AllReduce, shape);
     auto seconds = [&](uint64_t bytes) {
-      return rt::collectiveSeconds(costs, rt::CollectiveKind::AllReduce, bytes,
-                                   shape);
+      double best = INFINITY;
+      for (const rt::AffineCost &a : algorithms)
+        best = std::min(best, a.at(double(bytes)));
+      return best;
     };
     // Communication that overlaps compute slows it: by a / (1 + a) of
     // its time (compute runs at 1 / (1 + a) meanwhile), so every bucket
     // delays the gradients after it; and it runs 1 + b times slower.
     double a = costs.computeSlowdownDuringComm;
     double slow = a / (1 + a), stretch = 1 + costs.commSlowdownDuringCompute;
-    constexpr size_t window = 2048;
+    constexpr size_t window = 256;
     // The model's step end for buckets ending at `ends` (ascending): each
     // starts when its last gradient is ready (later by the slowdown that
     // the buckets before it caused) and the previous bucket is done; the
@@ -249,7 +253,7 @@ BucketGradientsPass::autoBoundaries(Block &body,
     };
     SmallVector<size_t> bestEnds = {m};
     double best = evaluate(bestEnds);
-    for (double lambda : {0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0}) {
+    for (double lambda : {0.0, 0.5, 1.0, 2.0, 4.0}) {
       SmallVector<size_t> ends = partition(lambda * slow);
       double end = evaluate(ends);
       if (end < best) {

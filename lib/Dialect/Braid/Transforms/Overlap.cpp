@@ -58,7 +58,8 @@ struct OverlapPass : public braid::impl::OverlapBase<OverlapPass> {
     AssignStreamsOptions streams;
     streams.commStreams = commStreams;
     pm.addPass(createAssignStreams(streams));
-    pm.addPass(createVerifySchedule());
+    if (verify)
+      pm.addPass(createVerifySchedule());
     if (failed(runPipeline(pm, getOperation())))
       signalPassFailure();
   }

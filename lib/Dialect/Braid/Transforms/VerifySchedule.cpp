@@ -12,7 +12,10 @@
 #include "braid/Dialect/Braid/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <map>
 
 #define DEBUG_TYPE "braid-verify-schedule"
 
@@ -60,50 +63,142 @@ std::optional<int64_t> getOffset(FunctionOpInterface func, Value value) {
   return offsets[result.getResultNumber()];
 }
 
+namespace {
+
+/// Byte ranges of the arena in flight, each owned by a collective: a map of
+/// disjoint segments, each listing the ranges that cover it. Adding,
+/// removing and querying a range cost O(log n + segments it touches).
+class InFlightBytes {
+public:
+  /// A range [lo, hi) that `value` of collective `owner` holds.
+  struct Range {
+    int64_t lo, hi;
+    Value value;
+    Operation *start;
+    WaitOp wait;
+  };
+
+  void add(unsigned id) {
+    const Range &r = ranges[id];
+    split(r.lo);
+    split(r.hi);
+    int64_t at = r.lo;
+    auto it = segments.lower_bound(r.lo);
+    while (at < r.hi) {
+      if (it == segments.end() || it->first > at) {
+        // A gap up to the next segment (or hi).
+        int64_t end = it == segments.end() ? r.hi : std::min(r.hi, it->first);
+        it = segments.emplace_hint(it, at, Segment{end, {id}});
+      } else {
+        it->second.owners.push_back(id);
+      }
+      at = it->second.end;
+      ++it;
+    }
+  }
+  void remove(unsigned id) {
+    const Range &r = ranges[id];
+    for (auto it = segments.lower_bound(r.lo);
+         it != segments.end() && it->first < r.hi;) {
+      llvm::erase(it->second.owners, id);
+      it = it->second.owners.empty() ? segments.erase(it) : std::next(it);
+    }
+  }
+  /// Calls `fn` on each range overlapping [lo, hi).
+  void overlapping(int64_t lo, int64_t hi,
+                   llvm::function_ref<void(const Range &)> fn) {
+    auto it = segments.upper_bound(lo);
+    if (it != segments.begin() && std::prev(it)->second.end > lo)
+      --it;
+    llvm::SmallDenseSet<unsigned, 4> seen;
+    for (; it != segments.end() && it->first < hi; ++it)
+      for (unsigned id : it->second.owners)
+        if (seen.insert(id).second)
+          fn(ranges[id]);
+  }
+
+  std::vector<Range> ranges;
+
+private:
+  struct Segment {
+    int64_t end;
+    SmallVector<unsigned, 2> owners;
+  };
+  /// Makes `x` a segment boundary.
+  void split(int64_t x) {
+    auto it = segments.upper_bound(x);
+    if (it == segments.begin())
+      return;
+    --it;
+    if (it->first < x && x < it->second.end) {
+      Segment tail{it->second.end, it->second.owners};
+      it->second.end = x;
+      segments.emplace_hint(std::next(it), x, std::move(tail));
+    }
+  }
+  std::map<int64_t, Segment> segments;
+};
+
+} // namespace
+
 /// With a memory plan: no op between a collective's start and its wait
-/// writes the bytes the collective reads or writes.
+/// writes the bytes the collective reads or writes. One sweep over the
+/// block with the bytes in flight.
 LogicalResult VerifySchedulePass::verifyMemory(FunctionOpInterface func,
                                                Block &body) {
   if (!func->hasAttr(BraidDialect::kArenaBytesAttrName))
     return success();
   bool ok = true;
-  for (Operation &start : body) {
-    auto collective = dyn_cast<CollectiveOpInterface>(start);
+  InFlightBytes inFlight;
+  DenseMap<Operation *, SmallVector<unsigned>> rangesOfWait;
+  for (Operation &op : body) {
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      auto it = rangesOfWait.find(&op);
+      if (it != rangesOfWait.end()) {
+        // The results land here: the collective writes them, but not the
+        // bytes another collective has in flight.
+        for (unsigned id : it->second)
+          inFlight.remove(id);
+        rangesOfWait.erase(it);
+      }
+    }
+    for (Value result : op.getResults()) {
+      std::optional<int64_t> at = getOffset(func, result);
+      if (!at)
+        continue;
+      int64_t end = *at + int64_t(getTensorBytes(result.getType()));
+      inFlight.overlapping(*at, end, [&](const InFlightBytes::Range &r) {
+        InFlightDiagnostic diag = op.emitError()
+                                  << "writes bytes [" << *at << ", " << end
+                                  << ") of the arena while '"
+                                  << r.start->getName() << "' reads or writes ["
+                                  << r.lo << ", " << r.hi << ") until its wait";
+        diag.attachNote(r.wait->getLoc()) << "the wait";
+        ok = false;
+      });
+    }
+    auto collective = dyn_cast<CollectiveOpInterface>(op);
     if (!collective || !collective.isAsync())
       continue;
-    WaitOp wait = getWaitOf(&start);
-    if (!wait || wait->getBlock() != &body || wait->isBeforeInBlock(&start))
+    WaitOp wait = getWaitOf(&op);
+    if (!wait || wait->getBlock() != &body || wait->isBeforeInBlock(&op))
       continue;
     // The bytes in flight: the inputs, and where the results land.
-    SmallVector<std::tuple<int64_t, int64_t, Value>> inFlight;
+    SmallVector<unsigned> &ids = rangesOfWait[wait.getOperation()];
     auto add = [&](Value v) {
-      if (std::optional<int64_t> at = getOffset(func, v))
-        inFlight.push_back(
-            {*at, *at + int64_t(getTensorBytes(v.getType())), v});
+      if (std::optional<int64_t> at = getOffset(func, v)) {
+        int64_t hi = *at + int64_t(getTensorBytes(v.getType()));
+        if (hi <= *at)
+          return;
+        ids.push_back(inFlight.ranges.size());
+        inFlight.ranges.push_back({*at, hi, v, &op, wait});
+        inFlight.add(ids.back());
+      }
     };
-    for (Value v : start.getOperands())
+    for (Value v : op.getOperands())
       add(v);
     for (Value v : wait.getResults())
       add(v);
-    for (Operation *op = start.getNextNode(); op && op != wait.getOperation();
-         op = op->getNextNode())
-      for (Value result : op->getResults()) {
-        std::optional<int64_t> at = getOffset(func, result);
-        if (!at)
-          continue;
-        int64_t end = *at + int64_t(getTensorBytes(result.getType()));
-        for (auto [lo, hi, value] : inFlight) {
-          if (*at >= hi || lo >= end)
-            continue;
-          InFlightDiagnostic diag = op->emitError()
-                                    << "writes bytes [" << *at << ", " << end
-                                    << ") of the arena while '"
-                                    << start.getName() << "' reads or writes ["
-                                    << lo << ", " << hi << ") until its wait";
-          diag.attachNote(wait.getLoc()) << "the wait";
-          ok = false;
-        }
-      }
   }
   return success(ok);
 }
