@@ -25,7 +25,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "build", "bin")
+BIN = os.environ.get("BRAID_BIN") or os.path.join(ROOT, "build", "bin")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from braid.models import gpt  # noqa: E402

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "build", "bin")
+BIN = os.environ.get("BRAID_BIN") or os.path.join(ROOT, "build", "bin")
 
 # (model, cluster, generator options): per-GPU micro-batches as commonly
 # trained (GPT-2 1024 tokens x 8, BERT 512 x 16, Llama 4096 x 1).

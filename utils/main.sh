@@ -4,6 +4,8 @@
 # prints its cost summary (flops, bytes, gradient bytes to reduce), and runs
 # the overlap pipeline on it, printing the buckets and the scheduled step's
 # shape; the scheduled IR is written to build/main/<model>.scheduled.mlir.
+# Then it simulates the step on one DGX H100 (h100-8) with the naive, DDP-style
+# and braid schedules and draws braid's timeline (build/main/sim-braid.png).
 # Then it trains: braid-compile turns the small GPT step (examples/gpt-tiny.mlir,
 # 2 ranks) into an overlapped and a naive plan, `mpirun -np 2 braid-run
 # --backend=cpu` trains each for 20 steps, printing the loss, and the final
@@ -32,8 +34,34 @@ echo "  cross-stream events       $(count 'braid.record_event')"
 echo "  comm streams used         $(grep -o 'stream<comm, [0-9]*>' "$out" | sort -u | wc -l)"
 echo "  verified by braid-verify-schedule"
 
-tiny="$root/examples/gpt-tiny.mlir"
 main="$root/build/main"
+cluster=h100-8
+echo
+echo "== simulated on $cluster: braid-compile --schedule=naive|ddp|braid, braid-run --backend=sim"
+for s in naive ddp braid; do
+  "$root/build/bin/braid-compile" "$model" --cluster=$cluster --schedule=$s \
+    -o "$main/sim-$s.plan"
+  trace=()
+  [ $s = braid ] && trace=(--trace "$main/sim-braid.trace.json" --trace-ranks 2)
+  "$root/build/bin/braid-run" --backend=sim --cluster=$cluster "$main/sim-$s.plan" \
+    --report "$main/sim-$s.json" "${trace[@]}" > "$main/sim-$s.txt"
+done
+/usr/bin/python3 - "$main" <<'PY'
+import json, os, sys
+r = {s: json.load(open(os.path.join(sys.argv[1], "sim-%s.json" % s))) for s in ("naive", "ddp", "braid")}
+print("  %-6s %12s %14s %10s %11s" % ("", "step ms", "exposed comm", "overlap", "efficiency"))
+for s in ("naive", "ddp", "braid"):
+    x = r[s]
+    print("  %-6s %12.3f %14.3f %10.3f %11.3f" % (s, x["step_time"] * 1e3, x["exposed_comm"] * 1e3,
+                                              x["overlap_fraction"], x["efficiency"]))
+print("  braid vs naive %.3fx, vs ddp %.3fx" % (r["naive"]["step_time"] / r["braid"]["step_time"],
+                                              r["ddp"]["step_time"] / r["braid"]["step_time"]))
+PY
+PYTHONPATH="$root/python" /usr/bin/python3 -m braid.timeline "$main/sim-braid.trace.json" \
+  -o "$main/sim-braid.png" --ranks 2 --title "$(basename "$model") on $cluster, braid's schedule" |
+  sed 's/^/  /'
+
+tiny="$root/examples/gpt-tiny.mlir"
 echo
 echo "== braid-compile $tiny (overlapped and --no-overlap)"
 # Small buckets, so that the small model's gradients fill several of them.

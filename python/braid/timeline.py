@@ -57,7 +57,7 @@ def render(trace_path, out_path, max_ranks=8, title=None):
     ax.set_xlim(0, end * 1.01 if end else 1)
     ax.set_xlabel("ms")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[c]) for c in ("compute", "comm")]
-    ax.legend(handles, ["kernels", "collectives"], loc="upper right")
+    ax.legend(handles, ["kernels", "collectives"], loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title(title or trace_path)
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
