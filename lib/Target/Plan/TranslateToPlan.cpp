@@ -73,9 +73,9 @@ std::string getLocation(Operation *op) {
   Location loc = op->getLoc();
   if (isStrictFileLineColLoc(loc)) {
     auto file = cast<FileLineColLoc>(loc);
-    os << "loc(";
+    os << "loc(\"";
     os.write_escaped(file.getFilename().getValue());
-    os << ":" << file.getLine() << ":" << file.getColumn() << ")";
+    os << "\":" << file.getLine() << ":" << file.getColumn() << ")";
     return text;
   }
   loc.print(os);
