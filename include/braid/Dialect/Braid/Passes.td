@@ -65,6 +65,14 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
     backward (at or before the last gradient producer) is left alone, and so
     is every collective without `grad_of`.
 
+    With `bucket-cap-mb=auto` the cost model of `cluster` (a preset such as
+    `h100-8x8`, or a JSON file; docs/CostModel.md) places every bucket end,
+    the first too: dynamic programming over where buckets end, in ready
+    order, minimising the predicted end of the step (each bucket starts
+    when its last gradient is ready and the previous one is done, and slows
+    the compute it overlaps). Bucket sizes then differ from bucket to
+    bucket. `split-large` does not combine with `auto`.
+
     The bucket count and sizes are pass statistics (`--mlir-pass-statistics`,
     in an MLIR built with statistics; Debian's is not) and, with `report`, a
     remark per function: `buckets: 4 (6144, 20447232, 10238976, 154533888
@@ -348,6 +356,13 @@ def Overlap : Pass<"braid-overlap", "mlir::ModuleOp"> {
     `braid-schedule`, `braid-assign-streams` and `braid-verify-schedule`,
     forwarding the options below to the pass they belong to. The pipeline is
     idempotent. docs/Overlap.md shows the MLP step before and after.
+
+    `schedule` picks the kind of schedule: `braid` (the above), `ddp`
+    (`braid-schedule ddp=true`: program order, every wait before the first
+    optimizer update, as PyTorch DDP runs) or `naive` (one synchronous
+    all-reduce per group after the backward: bucket caps of infinity, no
+    async-collectives, no schedule). The overlap benchmark compares the
+    three (docs/Benchmarks.md).
 
     Before: per-gradient synchronous all-reduces, the optimizer at the end.
     ```mlir

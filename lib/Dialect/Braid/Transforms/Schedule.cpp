@@ -72,6 +72,13 @@ struct SchedulePass : public braid::impl::ScheduleBase<SchedulePass> {
 void SchedulePass::scheduleAsDdp(Block &body) {
   SmallVector<WaitOp> waits(body.getOps<WaitOp>().begin(),
                             body.getOps<WaitOp>().end());
+  // In start order (the order of the buckets).
+  llvm::stable_sort(waits, [](WaitOp a, WaitOp b) {
+    Operation *sa = a.getFuture().getDefiningOp();
+    Operation *sb = b.getFuture().getDefiningOp();
+    return sa && sb && sa->getBlock() == sb->getBlock() &&
+           sa->isBeforeInBlock(sb);
+  });
   Operation *firstUser = nullptr;
   for (WaitOp wait : waits)
     for (Operation *user : wait->getUsers()) {
@@ -84,8 +91,9 @@ void SchedulePass::scheduleAsDdp(Block &body) {
     return;
   for (WaitOp wait : waits) {
     Operation *start = wait.getFuture().getDefiningOp();
-    if (wait->isBeforeInBlock(firstUser) ||
-        (start && !start->isBeforeInBlock(firstUser)))
+    // (Moving a wait down to firstUser is safe too: nothing uses its
+    // results before.)
+    if (start && !start->isBeforeInBlock(firstUser))
       continue;
     wait->moveBefore(firstUser);
     ++numMoved;
