@@ -2,7 +2,9 @@
 # the cluster's JSON: a step without communication takes exactly the sum of
 # its kernel times, and a step of one collective exactly the formula's time
 # (ring and tree all_reduce on 1, 8, 64 and 256 GPUs, reduce_scatter,
-# all_gather), to 1e-12 relative.
+# all_gather), to 1e-12 relative; two collectives on two streams share the
+# links (the sum of their times); a kernel under an all-reduce runs slower by
+# the contention factor until it ends.
 #
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
 
@@ -138,6 +140,65 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
             "ok  " if ok else "FAIL", kind, nbytes, ranks, name, got["step_time"], algorithm,
             expected))
         failures += not ok
+    # 3. Two collectives at once on two streams share the links: on a 2x4
+    # grid, an all-reduce over each axis (different groups, so different
+    # communication streams) ends after exactly the sum of their times.
+    mlir = os.path.join(out, "two-streams.mlir")
+    a, b = 8 << 20, 24 << 20
+    with open(mlir, "w") as f:
+        f.write("""shard.grid @world(shape = 2x4)
+func.func @step(%%x: tensor<%dxf32> {braid.role = #braid.role<batch "x">},
+                %%y: tensor<%dxf32> {braid.role = #braid.role<batch "y">})
+    -> (tensor<%dxf32>, tensor<%dxf32>) {
+  %%0 = braid.all_reduce %%x on @world grid_axes = [0] reduction = sum : tensor<%dxf32>
+  %%1 = braid.all_reduce %%y on @world grid_axes = [1] reduction = sum : tensor<%dxf32>
+  return %%0, %%1 : tensor<%dxf32>, tensor<%dxf32>
+}
+""" % ((a // 4, b // 4) * 4))
+    plan = os.path.join(out, "two-streams.plan")
+    braidtest.compile_step(mlir, plan, "--comm-streams=2")
+    dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
+    got = simulate(plan, "h100-8", plan)
+    c = cluster("h100-8")
+    ta, _ = collective_seconds(c, "all_reduce", a, 2)
+    tb, _ = collective_seconds(c, "all_reduce", b, 4)
+    ok = ("stream comm 1" in dump and close(got["step_time"], ta + tb) and
+          close(got["comm_time"], ta + tb))
+    print("%s two all-reduces on two streams: step %.12e s, sum of their times %.12e s" % (
+        "ok  " if ok else "FAIL", got["step_time"], ta + tb))
+    failures += not ok
+
+    # 4. Contention: a kernel that runs while an all-reduce is in flight runs
+    # 1 + a times slower (a = compute_slowdown_during_comm) until the
+    # all-reduce ends, then at full speed.
+    mlir = os.path.join(out, "contention.mlir")
+    with open(mlir, "w") as f:
+        f.write("""shard.grid @world(shape = 8)
+func.func @step(%x: tensor<4194304xf32> {braid.role = #braid.role<batch "x">},
+                %p: tensor<2048x2048xf32> {braid.role = #braid.role<batch "p">})
+    -> (tensor<4194304xf32>, tensor<2048x2048xf32>) {
+  %0 = braid.all_reduce %x on @world grid_axes = [0] reduction = sum : tensor<4194304xf32>
+  %1 = braid.matmul %p, %p : tensor<2048x2048xf32>, tensor<2048x2048xf32> -> tensor<2048x2048xf32>
+  return %0, %1 : tensor<4194304xf32>, tensor<2048x2048xf32>
+}
+""")
+    plan = os.path.join(out, "contention.plan")
+    braidtest.compile_step(mlir, plan)
+    dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
+    (flops, read, written, dtype), = re.findall(
+        r"\[(\d+) flops, (\d+) B read, (\d+) B written, (\w+)\]", dump)
+    c = cluster("h100-8")
+    k = kernel_seconds(c, int(flops), int(read) + int(written), dtype)
+    m, _ = collective_seconds(c, "all_reduce", 4194304 * 4, 8)
+    slow = 1 + c["compute_slowdown_during_comm"]
+    # Both start at 0; the kernel does m / slow of its work by m.
+    expected = m + (k - m / slow) if k > m / slow else k * slow
+    got = simulate(plan, "h100-8", plan)
+    ok = close(got["step_time"], max(expected, m)) and got["overlap_fraction"] == 1.0
+    print("%s kernel of %.3e s under an all-reduce of %.3e s: step %.12e s, expected %.12e s" % (
+        "ok  " if ok else "FAIL", k, m, got["step_time"], max(expected, m)))
+    failures += not ok
+
     if algorithms != {"ring", "tree"}:
         print("FAIL the cases should exercise both ring and tree, got %s" % sorted(algorithms))
         failures += 1
