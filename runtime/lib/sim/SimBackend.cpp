@@ -41,6 +41,8 @@ struct SimBackend::State {
   std::vector<std::vector<Pos>> pending;
   /// Where each event was recorded: the last item before it.
   std::vector<Pos> eventPos, futurePos;
+  /// Per stream, the collectives issued so far on each group.
+  std::vector<std::map<int, int64_t>> groupSeqs;
 
   void add(unsigned stream, Item item) {
     item.deps = std::move(pending[stream]);
@@ -63,6 +65,7 @@ void SimBackend::prepare(const Plan &plan) {
   state->futurePos.assign(plan.numFutures, Pos());
   state->streams.assign(plan.streams.size(), {});
   state->pending.assign(plan.streams.size(), {});
+  state->groupSeqs.assign(plan.streams.size(), {});
 }
 
 void SimBackend::kernel(unsigned stream, const Instr &instr) {
@@ -81,9 +84,7 @@ void SimBackend::collective(unsigned stream, const Instr &instr) {
   bool gather = collectiveKindOf(instr.op) == CollectiveKind::AllGather;
   for (uint32_t id : gather ? instr.results : instr.operands)
     item.commBytes += state->plan->buffers[id].bytes;
-  for (const Item &other : state->streams[stream])
-    if (other.comm && other.instr->group == instr.group)
-      ++item.groupSeq;
+  item.groupSeq = state->groupSeqs[stream][instr.group]++;
   state->add(stream, std::move(item));
 }
 
