@@ -88,10 +88,12 @@ std::string getLocation(Operation *op) {
 /// which prepares printing too.
 class ValueNamer {
 public:
-  void nameResults(Operation &op) {
+  /// The names of `op`'s results, in order.
+  SmallVector<std::string> nameResults(Operation &op) {
     unsigned n = op.getNumResults();
+    SmallVector<std::string> names(n);
     if (n == 0)
-      return;
+      return names;
     SmallVector<StringRef> hints(n);
     if (auto asmOp = dyn_cast<OpAsmOpInterface>(op))
       asmOp.getAsmResultNames([&](Value v, StringRef name) {
@@ -100,14 +102,14 @@ public:
     if (llvm::all_of(hints, [](StringRef h) { return h.empty(); })) {
       std::string base = "%" + std::to_string(next++);
       for (unsigned i = 0; i < n; ++i)
-        names[op.getResult(i)] = n > 1 ? base + "#" + std::to_string(i) : base;
-      return;
+        names[i] = n > 1 ? base + "#" + std::to_string(i) : base;
+      return names;
     }
     for (unsigned i = 0; i < n; ++i)
-      names[op.getResult(i)] =
+      names[i] =
           hints[i].empty() ? "%" + std::to_string(next++) : unique(hints[i]);
+    return names;
   }
-  const std::string &operator[](Value v) { return names[v]; }
 
 private:
   std::string unique(StringRef hint) {
@@ -117,7 +119,6 @@ private:
       name += "_" + std::to_string(count - 1);
     return name;
   }
-  DenseMap<Value, std::string> names;
   llvm::StringMap<unsigned> used;
   unsigned next = 0;
 };
@@ -125,7 +126,11 @@ private:
 /// Builds the plan of one function.
 class PlanWriter {
 public:
-  PlanWriter(ModuleOp module, func::FuncOp func) : module(module), func(func) {}
+  PlanWriter(ModuleOp module, func::FuncOp func)
+      : module(module), func(func),
+        // About 330 bytes a op: sized once, the buffer never regrows.
+        builder(std::max<size_t>(
+            1 << 16, 400 * func.getBody().front().getOperations().size())) {}
 
   LogicalResult write(llvm::raw_ostream &os);
 
@@ -139,7 +144,7 @@ private:
 
   ModuleOp module;
   func::FuncOp func;
-  fb::FlatBufferBuilder builder{1 << 16};
+  fb::FlatBufferBuilder builder;
   std::vector<fb::Offset<plan::Buffer>> buffers;
   llvm::DenseMap<Value, uint32_t> bufferIds;
   std::vector<fb::Offset<plan::Group>> groups;
@@ -340,7 +345,7 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
   // Buffers of op results, named by their SSA names.
   ValueNamer namer;
   for (Operation &op : body.without_terminator()) {
-    namer.nameResults(op);
+    SmallVector<std::string> names = namer.nameResults(op);
     auto offsets =
         op.getAttrOfType<DenseI64ArrayAttr>(BraidDialect::kOffsetsAttrName);
     for (auto [i, result] : llvm::enumerate(op.getResults())) {
@@ -349,7 +354,7 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       if (!offsets)
         return op.emitError()
                << "result #" << i << " has no offset; run braid-plan-memory";
-      if (failed(addBuffer(result, offsets[i], namer[result])))
+      if (failed(addBuffer(result, offsets[i], std::move(names[i]))))
         return failure();
     }
   }

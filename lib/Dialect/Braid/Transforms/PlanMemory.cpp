@@ -344,24 +344,14 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
         if (start)
           from = std::min(from, position.lookup(start));
       }
+      // Its uses extend it as operands of their ops, above and below.
       extend(result, from, at);
-      for (OpOperand &use : result.getUses()) {
-        Operation *user = use.getOwner();
-        if (user->hasTrait<OpTrait::IsTerminator>()) {
-          extend(result, from, end);
-          continue;
-        }
-        auto userCollective = dyn_cast<CollectiveOpInterface>(user);
-        bool userAsync = userCollective && userCollective.isAsync();
-        if (userAsync)
-          extend(result, from, waitPosition(user));
-        else if (!isOnComputeStream(user))
-          extend(result, from, end);
-        else
-          extend(result, from, position.lookup(user));
-      }
     }
   }
+  // What the step returns lives to the end.
+  for (Value v : body.getTerminator()->getOperands())
+    if (isTensor(v))
+      extend(v, end, end);
 
   // The bound: the most bytes live at once under these lifetimes.
   SmallVector<int64_t> delta(end + 2, 0);
