@@ -19,6 +19,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <map>
+#include <set>
 
 #define DEBUG_TYPE "braid-plan-memory"
 
@@ -122,15 +123,12 @@ uint64_t packBySweep(ArrayRef<Allocation> allocations, ArrayRef<unsigned> live,
   llvm::stable_sort(byEnd, [&](unsigned a, unsigned b) {
     return allocations[a].end < allocations[b].end;
   });
-  std::map<uint64_t, uint64_t> freeByOffset;    // offset -> size
-  std::multimap<uint64_t, uint64_t> freeBySize; // size -> offset
+  std::map<uint64_t, uint64_t> freeByOffset; // offset -> size
+  // (size, offset): best fit is the smallest size, then the lowest offset;
+  // a range is erased by its key, not by scanning its size's ranges.
+  std::set<std::pair<uint64_t, uint64_t>> freeBySize;
   auto eraseFree = [&](std::map<uint64_t, uint64_t>::iterator it) {
-    auto range = freeBySize.equal_range(it->second);
-    for (auto s = range.first; s != range.second; ++s)
-      if (s->second == it->first) {
-        freeBySize.erase(s);
-        break;
-      }
+    freeBySize.erase({it->second, it->first});
     return freeByOffset.erase(it);
   };
   auto addFree = [&](uint64_t offset, uint64_t size) {
@@ -160,9 +158,9 @@ uint64_t packBySweep(ArrayRef<Allocation> allocations, ArrayRef<unsigned> live,
       unsigned j = byEnd[released++];
       addFree(offsets[j], allocations[j].bytes);
     }
-    auto fit = freeBySize.lower_bound(a.bytes);
+    auto fit = freeBySize.lower_bound({a.bytes, 0});
     if (fit != freeBySize.end()) {
-      uint64_t offset = fit->second, size = fit->first;
+      uint64_t size = fit->first, offset = fit->second;
       eraseFree(freeByOffset.find(offset));
       if (size > a.bytes)
         addFree(offset + a.bytes, size - a.bytes);
