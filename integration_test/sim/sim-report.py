@@ -95,7 +95,8 @@ def main():
             (["--cluster=h100-9"], "unknown cluster 'h100-9' (presets: a100-8, h100-8, h100-8x32, h100-8x8, h200-8", 1),
             (["--cluster=/nonexistent.json"], "cannot open cluster file", 1),
             ([], "--backend=sim needs --cluster", 2),
-            (["--cluster=h100-8", "--params", "p.npz"], "simulates time only", 2)):
+            (["--cluster=h100-8", "--params", "p.npz"], "simulates time only", 2),
+            (["--cluster=h100-8", "--steps", "3"], "simulates one step", 2)):
         p = sim(plan, *args, check_rc=False)
         check(p.returncode == rc and expect in p.stderr, "error: %s" % expect)
     # A 64-rank plan on an 8-GPU cluster.

@@ -45,6 +45,7 @@ struct Options {
   std::string cluster, trace, report;
   int64_t traceRanks = -1;
   int64_t steps = 1;
+  bool stepsGiven = false;
   uint64_t seed = 0;
   double timeout = 60;
   bool dump = false;
@@ -121,6 +122,7 @@ Options parseOptions(int argc, char **argv) {
       if (v < 0 || v != std::floor(v))
         usageError("--steps must be a non-negative integer");
       o.steps = int64_t(v);
+      o.stepsGiven = true;
     } else if (is("--seed")) {
       double v = number(value(i, arg, "--seed"), "--seed");
       if (v < 0 || v != std::floor(v))
@@ -420,6 +422,9 @@ int simulate(const Options &o) {
       o.checkMemory || !o.fault.empty())
     usageError("--backend=sim simulates time only: --params, --data, "
                "--save, --check-memory and --inject-fault do not apply");
+  if (o.stepsGiven)
+    usageError("--backend=sim simulates one step (every step of a plan is "
+               "the same); --steps does not apply");
   try {
     Cluster cluster = loadCluster(o.cluster);
     Plan plan = loadPlanFile(o.plan);
