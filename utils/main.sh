@@ -77,7 +77,7 @@ echo "== ${mpirun[*]} braid-run --backend=cpu build/main/gpt-tiny.plan --steps 2
 echo
 echo "== the same with the naive plan (no overlap)"
 "${mpirun[@]}" "$root/build/bin/braid-run" --backend=cpu "$main/gpt-tiny-naive.plan" \
-  --steps 20 --save "$main/gpt-tiny-naive.npz" | tail -n 1
+  --steps 20 --save "$main/gpt-tiny-naive.npz" | grep "^step" | tail -n 1
 /usr/bin/python3 - "$main/gpt-tiny.npz" "$main/gpt-tiny-naive.npz" <<'PY'
 import sys
 import numpy as np
