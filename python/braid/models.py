@@ -216,24 +216,34 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     def reduce(name, grad):
         grads[name] = b.grad_all_reduce(grad, name)
 
+    def linear_backward(dy, x, prefix, hint_w, hint_b, hint_dx):
+        """y = x W^T (+ bias): reduces dW (and db), returns dx."""
+        reduce(prefix + ".weight", b.matmul(dy, x, ta=True, hint=hint_w))
+        if not llama:
+            reduce(prefix + ".bias", b.reduce_sum(dy, [0], hint=hint_b))
+        return b.matmul(dy, p[prefix + ".weight"], hint=hint_dx)
+
+    def norm_backward(dy, x, mean, rstd, prefix, hint):
+        """Layer norm: reduces its scale (and bias) gradients, returns dx."""
+        dx, dgamma, dbeta = b.layer_norm_backward(dy, x, mean, rstd, p[prefix + ".weight"],
+                                                  hint=hint)
+        reduce(prefix + ".weight", dgamma)
+        if not llama:
+            reduce(prefix + ".bias", dbeta)
+        return dx
+
     one = b.constant(1.0, dtype=dtype, hint="one")
     dlogits = b.cross_entropy_backward(one, logits, flat_labels)
     dhead = b.matmul(dlogits, yf, ta=True, hint="d_lm_head" if llama else "d_wte_head")
     if llama:
         reduce("lm_head.weight", dhead)
     dyf = b.matmul(dlogits, head, hint="dyf")
-    dx, dgf, dbf = b.layer_norm_backward(dyf, x, mf, rf, p["ln_f.weight"], hint="dlnf")
-    reduce("ln_f.weight", dgf)
-    if not llama:
-        reduce("ln_f.bias", dbf)
+    dx = norm_backward(dyf, x, mf, rf, "ln_f", "dlnf")
     for i in reversed(range(layers)):
         h = "h%d." % i
         s_ = saved[i]
         dx4 = dx
-        reduce(h + "mlp.c_proj.weight", b.matmul(dx4, s_["g"], ta=True, hint="d_mlp_proj_w"))
-        if not llama:
-            reduce(h + "mlp.c_proj.bias", b.reduce_sum(dx4, [0], hint="d_mlp_proj_b"))
-        dg = b.matmul(dx4, p[h + "mlp.c_proj.weight"], hint="dg")
+        dg = linear_backward(dx4, s_["g"], h + "mlp.c_proj", "d_mlp_proj_w", "d_mlp_proj_b", "dg")
         if llama:
             dact = b.mul(dg, s_["fc"], hint="d_act")
             dfc = b.mul(dg, s_["act"], hint="dfc")
@@ -244,19 +254,11 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                         b.matmul(dfc, p[h + "mlp.c_fc.weight"], hint="dy2_fc"), hint="dy2")
         else:
             dfc = b.gelu_backward(dg, s_["fc"], hint="dfc")
-            reduce(h + "mlp.c_fc.weight", b.matmul(dfc, s_["y2"], ta=True, hint="d_fc_w"))
-            reduce(h + "mlp.c_fc.bias", b.reduce_sum(dfc, [0], hint="d_fc_b"))
-            dy2 = b.matmul(dfc, p[h + "mlp.c_fc.weight"], hint="dy2")
-        dx3a, dg2, db2 = b.layer_norm_backward(dy2, s_["x3"], s_["m2"], s_["r2"],
-                                               p[h + "ln_2.weight"], hint="dln2")
-        reduce(h + "ln_2.weight", dg2)
-        if not llama:
-            reduce(h + "ln_2.bias", db2)
+            dy2 = linear_backward(dfc, s_["y2"], h + "mlp.c_fc", "d_fc_w", "d_fc_b", "dy2")
+        dx3a = norm_backward(dy2, s_["x3"], s_["m2"], s_["r2"], h + "ln_2", "dln2")
         dx3 = b.add(dx4, dx3a, hint="dx3")
-        reduce(h + "attn.c_proj.weight", b.matmul(dx3, s_["ctx2"], ta=True, hint="d_attn_proj_w"))
-        if not llama:
-            reduce(h + "attn.c_proj.bias", b.reduce_sum(dx3, [0], hint="d_attn_proj_b"))
-        dctx2 = b.matmul(dx3, p[h + "attn.c_proj.weight"], hint="dctx2")
+        dctx2 = linear_backward(dx3, s_["ctx2"], h + "attn.c_proj", "d_attn_proj_w",
+                                "d_attn_proj_b", "dctx2")
         dctx = b.transpose(b.reshape(dctx2, (batch, seq, heads, hd), hint="dctx4"),
                            [0, 2, 1, 3], hint="dctx")
         dprobs = b.matmul(dctx, s_["ve"], tb=True, hint="dprobs")
@@ -276,15 +278,8 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
 
         dqkv = b.concat([merge_heads(dq, heads, "dq"), merge_heads(dk, kv_heads, "dk"),
                          merge_heads(dv, kv_heads, "dv")], 1, hint="dqkv")
-        reduce(h + "attn.c_attn.weight", b.matmul(dqkv, s_["y1"], ta=True, hint="d_attn_w"))
-        if not llama:
-            reduce(h + "attn.c_attn.bias", b.reduce_sum(dqkv, [0], hint="d_attn_b"))
-        dy1 = b.matmul(dqkv, p[h + "attn.c_attn.weight"], hint="dy1")
-        dx2a, dg1, db1 = b.layer_norm_backward(dy1, s_["x"], s_["m1"], s_["r1"],
-                                               p[h + "ln_1.weight"], hint="dln1")
-        reduce(h + "ln_1.weight", dg1)
-        if not llama:
-            reduce(h + "ln_1.bias", db1)
+        dy1 = linear_backward(dqkv, s_["y1"], h + "attn.c_attn", "d_attn_w", "d_attn_b", "dy1")
+        dx2a = norm_backward(dy1, s_["x"], s_["m1"], s_["r1"], h + "ln_1", "dln1")
         dx = b.add(dx3, dx2a, hint="dx2")
     dx = b.reshape(dx, (batch, seq, H), hint="dx")
     if not llama:

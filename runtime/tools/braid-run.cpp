@@ -90,6 +90,15 @@ Options parseOptions(int argc, char **argv) {
       usageError(name + " expects a number, got '" + text + "'");
     }
   };
+  // An integer option of at least `least` ("non-negative" or "positive").
+  auto integer = [&](int &i, const std::string &arg, const std::string &name,
+                     int64_t least) {
+    double v = number(value(i, arg, name), name);
+    if (v < double(least) || v != std::floor(v))
+      usageError(name + " must be a " +
+                 (least > 0 ? "positive" : "non-negative") + " integer");
+    return int64_t(v);
+  };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto is = [&](const std::string &name) {
@@ -113,21 +122,12 @@ Options parseOptions(int argc, char **argv) {
     } else if (is("--report")) {
       o.report = value(i, arg, "--report");
     } else if (is("--trace-ranks")) {
-      double v = number(value(i, arg, "--trace-ranks"), "--trace-ranks");
-      if (v < 1 || v != std::floor(v))
-        usageError("--trace-ranks must be a positive integer");
-      o.traceRanks = int64_t(v);
+      o.traceRanks = integer(i, arg, "--trace-ranks", 1);
     } else if (is("--steps")) {
-      double v = number(value(i, arg, "--steps"), "--steps");
-      if (v < 0 || v != std::floor(v))
-        usageError("--steps must be a non-negative integer");
-      o.steps = int64_t(v);
+      o.steps = integer(i, arg, "--steps", 0);
       o.stepsGiven = true;
     } else if (is("--seed")) {
-      double v = number(value(i, arg, "--seed"), "--seed");
-      if (v < 0 || v != std::floor(v))
-        usageError("--seed must be a non-negative integer");
-      o.seed = uint64_t(v);
+      o.seed = uint64_t(integer(i, arg, "--seed", 0));
     } else if (is("--timeout")) {
       o.timeout = number(value(i, arg, "--timeout"), "--timeout");
       if (!(o.timeout > 0))

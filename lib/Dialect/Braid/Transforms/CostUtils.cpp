@@ -80,14 +80,3 @@ rt::GroupShape braid::getGroupShape(CollectiveOpInterface op,
   }
   return rt::groupShapeOf(cluster, members);
 }
-
-double braid::getCollectiveSeconds(CollectiveOpInterface op,
-                                   const rt::Cluster &cluster) {
-  std::string name = op->getName().stripDialect().str();
-  try {
-    return rt::collectiveSeconds(cluster, rt::collectiveKindOf(name),
-                                 op.getCommBytes(), getGroupShape(op, cluster));
-  } catch (const rt::ClusterError &) {
-    return 0; // A collective without a formula: not reachable from input.
-  }
-}

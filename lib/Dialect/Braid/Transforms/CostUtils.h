@@ -30,10 +30,6 @@ double getOpSeconds(mlir::Operation *op, const rt::Cluster &cluster);
 rt::GroupShape getGroupShape(CollectiveOpInterface op,
                              const rt::Cluster &cluster);
 
-/// Seconds the collective `op` takes alone, in rank 0's group.
-double getCollectiveSeconds(CollectiveOpInterface op,
-                            const rt::Cluster &cluster);
-
 } // namespace braid
 
 #endif // BRAID_LIB_DIALECT_BRAID_TRANSFORMS_COSTUTILS_H
