@@ -27,7 +27,12 @@ class Value:
 
 
 def _float(x):
-    """MLIR's spelling of an f64 attribute value."""
+    """MLIR's spelling of an f64 attribute value (infinities and NaN as the
+    bit pattern, which MLIR's parser reads for float attributes)."""
+    if math.isinf(x):
+        return "0x7FF0000000000000" if x > 0 else "0xFFF0000000000000"
+    if math.isnan(x):
+        return "0x7FF8000000000000"
     return "%e" % x
 
 
@@ -96,8 +101,14 @@ class StepBuilder:
     def add(self, a, b, hint="add"):
         return self._binary("add", a, b, hint)
 
+    def sub(self, a, b, hint="sub"):
+        return self._binary("sub", a, b, hint)
+
     def mul(self, a, b, hint="mul"):
         return self._binary("mul", a, b, hint)
+
+    def div(self, a, b, hint="div"):
+        return self._binary("div", a, b, hint)
 
     def scale(self, x, factor, hint="scaled"):
         return self._emit(hint, x.shape, x.dtype, "braid.scale %s by %s : %s" % (x, _float(factor), x.type))
@@ -105,11 +116,18 @@ class StepBuilder:
     def bias_add(self, x, b, hint="biased"):
         return self._emit(hint, x.shape, x.dtype, "braid.bias_add %s, %s : %s, %s" % (x, b, x.type, b.type))
 
-    def reduce_sum(self, x, dims, hint="sum"):
-        shape = tuple(d for i, d in enumerate(x.shape) if i not in dims)
+    def reduce_sum(self, x, dims, hint="sum", keep_dims=False, op="reduce_sum"):
+        if keep_dims:
+            shape = tuple(1 if i in dims else d for i, d in enumerate(x.shape))
+        else:
+            shape = tuple(d for i, d in enumerate(x.shape) if i not in dims)
         r = Value(None, shape, x.dtype)
-        return self._emit(hint, shape, x.dtype, "braid.reduce_sum %s dims = [%s] : %s -> %s"
-                          % (x, ", ".join(map(str, dims)), x.type, r.type))
+        return self._emit(hint, shape, x.dtype, "braid.%s %s dims = [%s]%s : %s -> %s"
+                          % (op, x, ", ".join(map(str, dims)), " {keep_dims}" if keep_dims else "",
+                             x.type, r.type))
+
+    def reduce_mean(self, x, dims, hint="mean", keep_dims=False):
+        return self.reduce_sum(x, dims, hint, keep_dims, op="reduce_mean")
 
     def _unary(self, op, x, hint, attrs=""):
         return self._emit(hint, x.shape, x.dtype, "braid.%s %s%s : %s" % (op, x, attrs, x.type))
@@ -120,12 +138,12 @@ class StepBuilder:
     def relu_backward(self, dy, y, hint="drelu"):
         return self._emit(hint, y.shape, y.dtype, "braid.relu_backward %s, %s : %s" % (dy, y, y.type))
 
-    def gelu(self, x, hint="gelu"):
-        return self._unary("gelu", x, hint, " {approximate_tanh}")
+    def gelu(self, x, hint="gelu", tanh=True):
+        return self._unary("gelu", x, hint, " {approximate_tanh}" if tanh else "")
 
-    def gelu_backward(self, dy, x, hint="dgelu"):
-        return self._emit(hint, x.shape, x.dtype,
-                          "braid.gelu_backward %s, %s {approximate_tanh} : %s" % (dy, x, x.type))
+    def gelu_backward(self, dy, x, hint="dgelu", tanh=True):
+        return self._emit(hint, x.shape, x.dtype, "braid.gelu_backward %s, %s%s : %s"
+                          % (dy, x, " {approximate_tanh}" if tanh else "", x.type))
 
     def softmax(self, x, dim, hint="probs"):
         return self._emit(hint, x.shape, x.dtype, "braid.softmax %s dim = %d : %s" % (x, dim, x.type))
@@ -133,6 +151,13 @@ class StepBuilder:
     def softmax_backward(self, dy, y, dim, hint="dsoftmax"):
         return self._emit(hint, y.shape, y.dtype,
                           "braid.softmax_backward %s, %s dim = %d : %s" % (dy, y, dim, y.type))
+
+    def log_softmax(self, x, dim, hint="logp"):
+        return self._emit(hint, x.shape, x.dtype, "braid.log_softmax %s dim = %d : %s" % (x, dim, x.type))
+
+    def log_softmax_backward(self, dy, y, dim, hint="dlogp"):
+        return self._emit(hint, y.shape, y.dtype,
+                          "braid.log_softmax_backward %s, %s dim = %d : %s" % (dy, y, dim, y.type))
 
     def causal_mask(self, x, fill, hint="masked"):
         return self._emit(hint, x.shape, x.dtype,
@@ -163,6 +188,16 @@ class StepBuilder:
                           "braid.cross_entropy_backward %s, %s, %s reduction = mean : %s, %s, %s"
                           % (dloss, logits, labels, dloss.type, logits.type, labels.type))
 
+    def nll_loss(self, logp, labels, reduction="mean", hint="loss"):
+        return self._emit(hint, (), logp.dtype,
+                          "braid.nll_loss %s, %s reduction = %s : %s, %s -> tensor<%s>"
+                          % (logp, labels, reduction, logp.type, labels.type, logp.dtype))
+
+    def nll_loss_backward(self, dloss, logp, labels, reduction="mean", hint="dlogp"):
+        return self._emit(hint, logp.shape, logp.dtype,
+                          "braid.nll_loss_backward %s, %s, %s reduction = %s : %s, %s, %s"
+                          % (dloss, logp, labels, reduction, dloss.type, logp.type, labels.type))
+
     def embedding(self, table, ids, hint="emb"):
         shape = ids.shape + (table.shape[1],)
         r = Value(None, shape, table.dtype)
@@ -190,10 +225,11 @@ class StepBuilder:
         return self._emit(hint, shape, x.dtype, "braid.broadcast %s dims = [%s] : %s -> %s"
                           % (x, ", ".join(map(str, dims)), x.type, r.type))
 
-    def slice(self, x, offsets, shape, hint="slice"):
+    def slice(self, x, offsets, shape, hint="slice", strides=None):
         r = Value(None, shape, x.dtype)
-        return self._emit(hint, shape, x.dtype, "braid.slice %s offsets = [%s] : %s -> %s"
-                          % (x, ", ".join(map(str, offsets)), x.type, r.type))
+        st = " strides = [%s]" % ", ".join(map(str, strides)) if strides else ""
+        return self._emit(hint, shape, x.dtype, "braid.slice %s offsets = [%s]%s : %s -> %s"
+                          % (x, ", ".join(map(str, offsets)), st, x.type, r.type))
 
     def concat(self, xs, dim, hint="cat"):
         shape = list(xs[0].shape)
@@ -209,6 +245,12 @@ class StepBuilder:
     def constant(self, value, dtype="f32", hint="cst"):
         return self._emit(hint, (), dtype, "braid.constant dense<%s> : tensor<%s>" % (_float(value), dtype))
 
+    def constant_bytes(self, data, shape, dtype, hint="cst"):
+        """A constant from its little-endian bytes (MLIR's hex form)."""
+        v = Value("", shape, dtype)
+        return self._emit(hint, shape, dtype, 'braid.constant dense<"0x%s"> : %s'
+                          % (bytes(data).hex().upper(), v.type))
+
     # -- collectives and optimizers -------------------------------------------
     def grad_all_reduce(self, grad, param_name):
         """The data-parallel average of one parameter's gradient."""
@@ -217,12 +259,16 @@ class StepBuilder:
                           'braid.all_reduce %s on @%s grid_axes = [0] reduction = avg grad_of = ["%s"] : %s'
                           % (grad, self.grid, param_name, grad.type))
 
-    def sgd(self, name, grad, buf, lr, momentum, weight_decay=0.0):
+    def sgd(self, name, grad, buf, lr, momentum, weight_decay=0.0, dampening=0.0,
+            nesterov=False):
         p = self._params[name]
+        attrs = (["dampening = %s : f64" % _float(dampening)] if dampening else []) + \
+            (["nesterov"] if nesterov else [])
         return self._emit_multi(
             ["new_" + name, "new_" + name + ".momentum"], [p.shape] * 2, [p.dtype] * 2,
-            "braid.sgd %s, %s, %s lr = %s momentum = %s weight_decay = %s : %s"
-            % (p, grad, buf, _float(lr), _float(momentum), _float(weight_decay), p.type))
+            "braid.sgd %s, %s, %s lr = %s momentum = %s weight_decay = %s%s : %s"
+            % (p, grad, buf, _float(lr), _float(momentum), _float(weight_decay),
+               " {%s}" % ", ".join(attrs) if attrs else "", p.type))
 
     def adamw(self, name, grad, m, v, step, lr, betas, eps, weight_decay):
         p = self._params[name]

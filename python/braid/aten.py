@@ -1,0 +1,597 @@
+"""Lowering of an AOT-autograd joint graph (aten ops) to braid IR.
+
+`Lowering` walks the joint forward+backward graph that `braid.export`
+captures and emits one braid op (or none) per aten op through
+`braid.ir.StepBuilder`. The mapping is a table, `LOWERINGS`, from the aten
+op's name (`aten.addmm.default`) to a method; an op missing from it is an
+`ExportError` naming the op and the module it came from.
+
+Values are kept lazy where that saves ops: a transpose is only written when
+a user other than a matmul needs it (a matmul takes it as `transpose_a` or
+`transpose_b`), reshapes of reshapes collapse, and a slice or a constant is
+written when first used. Tensors computed from buffers and constants alone
+(`arange`, a causal mask from a `tril` buffer) are evaluated here, with
+torch, at export time.
+"""
+
+import torch
+
+from braid.ir import Value
+
+
+class ExportError(Exception):
+    """A model, optimizer or option that braid.export cannot handle."""
+
+
+DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+          torch.float64: "f64", torch.int64: "i64", torch.int32: "i32", torch.bool: "i1"}
+
+# Ops whose result depends on a random generator: never evaluated at export
+# time, since the value would be frozen into the step.
+_RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "poisson")
+
+
+def op_name(target):
+    """`aten.addmm.default` for an OpOverload; the name for anything else."""
+    return str(target) if hasattr(target, "overloadpacket") else getattr(
+        target, "__name__", str(target))
+
+
+class Transposed:
+    """`base` with its dimensions permuted, not yet written."""
+
+    def __init__(self, base, perm):
+        self.base, self.perm = base, tuple(perm)
+        self.shape = tuple(base.shape[p] for p in perm)
+        self.dtype = base.dtype
+
+
+class Deferred:
+    """A value written on first use: `emit()` returns the Value."""
+
+    def __init__(self, shape, dtype, emit, reshape_of=None):
+        self.shape, self.dtype, self._emit = tuple(shape), dtype, emit
+        self.reshape_of = reshape_of
+        self._value = None
+
+    def get(self):
+        if self._value is None:
+            self._value = self._emit()
+        return self._value
+
+
+class Scalar:
+    """A Python number in an op's arguments."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class Lowering:
+    """Emits the braid ops of one joint graph into a StepBuilder."""
+
+    def __init__(self, builder, describe):
+        self.b = builder
+        self.describe = describe  # node -> "module path" text for errors
+        self.env = {}
+        self.node = None
+        self._cache = {}
+
+    # -- errors -------------------------------------------------------------
+    def fail(self, message):
+        raise ExportError("%s (%s): %s" % (op_name(self.node.target), self.describe(self.node),
+                                           message))
+
+    # -- values ---------------------------------------------------------------
+    def ref(self, arg):
+        """The environment's entry for an fx argument."""
+        if hasattr(arg, "op") and hasattr(arg, "target"):  # an fx Node
+            return self.env[arg]
+        if isinstance(arg, (int, float, bool)):
+            return Scalar(arg)
+        return arg
+
+    def value(self, arg):
+        """A written braid Value for an fx argument."""
+        return self.materialize(self.ref(arg))
+
+    def materialize(self, r):
+        if isinstance(r, Value):
+            return r
+        if isinstance(r, Transposed):
+            key = ("t", r.base.name, r.perm)
+            if key not in self._cache:
+                self._cache[key] = self.b.transpose(r.base, list(r.perm), hint="t")
+            return self._cache[key]
+        if isinstance(r, Deferred):
+            return r.get()
+        if isinstance(r, torch.Tensor):
+            return self.constant(r)
+        if isinstance(r, Scalar):
+            self.fail("a number where a tensor is needed")
+        self.fail("an operand of an unsupported kind (%s)" % type(r).__name__)
+
+    def constant(self, t):
+        key = ("c", id(t))
+        if key in self._cache:
+            return self._cache[key][1]
+        dtype = DTYPES.get(t.dtype)
+        if dtype is None or dtype == "i1":
+            self.fail("a constant of dtype %s is needed in the step; braid computes "
+                      "with float and integer tensors" % t.dtype)
+        shape = tuple(t.shape)
+        flat = t.detach().reshape(-1)
+        if dtype in ("f32", "f16", "bf16", "f64") and flat.numel() and bool((flat == flat[0]).all()):
+            v = self.b.fill(float(flat[0]), shape, dtype, hint="cst") if shape else \
+                self.b.constant(float(flat[0]), dtype, hint="cst")
+        else:
+            data = t.detach().contiguous().cpu()
+            raw = data.view(torch.uint8) if data.dim() else data.reshape(1).view(torch.uint8)
+            v = self.b.constant_bytes(raw.numpy().tobytes(), shape, dtype, hint="cst")
+        self._cache[key] = (t, v)  # keep t alive: its id is the key
+        return v
+
+    def scalar_of(self, r):
+        """A Python number for a Scalar or a constant of one value, else None."""
+        if isinstance(r, Scalar):
+            return r.value
+        if isinstance(r, torch.Tensor) and r.numel() and r.dtype.is_floating_point:
+            flat = r.reshape(-1)
+            if bool((flat == flat[0]).all()):
+                return float(flat[0])
+        return None
+
+    # -- shape helpers -------------------------------------------------------------
+    def reshape(self, r, shape):
+        shape = tuple(shape)
+        if tuple(r.shape) == shape:
+            return r
+        if isinstance(r, Deferred) and r.reshape_of is not None:
+            r = r.reshape_of
+            if tuple(r.shape) == shape:
+                return r
+        if isinstance(r, torch.Tensor):
+            return r.reshape(shape)
+        base = self.materialize(r)
+        return Deferred(shape, base.dtype, lambda: self.b.reshape(base, shape, hint="view"),
+                        reshape_of=base)
+
+    def permute(self, r, perm):
+        perm = [p % len(r.shape) for p in perm] if r.shape else []
+        if perm == list(range(len(perm))):
+            return r
+        if isinstance(r, torch.Tensor):
+            return r.permute(perm)
+        if isinstance(r, Transposed):
+            perm = [r.perm[p] for p in perm]
+            r = r.base
+            if perm == list(range(len(perm))):
+                return r
+        return Transposed(self.materialize(r), perm)
+
+    def broadcast_to(self, r, shape):
+        """numpy-style broadcast of a written value to `shape`."""
+        shape = tuple(shape)
+        v = self.materialize(r)
+        if v.shape == shape:
+            return v
+        lead = len(shape) - len(v.shape)
+        if lead < 0:
+            self.fail("cannot broadcast %s to %s" % (list(v.shape), list(shape)))
+        kept, new = [], []
+        for i, size in enumerate(shape):
+            j = i - lead
+            if j >= 0 and v.shape[j] == size:
+                kept.append(size)
+            elif j < 0 or v.shape[j] == 1:
+                new.append(i)
+            else:
+                self.fail("cannot broadcast %s to %s" % (list(v.shape), list(shape)))
+        if tuple(kept) != v.shape:
+            v = self.materialize(self.reshape(v, kept))
+        if not new:
+            return v
+        return self.b.broadcast(v, new, shape, hint="bcast")
+
+    def out_shape(self):
+        m = self.node.meta.get("tensor_meta")
+        return tuple(m.shape) if hasattr(m, "shape") else None
+
+    def dim(self, d, rank):
+        return d % rank if rank else 0
+
+    # -- the walk --------------------------------------------------------------------
+    def lower(self, node):
+        """The environment entry of one call_function node."""
+        self.node = node
+        target = node.target
+        name = op_name(target)
+        if name in ("getitem", "operator.getitem"):
+            return self.ref(node.args[0])[node.args[1]]
+        if self._foldable(node):
+            return self._fold(node)
+        lowering = LOWERINGS.get(name)
+        if lowering is None:
+            raise ExportError("%s (%s) has no braid lowering; supported aten ops: %s"
+                              % (name, self.describe(node), ", ".join(sorted(
+                                  n.split(".", 1)[1] for n in LOWERINGS))))
+        result = lowering(self, *node.args, **node.kwargs)
+        self._check_shape(result)
+        return result
+
+    def _foldable(self, node):
+        name = op_name(node.target)
+        if any(r in name for r in _RANDOM):
+            return False
+        args = list(node.args) + list(node.kwargs.values())
+        flat = []
+        for a in args:
+            flat.extend(a if isinstance(a, (list, tuple)) else [a])
+        nodes = [a for a in flat if hasattr(a, "op") and hasattr(a, "target")]
+        return all(isinstance(self.env[a], torch.Tensor) for a in nodes)
+
+    def _fold(self, node):
+        def sub(a):
+            if isinstance(a, (list, tuple)):
+                return type(a)(sub(x) for x in a)
+            return self.env[a] if hasattr(a, "op") and hasattr(a, "target") else a
+        with torch.no_grad():
+            out = node.target(*sub(node.args), **{k: sub(v) for k, v in node.kwargs.items()})
+        return tuple(out) if isinstance(out, (list, tuple)) else out
+
+    def _check_shape(self, result):
+        want = self.out_shape()
+        if want is None or isinstance(result, (tuple, list)):
+            return
+        if tuple(result.shape) != want:
+            self.fail("internal error: braid computed shape %s, torch %s"
+                      % (list(result.shape), list(want)))
+
+    # -- data movement ----------------------------------------------------------------
+    def alias(self, x, *args, **kwargs):
+        return self.ref(x)
+
+    def view(self, x, *args, **kwargs):
+        return self.reshape(self.ref(x), self.out_shape())
+
+    def t(self, x):
+        r = self.ref(x)
+        return self.permute(r, [1, 0]) if len(r.shape) == 2 else r
+
+    def transpose(self, x, d0, d1):
+        r = self.ref(x)
+        perm = list(range(len(r.shape)))
+        if perm:
+            d0, d1 = d0 % len(perm), d1 % len(perm)
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+        return self.permute(r, perm)
+
+    def permute_op(self, x, dims):
+        return self.permute(self.ref(x), list(dims))
+
+    def expand(self, x, sizes, implicit=False):
+        r = self.ref(x)
+        shape = self.out_shape()
+        if tuple(r.shape) == shape:
+            return r
+        return self.broadcast_to(r, shape)
+
+    def split(self, x, split_size, dim=0):
+        r = self.ref(x)
+        dim = self.dim(dim, len(r.shape))
+        size = r.shape[dim]
+        sizes = [min(split_size, size - o) for o in range(0, size, split_size)] if split_size else [0]
+        return self._chunks(r, sizes, dim)
+
+    def split_with_sizes(self, x, split_sizes, dim=0):
+        r = self.ref(x)
+        return self._chunks(r, list(split_sizes), self.dim(dim, len(r.shape)))
+
+    def _chunks(self, r, sizes, dim):
+        out, offset = [], 0
+        for s in sizes:
+            shape = list(r.shape)
+            shape[dim] = s
+            out.append(self._slice(r, dim, offset, shape))
+            offset += s
+        return tuple(out)
+
+    def _slice(self, r, dim, start, shape, step=1):
+        if tuple(shape) == tuple(r.shape):
+            return r
+        offsets = [0] * len(shape)
+        offsets[dim] = start
+        strides = None
+        if step != 1:
+            strides = [1] * len(shape)
+            strides[dim] = step
+        base = self.materialize(r)
+        return Deferred(shape, base.dtype, lambda: self.b.slice(
+            base, offsets, tuple(shape), hint="slice", strides=strides))
+
+    def slice(self, x, dim=0, start=None, end=None, step=1):
+        r = self.ref(x)
+        dim = self.dim(dim, len(r.shape))
+        size = r.shape[dim]
+        start = 0 if start is None else start
+        start = max(0, min(size, start + size if start < 0 else start))
+        return self._slice(r, dim, start, self.out_shape(), step)
+
+    def slice_backward(self, grad, input_sizes, dim, start, end, step):
+        g = self.value(grad)
+        if step != 1:
+            self.fail("a slice with step %d" % step)
+        shape = tuple(input_sizes)
+        dim = self.dim(dim, len(shape))
+        size = shape[dim]
+        start = max(0, min(size, start + size if start < 0 else start))
+        parts = []
+        for width in (start, size - start - g.shape[dim]):
+            s = list(shape)
+            s[dim] = width
+            parts.append(self.b.fill(0.0, tuple(s), g.dtype, hint="zeros") if width else None)
+        xs = [p for p in (parts[0], g, parts[1]) if p is not None]
+        return xs[0] if len(xs) == 1 else self.b.concat(xs, dim, hint="dslice")
+
+    def cat(self, tensors, dim=0):
+        xs = [self.value(t) for t in tensors if 0 not in self.ref(t).shape]
+        if len(xs) == 1:
+            return xs[0]
+        return self.b.concat(xs, self.dim(dim, len(xs[0].shape)), hint="cat")
+
+    def unsqueeze(self, x, dim):
+        return self.reshape(self.ref(x), self.out_shape())
+
+    # -- elementwise ------------------------------------------------------------------------
+    def _binary(self, op, a, b, alpha=1):
+        ra, rb = self.ref(a), self.ref(b)
+        shape = self.out_shape()
+        sa, sb = self.scalar_of(ra), self.scalar_of(rb)
+        if isinstance(ra, Scalar):
+            self.fail("a number as the first operand")
+        if sb is not None and alpha != 1:
+            sb, alpha = sb * alpha, 1
+        if sb is not None:
+            x = self.broadcast_to(ra, shape)
+            if op == "mul":
+                return x if sb == 1 else self.b.scale(x, sb, hint="scaled")
+            if op == "div":
+                return x if sb == 1 else self.b.scale(x, 1.0 / sb, hint="scaled")
+            if sb == 0:
+                return x
+            c = self.b.fill(sb, shape, x.dtype, hint="cst") if shape else \
+                self.b.constant(sb, x.dtype, hint="cst")
+            return self.b.add(x, c, hint="add") if op == "add" else self.b.sub(x, c, hint="sub")
+        if sa is not None and op == "mul" and not isinstance(rb, Scalar):
+            return self._binary("mul", b, a)
+        xb = self.materialize(rb)
+        if alpha != 1:
+            xb = self.b.scale(xb, alpha, hint="scaled")
+        xa = self.materialize(ra)
+        if xa.dtype != xb.dtype:
+            self.fail("operands of types %s and %s" % (xa.dtype, xb.dtype))
+        if op == "add":
+            for x, y in ((xa, xb), (xb, xa)):
+                if x.shape == shape and len(y.shape) == 1 and shape and \
+                        y.shape[0] == shape[-1] and shape[-1] != 1:
+                    return self.b.bias_add(x, y, hint="add")
+        xa = self.broadcast_to(xa, shape)
+        xb = self.broadcast_to(xb, shape)
+        return getattr(self.b, op)(xa, xb, hint=op)
+
+    def add(self, a, b, alpha=1):
+        return self._binary("add", a, b, alpha)
+
+    def sub(self, a, b, alpha=1):
+        return self._binary("sub", a, b, alpha)
+
+    def mul(self, a, b):
+        return self._binary("mul", a, b)
+
+    def div(self, a, b, rounding_mode=None):
+        if rounding_mode is not None:
+            self.fail("division with rounding_mode=%r" % rounding_mode)
+        return self._binary("div", a, b)
+
+    def neg(self, x):
+        return self.b.scale(self.value(x), -1.0, hint="neg")
+
+    def relu(self, x):
+        return self.b.relu(self.value(x), hint="relu")
+
+    def threshold_backward(self, grad, x, threshold):
+        if threshold != 0:
+            self.fail("threshold %r (only relu's 0 is supported)" % threshold)
+        return self.b.relu_backward(self.value(grad), self.value(x), hint="drelu")
+
+    def gelu(self, x, approximate="none"):
+        return self.b.gelu(self.value(x), hint="gelu", tanh=approximate == "tanh")
+
+    def gelu_backward(self, grad, x, approximate="none"):
+        return self.b.gelu_backward(self.value(grad), self.value(x), hint="dgelu",
+                                    tanh=approximate == "tanh")
+
+    def masked_fill(self, x, mask, value):
+        m = self.ref(mask)
+        fill = self.scalar_of(self.ref(value))
+        shape = self.out_shape()
+        if not isinstance(m, torch.Tensor) or fill is None:
+            self.fail("only a mask computed from buffers and constants, filled with a "
+                      "number, is supported (a causal mask)")
+        if len(shape) < 2 or shape[-1] != shape[-2] or \
+                not torch.equal(m.expand(shape).to(torch.bool),
+                                torch.ones(shape[-2:], dtype=torch.bool).triu(1).expand(shape)):
+            self.fail("only a causal mask (True above the diagonal of the last two "
+                      "dimensions) is supported")
+        return self.b.causal_mask(self.broadcast_to(self.ref(x), shape), fill, hint="masked")
+
+    # -- reductions ---------------------------------------------------------------------
+    def _reduce(self, op, x, dims, keepdim):
+        v = self.value(x)
+        rank = len(v.shape)
+        dims = sorted({self.dim(d, rank) for d in dims}) if dims else list(range(rank))
+        if not dims:
+            return v
+        return getattr(self.b, op)(v, dims, hint=op.split("_")[1], keep_dims=bool(keepdim))
+
+    def sum_dims(self, x, dims=None, keepdim=False, dtype=None):
+        return self._reduce("reduce_sum", x, dims, keepdim)
+
+    def sum_all(self, x, dtype=None):
+        return self._reduce("reduce_sum", x, None, False)
+
+    def mean_dims(self, x, dims=None, keepdim=False, dtype=None):
+        return self._reduce("reduce_mean", x, dims, keepdim)
+
+    # -- linear algebra -------------------------------------------------------------------
+    def _operand(self, arg):
+        r = self.ref(arg)
+        n = len(r.shape)
+        if isinstance(r, Transposed) and r.perm == tuple(range(n - 2)) + (n - 1, n - 2):
+            return r.base, True
+        return self.materialize(r), False
+
+    def mm(self, a, b):
+        (x, ta), (y, tb) = self._operand(a), self._operand(b)
+        return self.b.matmul(x, y, ta=ta, tb=tb, hint="mm")
+
+    def bmm(self, a, b):
+        return self.mm(a, b)
+
+    def addmm(self, bias, a, b, beta=1, alpha=1):
+        if beta != 1 or alpha != 1:
+            self.fail("beta=%r, alpha=%r (only 1 is supported)" % (beta, alpha))
+        y = self.mm(a, b)
+        r = self.ref(bias)
+        if len(r.shape) == 1 and r.shape[0] == y.shape[-1]:
+            return self.b.bias_add(y, self.materialize(r), hint="addmm")
+        return self.b.add(y, self.broadcast_to(r, y.shape), hint="addmm")
+
+    # -- softmax, norms, losses, embeddings --------------------------------------------------
+    def _softmax(self, x, dim, half_to_float=False):
+        v = self.value(x)
+        return self.b.softmax(v, self.dim(dim, len(v.shape)), hint="softmax")
+
+    def _softmax_backward_data(self, grad, output, dim, input_dtype=None):
+        y = self.value(output)
+        return self.b.softmax_backward(self.value(grad), y, self.dim(dim, len(y.shape)),
+                                       hint="dsoftmax")
+
+    def _log_softmax(self, x, dim, half_to_float=False):
+        v = self.value(x)
+        return self.b.log_softmax(v, self.dim(dim, len(v.shape)), hint="logp")
+
+    def _log_softmax_backward_data(self, grad, output, dim, input_dtype=None):
+        y = self.value(output)
+        return self.b.log_softmax_backward(self.value(grad), y, self.dim(dim, len(y.shape)),
+                                           hint="dlogp")
+
+    def native_layer_norm(self, x, normalized_shape, weight, bias, eps):
+        v = self.value(x)
+        norm = tuple(normalized_shape)
+        gamma = self.value(weight) if weight is not None else self.b.fill(1.0, norm, v.dtype, hint="ones")
+        beta = self.value(bias) if bias is not None else self.b.fill(0.0, norm, v.dtype, hint="zeros")
+        y, mean, rstd = self.b.layer_norm(v, gamma, beta, eps, hint="ln")
+        stats = v.shape[:len(v.shape) - len(norm)] + (1,) * len(norm)
+        return (y, self.reshape(mean, stats), self.reshape(rstd, stats))
+
+    def native_layer_norm_backward(self, grad, x, normalized_shape, mean, rstd, weight, bias,
+                                   output_mask):
+        v = self.value(x)
+        norm = tuple(normalized_shape)
+        lead = v.shape[:len(v.shape) - len(norm)]
+        gamma = self.value(weight) if weight is not None else self.b.fill(1.0, norm, v.dtype, hint="ones")
+        m = self.materialize(self.reshape(self.ref(mean), lead))
+        r = self.materialize(self.reshape(self.ref(rstd), lead))
+        return tuple(self.b.layer_norm_backward(self.value(grad), v, m, r, gamma, hint="dln"))
+
+    def _reduction(self, reduction):
+        if reduction not in (1, 2):
+            self.fail("reduction %r: braid's losses are scalars (mean or sum)" % reduction)
+        return "mean" if reduction == 1 else "sum"
+
+    def nll_loss_forward(self, x, target, weight, reduction, ignore_index):
+        if weight is not None:
+            self.fail("class weights are not supported")
+        red = self._reduction(reduction)
+        loss = self.b.nll_loss(self.value(x), self.value(target), red, hint="loss")
+        node = self.node
+
+        def total_weight():
+            self.node = node
+            self.fail("nll_loss_forward's total_weight is only read by its backward")
+        return (loss, Deferred((), loss.dtype, total_weight))
+
+    def nll_loss_backward(self, grad, x, target, weight, reduction, ignore_index, total_weight):
+        if weight is not None:
+            self.fail("class weights are not supported")
+        red = self._reduction(reduction)
+        return self.b.nll_loss_backward(self.value(grad), self.value(x), self.value(target), red,
+                                        hint="dlogp")
+
+    def embedding(self, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+        if sparse:
+            self.fail("sparse gradients are not supported")
+        return self.b.embedding(self.value(weight), self.value(indices), hint="emb")
+
+    def embedding_dense_backward(self, grad, indices, num_weights, padding_idx,
+                                 scale_grad_by_freq):
+        if padding_idx not in (-1, None) or scale_grad_by_freq:
+            self.fail("padding_idx and scale_grad_by_freq are not supported")
+        g = self.value(grad)
+        return self.b.embedding_backward(g, self.value(indices), (num_weights, g.shape[-1]),
+                                         hint="demb")
+
+
+# aten op -> lowering. Aliases (detach, clone, ...) return their operand.
+LOWERINGS = {
+    "aten.addmm.default": Lowering.addmm,
+    "aten.mm.default": Lowering.mm,
+    "aten.bmm.default": Lowering.bmm,
+    "aten.t.default": Lowering.t,
+    "aten.transpose.int": Lowering.transpose,
+    "aten.permute.default": Lowering.permute_op,
+    "aten.view.default": Lowering.view,
+    "aten._unsafe_view.default": Lowering.view,
+    "aten._reshape_alias.default": Lowering.view,
+    "aten.reshape.default": Lowering.view,
+    "aten.unsqueeze.default": Lowering.unsqueeze,
+    "aten.squeeze.dim": Lowering.unsqueeze,
+    "aten.squeeze.default": Lowering.unsqueeze,
+    "aten.expand.default": Lowering.expand,
+    "aten.clone.default": Lowering.alias,
+    "aten.detach.default": Lowering.alias,
+    "aten.alias.default": Lowering.alias,
+    "aten.split.Tensor": Lowering.split,
+    "aten.split_with_sizes.default": Lowering.split_with_sizes,
+    "aten.slice.Tensor": Lowering.slice,
+    "aten.slice_backward.default": Lowering.slice_backward,
+    "aten.cat.default": Lowering.cat,
+    "aten.relu.default": Lowering.relu,
+    "aten.threshold_backward.default": Lowering.threshold_backward,
+    "aten.gelu.default": Lowering.gelu,
+    "aten.gelu_backward.default": Lowering.gelu_backward,
+    "aten._softmax.default": Lowering._softmax,
+    "aten._softmax_backward_data.default": Lowering._softmax_backward_data,
+    "aten._log_softmax.default": Lowering._log_softmax,
+    "aten._log_softmax_backward_data.default": Lowering._log_softmax_backward_data,
+    "aten.nll_loss_forward.default": Lowering.nll_loss_forward,
+    "aten.nll_loss_backward.default": Lowering.nll_loss_backward,
+    "aten.native_layer_norm.default": Lowering.native_layer_norm,
+    "aten.native_layer_norm_backward.default": Lowering.native_layer_norm_backward,
+    "aten.embedding.default": Lowering.embedding,
+    "aten.embedding_dense_backward.default": Lowering.embedding_dense_backward,
+    "aten.sum.dim_IntList": Lowering.sum_dims,
+    "aten.sum.default": Lowering.sum_all,
+    "aten.mean.dim": Lowering.mean_dims,
+    "aten.add.Tensor": Lowering.add,
+    "aten.add.Scalar": Lowering.add,
+    "aten.sub.Tensor": Lowering.sub,
+    "aten.sub.Scalar": Lowering.sub,
+    "aten.mul.Tensor": Lowering.mul,
+    "aten.mul.Scalar": Lowering.mul,
+    "aten.div.Tensor": Lowering.div,
+    "aten.div.Scalar": Lowering.div,
+    "aten.neg.default": Lowering.neg,
+    "aten.masked_fill.Scalar": Lowering.masked_fill,
+}
