@@ -10,15 +10,13 @@
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
 
-import copy
 import os
 import sys
 
 import numpy as np
-import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inputs"))
-import braidtest  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+from exporttest import Checker, braidtest, load, torch_reference  # noqa: E402
 import braid  # noqa: E402
 
 STEPS = 20
@@ -26,53 +24,10 @@ RANKS = 2
 TOL = 1e-4
 
 
-def load(path):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def torch_reference(spec, inputs, targets, double=False):
-    """PyTorch's own training on the global batch: losses and final state."""
-    model = copy.deepcopy(spec["model"])
-    if double:
-        model = model.double()
-        inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
-    opt = spec["optimizer"]
-    ref_opt = type(opt)(model.parameters(), **opt.defaults)
-    losses = []
-    for _ in range(STEPS):
-        ref_opt.zero_grad()
-        loss = spec["loss_fn"](model(*inputs), *targets)
-        loss.backward()
-        ref_opt.step()
-        losses.append(float(loss))
-    state = {}
-    names = {id(p): n for n, p in model.named_parameters()}
-    for p in model.parameters():
-        n = names[id(p)]
-        state[n] = p.detach().numpy()
-        st = ref_opt.state[p]
-        if "momentum_buffer" in st:
-            state[n + ".momentum"] = st["momentum_buffer"].numpy()
-        if "exp_avg" in st:
-            state[n + ".exp_avg"] = st["exp_avg"].numpy()
-            state[n + ".exp_avg_sq"] = st["exp_avg_sq"].numpy()
-            state["step"] = np.array(float(st["step"]))
-    return losses, state
-
-
 def main():
     out, examples = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    failures = []
-
-    def check(ok, message):
-        print(("ok   " if ok else "FAIL ") + message)
-        if not ok:
-            failures.append(message)
+    check = Checker()
 
     for model_name in ("gpt", "mlp"):
         module = load(os.path.join(examples, model_name + ".py"))
@@ -99,7 +54,7 @@ def main():
             "--save", save, "--timeout", "120"])
         braid_losses = braidtest.losses(p.stdout)
 
-        ref_losses, ref_state = torch_reference(spec, (inputs,), (targets,))
+        ref_losses, ref_state = torch_reference(spec, (inputs,), (targets,), STEPS)
         check(len(braid_losses) == STEPS, "%s: %d losses" % (model_name, len(braid_losses)))
         worst = max(abs(a - b) / abs(b) for a, b in zip(braid_losses, ref_losses))
         check(worst <= TOL, "%s: loss of every step vs PyTorch, worst relative difference "
@@ -117,13 +72,12 @@ def main():
         check(diff <= TOL, "%s: final parameters and state vs PyTorch, worst relative "
               "difference %.2e (%s)" % (model_name, diff, name))
         # For scale, not checked: how far PyTorch's own f32 training is from f64.
-        _, ref64 = torch_reference(spec, (inputs,), (targets,), double=True)
+        _, ref64 = torch_reference(spec, (inputs,), (targets,), STEPS, double=True)
         floor = max(braidtest.max_rel_diff(ref_state[k], ref64[k]) for k in ref64)
         print("     %s: PyTorch f32 vs f64 differ by %.2e after %d steps (rounding, amplified "
               "by training)" % (model_name, floor, STEPS))
 
-    print("export-train: %d failed" % len(failures))
-    sys.exit(1 if failures else 0)
+    check.finish("export-train")
 
 
 if __name__ == "__main__":

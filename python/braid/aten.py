@@ -211,24 +211,61 @@ class Lowering:
         if self._foldable(node):
             return self._fold(node)
         lowering = LOWERINGS.get(name)
-        if lowering is None:
-            raise ExportError("%s (%s) has no braid lowering; supported aten ops: %s"
-                              % (name, self.describe(node), ", ".join(sorted(
-                                  n.split(".", 1)[1] for n in LOWERINGS))))
+        if lowering is None:  # check_supported() reports these first
+            raise ExportError("%s (%s) has no braid lowering" % (name, self.describe(node)))
         result = lowering(self, *node.args, **node.kwargs)
         self._check_shape(result)
         return result
 
-    def _foldable(self, node):
+    def _foldable(self, node, is_constant=None):
         name = op_name(node.target)
         if any(r in name for r in _RANDOM):
             return False
-        args = list(node.args) + list(node.kwargs.values())
-        flat = []
-        for a in args:
-            flat.extend(a if isinstance(a, (list, tuple)) else [a])
-        nodes = [a for a in flat if hasattr(a, "op") and hasattr(a, "target")]
-        return all(isinstance(self.env[a], torch.Tensor) for a in nodes)
+        if is_constant is None:
+            def is_constant(n):
+                return isinstance(self.env[n], torch.Tensor)
+        return all(is_constant(a) for a in node.all_input_nodes)
+
+    def check_supported(self, graph, constants):
+        """Every op of `graph` that has no lowering and is not computed at
+        export time, as one ExportError listing each with its module.
+        `constants` holds the placeholders whose values are known."""
+        known = set(constants)
+        missing = {}
+        for node in graph.nodes:
+            if node.op != "call_function":
+                continue
+            name = op_name(node.target)
+            if name in ("getitem", "operator.getitem"):
+                if node.args[0] in known:
+                    known.add(node)
+                continue
+            if self._foldable(node, lambda n: n in known):
+                known.add(node)
+            elif name not in LOWERINGS:
+                missing.setdefault((name, self.describe(node)), 0)
+                missing[(name, self.describe(node))] += 1
+        if not missing:
+            return
+        # An op without a lowering in the forward usually brings some in its
+        # backward: name the forward ones, count the others.
+        forward = {k: n for k, n in missing.items() if k[1].startswith("from ")}
+        backward = len(missing) - len(forward)
+        shown = forward or missing
+        lines = ["%s (%s)%s" % (name, where, " x%d" % n if n > 1 else "")
+                 for (name, where), n in shown.items()]
+        if forward and backward:
+            lines.append("and %d more in %s backward" % (backward, "their" if len(forward) > 1
+                                                         else "its"))
+        hint = ""
+        if any(r in name for name, _ in shown for r in _RANDOM):
+            hint = ("; random ops such as dropout are not supported: export the model "
+                    "in eval() mode or with dropout p=0")
+        raise ExportError("%d aten op%s of the step %s no braid lowering: %s%s "
+                          "(`python3 -m braid.export --list-ops` prints the %d supported ops)"
+                          % (len(shown), "s" if len(shown) > 1 else "",
+                             "have" if len(shown) > 1 else "has", "; ".join(lines), hint,
+                             len(LOWERINGS)))
 
     def _fold(self, node):
         def sub(a):

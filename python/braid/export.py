@@ -384,6 +384,8 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
         else:
             env[ph] = batch_vals[i - P - B]
     env[tangents[0]] = torch.ones((), dtype=torch.float32)
+    low.check_supported(graph.graph, [ph for ph in primals if isinstance(env[ph], torch.Tensor)]
+                        + tangents)
 
     output = next(n for n in graph.graph.nodes if n.op == "output")
     outs = list(output.args[0])
@@ -496,14 +498,21 @@ def main(argv=None):
                     "defaulting to build) that returns a dict with model, example_inputs, "
                     "example_targets, loss_fn, optimizer and optionally world_size, "
                     "input_names, target_names.")
-    parser.add_argument("spec", metavar="SPEC")
-    parser.add_argument("-o", "--output", required=True, metavar="PREFIX",
+    parser.add_argument("spec", metavar="SPEC", nargs="?")
+    parser.add_argument("--list-ops", action="store_true",
+                        help="print the aten ops that have a braid lowering and exit")
+    parser.add_argument("-o", "--output", metavar="PREFIX",
                         help="writes PREFIX.mlir, PREFIX.npz, PREFIX.batch.npz")
     parser.add_argument("--world-size", type=int, help="data-parallel ranks (overrides the spec's)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
     args = parser.parse_args(argv)
+    if args.list_ops:
+        print("\n".join(SUPPORTED_OPS))
+        return 0
+    if not args.spec or not args.output:
+        parser.error("SPEC and -o PREFIX are required")
     try:
         kwargs = {}
         for a in args.arg:
@@ -511,7 +520,11 @@ def main(argv=None):
             if not eq or not key:
                 raise ExportError("--arg takes KEY=VALUE, not %r" % a)
             kwargs[key] = _parse_value(value)
-        spec = _load_spec(args.spec)(**kwargs)
+        fn = _load_spec(args.spec)
+        try:
+            spec = fn(**kwargs)
+        except TypeError as e:
+            raise ExportError("calling %s: %s" % (args.spec, e)) from e
         if not isinstance(spec, dict):
             raise ExportError("%s must return a dict, not %s" % (args.spec, type(spec).__name__))
         missing = [k for k in ("model", "example_inputs", "example_targets", "loss_fn",

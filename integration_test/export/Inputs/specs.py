@@ -1,0 +1,109 @@
+"""Models for the exporter's tests (export-errors.py, export-ops.py)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, width, act):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.act = act
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class Net(nn.Module):
+    """Linear blocks; block 1's activation is `act` (SiLU: no lowering)."""
+
+    def __init__(self, act=None, width=16, classes=4):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(width, nn.ReLU()), Block(width, act or nn.ReLU())])
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x)
+
+
+class OwnForward(Net):
+    """An unsupported op called in the model's own forward."""
+
+    def forward(self, x):
+        return super().forward(torch.sin(x))
+
+
+class TwoOps(Net):
+    """Two unsupported ops: sin here, SiLU in blocks.1.act."""
+
+    def __init__(self):
+        super().__init__(nn.SiLU())
+
+    def forward(self, x):
+        return super().forward(torch.sin(x))
+
+
+class Ops(nn.Module):
+    """The aten ops the small GPT and the MLP do not use: permute, mean.dim,
+    sub, div by a tensor, exact gelu, unsqueeze, cat, layer norm without
+    affine parameters, neg."""
+
+    def __init__(self, seq=6, width=8, classes=5):
+        super().__init__()
+        # No bias: one along the sequence would be removed by the mean over
+        # features below, a true gradient of 0 that Adam turns into noise.
+        self.mix = nn.Linear(seq, seq, bias=False)
+        self.fc = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(2 * width, elementwise_affine=False)
+        self.head = nn.Linear(2 * width, classes)
+
+    def forward(self, x):                                      # [B, T, C]
+        y = self.mix(x.permute(0, 2, 1)).permute(0, 2, 1)      # permute
+        y = y - y.mean(dim=-1, keepdim=True)                   # mean.dim, sub
+        y = y / (1.0 + (y * y).mean(dim=-1, keepdim=True))     # div by a tensor
+        y = F.gelu(self.fc(y))                                 # exact gelu
+        z = torch.cat([y, -x.unsqueeze(1).mean(dim=1)], dim=-1)  # unsqueeze, neg, cat
+        z = self.norm(z).sum(dim=1) / z.shape[1]                # no affine; sum; div
+        return self.head(z)
+
+
+def spec(model, x, y, optimizer=None, loss_fn=None, world_size=1):
+    return dict(model=model, example_inputs=(x,), example_targets=(y,),
+                loss_fn=loss_fn or F.cross_entropy,
+                optimizer=optimizer or torch.optim.SGD(model.parameters(), lr=0.1),
+                world_size=world_size)
+
+
+def silu():
+    torch.manual_seed(0)
+    return spec(Net(nn.SiLU()), torch.randn(8, 16), torch.randint(0, 4, (8,)))
+
+
+def own_forward():
+    torch.manual_seed(0)
+    return spec(OwnForward(), torch.randn(8, 16), torch.randint(0, 4, (8,)))
+
+
+def two_ops():
+    torch.manual_seed(0)
+    return spec(TwoOps(), torch.randn(8, 16), torch.randint(0, 4, (8,)))
+
+
+def dropout():
+    torch.manual_seed(0)
+    return spec(Net(nn.Dropout(0.1)), torch.randn(8, 16), torch.randint(0, 4, (8,)))
+
+
+def not_a_dict():
+    return 42
+
+
+def ops(seed=0):
+    torch.manual_seed(seed)
+    m = Ops()
+    return spec(m, torch.randn(4, 6, 8), torch.randint(0, 5, (4,)),
+                optimizer=torch.optim.SGD(m.parameters(), lr=0.5, momentum=0.9, nesterov=True,
+                                          weight_decay=0.01))
