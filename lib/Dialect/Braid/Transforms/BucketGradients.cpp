@@ -228,6 +228,11 @@ BucketGradientsPass::autoBoundaries(Block &body,
     // of a prefix is its buckets' end plus lambda times their busy time, so
     // lambda trades starting early (small buckets) against fewer, cheaper
     // collectives; a few lambdas are tried and the model picks.
+    // The last bucket's end counts the optimizer work that waits for it,
+    // as in `evaluate`: that is what a small last bucket saves.
+    std::vector<double> updateFrom(m + 1, 0);
+    for (size_t k = m; k > 0; --k)
+      updateFrom[k - 1] = updateFrom[k] + update[k - 1];
     auto partition = [&](double lambda) {
       std::vector<double> done(m + 1, 0), busy(m + 1, 0);
       std::vector<size_t> from(m + 1, 0);
@@ -235,7 +240,8 @@ BucketGradientsPass::autoBoundaries(Block &body,
         double key = INFINITY;
         for (size_t i = j > window ? j - window : 0; i < j; ++i) {
           double t = seconds(prefix[j] - prefix[i]) * stretch;
-          double end = std::max(done[i], ready[j - 1] + slow * busy[i]) + t;
+          double end = std::max(done[i], ready[j - 1] + slow * busy[i]) + t +
+                       (j == m ? updateFrom[i] : 0);
           double k = end + lambda * (busy[i] + t);
           if (k < key) {
             key = k;
