@@ -21,6 +21,9 @@ packages=(
   # The cost model reads cluster descriptions (JSON); timelines are drawn
   # with matplotlib; braid-compile allocates with tcmalloc.
   nlohmann-json3-dev python3-matplotlib libgoogle-perftools-dev
+  # The PyTorch exporter (braid.export: AOT autograd of torch 1.13) and its
+  # tests, which train the same models with PyTorch.
+  python3-torch
 )
 
 missing=()

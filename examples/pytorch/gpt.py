@@ -99,10 +99,12 @@ def batch(rows, vocab=64, seq=32, seed=0):
 
 
 def build(batch_size=4, layers=2, lr=1e-3, seed=0, world_size=2):
+    """`batch_size` sequences per rank; the global batch holds every rank's."""
     torch.manual_seed(seed)
     model = GPT(layers=layers)
-    idx, targets = batch(batch_size, seed=seed + 1)
+    idx, targets = batch(world_size * batch_size, seed=seed + 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95),
                                   eps=1e-8, weight_decay=0.1)
-    return dict(model=model, example_inputs=(idx,), example_targets=(targets,),
+    return dict(model=model, example_inputs=(idx[:batch_size],),
+                example_targets=(targets[:batch_size],), global_batch=((idx,), (targets,)),
                 loss_fn=loss_fn, optimizer=optimizer, world_size=world_size)

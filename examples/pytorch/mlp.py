@@ -27,10 +27,12 @@ def batch(rows, features=32, classes=10, seed=0):
 
 
 def build(batch_size=16, lr=0.05, momentum=0.9, seed=0, world_size=2):
+    """`batch_size` rows per rank; the global batch holds every rank's."""
     torch.manual_seed(seed)
     model = MLP()
-    x, labels = batch(batch_size, seed=seed + 1)
+    x, labels = batch(world_size * batch_size, seed=seed + 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum,
                                 weight_decay=1e-4)
-    return dict(model=model, example_inputs=(x,), example_targets=(labels,),
+    return dict(model=model, example_inputs=(x[:batch_size],),
+                example_targets=(labels[:batch_size],), global_batch=((x,), (labels,)),
                 loss_fn=nn.CrossEntropyLoss(), optimizer=optimizer, world_size=world_size)

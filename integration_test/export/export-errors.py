@@ -121,6 +121,8 @@ def main():
         loss_fn=lambda out, y: F.cross_entropy(out, y, reduction="none"))
     api("world-size", "world_size must be a positive integer, not 0", world_size=0)
     api("not-tensors", "example_inputs must be a tuple of tensors", x=[1, 2, 3])
+    api("global-batch", "global_batch: x is [9, 16] torch.float32, expected [8, 16]",
+        global_batch=((torch.randn(9, 16),), (torch.randint(0, 4, (8,)),)))
     api("name-clash", "is also the name of a parameter", input_names=["head.bias"])
     unused = specs.Net()
     unused.extra = nn.Linear(2, 2)

@@ -32,20 +32,19 @@ def main():
     for model_name in ("gpt", "mlp"):
         module = load(os.path.join(examples, model_name + ".py"))
         spec = module.build(world_size=RANKS)
-        per_rank = spec["example_inputs"][0].shape[0]
-        # The global batch: rank r's rows are r * per_rank ... (r + 1) * per_rank.
-        inputs, targets = module.batch(RANKS * per_rank, seed=5)
+        # The global batch: rank r's rows are r * per_rank ... (r + 1) * per_rank;
+        # the example batch is rank 0's.
+        (inputs,), (targets,) = spec["global_batch"]
         prefix = os.path.join(out, model_name)
-        exported = braid.export(spec["model"], (inputs[:per_rank],), (targets[:per_rank],),
-                                spec["loss_fn"], spec["optimizer"], RANKS, output=prefix)
-        names = list(exported.batch)
+        exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
+                                spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
+                                global_batch=spec["global_batch"])
         check(exported.paths["mlir"] == prefix + ".mlir" and os.path.exists(prefix + ".npz"),
               "%s: exported %d aten ops to %d braid ops, batch %s" % (
                   model_name, sum(exported.summary["aten_ops"].values()),
-                  exported.summary["braid_ops"], names))
-        data = prefix + ".global.npz"
-        np.savez(data, **{names[0]: inputs.numpy(), names[1]: targets.numpy()})
-
+                  exported.summary["braid_ops"], {k: list(v.shape) for k, v in
+                                                  exported.batch.items()}))
+        data = exported.paths["batch"]
         plan = prefix + ".plan"
         braidtest.compile_step(prefix + ".mlir", plan)
         save = prefix + ".trained.npz"

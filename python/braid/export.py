@@ -16,7 +16,9 @@ hyper-parameters and state read from the optimizer instance). It writes
 
     PREFIX.mlir       the step: braid-compile's input
     PREFIX.npz        initial parameters and optimizer state (braid-run --params)
-    PREFIX.batch.npz  the example batch, one rank's (braid-run --data)
+    PREFIX.batch.npz  the batch for braid-run --data: the global batch when
+                      one is given (rank r takes slice r along dimension 0),
+                      else the example batch (every rank the same)
 
 A parameter that two modules share (tied weights) is one parameter whose
 gradient is the sum of both uses. Buffers are constants of the step. An
@@ -73,7 +75,7 @@ class Exported:
 
 
 def export(model, example_inputs, example_targets, loss_fn, optimizer, world_size, *,
-           output=None, name=None, input_names=None, target_names=None):
+           output=None, name=None, input_names=None, target_names=None, global_batch=None):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -89,6 +91,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     input_names, target_names
                      the batch arguments' names (default: the parameter names of
                      model.forward and of loss_fn after its first)
+    global_batch     optional (inputs, targets) of all ranks, world_size times the
+                     example batch along dimension 0, written as the batch file
 
     Raises ExportError (nothing written) on anything it cannot export.
     """
@@ -109,8 +113,22 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     b = StepBuilder(name, world_size)
     mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
                                   inputs, input_names, targets, target_names)
-    batch = {n: t.detach().cpu().numpy() for n, t in
-             zip(input_names + target_names, inputs + targets)}
+    examples = inputs + targets
+    if global_batch is not None:
+        if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
+            raise ExportError("global_batch must be (inputs, targets)")
+        examples = _tensors(global_batch[0], "global_batch inputs") + \
+            _tensors(global_batch[1], "global_batch targets")
+        if len(examples) != len(inputs + targets):
+            raise ExportError("global_batch has %d tensors, the example batch %d"
+                              % (len(examples), len(inputs + targets)))
+        for n, g, t in zip(input_names + target_names, examples, inputs + targets):
+            want = (world_size * t.shape[0],) + tuple(t.shape[1:]) if t.dim() else None
+            if want is None or tuple(g.shape) != want or g.dtype != t.dtype:
+                raise ExportError("global_batch: %s is %s %s, expected %s %s (world_size times "
+                                  "the example along dimension 0)" % (
+                                      n, list(g.shape), g.dtype, list(want or ()), t.dtype))
+    batch = {n: t.detach().cpu().numpy() for n, t in zip(input_names + target_names, examples)}
     summary.update(model=type(model).__name__, world_size=world_size,
                    optimizer=type(optimizer).__name__, function=name)
     result = Exported(mlir, state, batch, summary)
@@ -497,7 +515,7 @@ def main(argv=None):
                     "SPEC names a function (FILE.py:FUNC or package.module:FUNC, FUNC "
                     "defaulting to build) that returns a dict with model, example_inputs, "
                     "example_targets, loss_fn, optimizer and optionally world_size, "
-                    "input_names, target_names.")
+                    "input_names, target_names, global_batch.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the aten ops that have a braid lowering and exit")
@@ -537,7 +555,8 @@ def main(argv=None):
         result = export(spec["model"], spec["example_inputs"], spec["example_targets"],
                         spec["loss_fn"], spec["optimizer"], world, name=args.name,
                         input_names=spec.get("input_names"),
-                        target_names=spec.get("target_names"))
+                        target_names=spec.get("target_names"),
+                        global_batch=spec.get("global_batch"))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)
