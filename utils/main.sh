@@ -1,90 +1,110 @@
 #!/usr/bin/env bash
-# braid's main job on the bundled default model: builds braid, then parses and
-# verifies the one-block GPT training step (examples/gpt.mlir) with braid-opt,
-# prints its cost summary (flops, bytes, gradient bytes to reduce), and runs
-# the overlap pipeline on it, printing the buckets and the scheduled step's
-# shape; the scheduled IR is written to build/main/<model>.scheduled.mlir.
-# Then it simulates the step on one DGX H100 (h100-8) with the naive, DDP-style
-# and braid schedules and draws braid's timeline (build/main/sim-braid.png).
-# Then it trains: braid-compile turns the small GPT step (examples/gpt-tiny.mlir,
-# 2 ranks) into an overlapped and a naive plan, `mpirun -np 2 braid-run
-# --backend=cpu` trains each for 20 steps, printing the loss, and the final
-# parameters of the two plans are compared.
+# braid's main job: the whole journey of a PyTorch model, on the bundled
+# default model, a small GPT (examples/pytorch/gpt.py: 2 blocks, width 64,
+# 4 heads, vocabulary 64, sequence 32, tied embedding, AdamW):
+#   1. build braid (utils/build.sh installs the Debian packages it lacks);
+#   2. export its training step with braid.export (AOT autograd), once for
+#      64 ranks (the cluster below) and once for 2 (the CPU run);
+#   3. compile it for h100-8x8 (8 DGX H100 nodes) and print the schedule:
+#      streams, gradient buckets with their sizes and parameters;
+#   4. simulate the step on h100-8x8 with the naive, DDP-style and braid
+#      schedules, print the comparison, and draw braid's timeline to
+#      build/main/timeline.png;
+#   5. train 20 steps on 2 CPU ranks (mpirun -np 2 braid-run --backend=cpu),
+#      printing the loss of every step, and compare with PyTorch's own
+#      training on the same global batch.
+# Everything it writes goes to build/main/.
 #
-# Usage: utils/main.sh [model.mlir]
+# Usage: utils/main.sh [SPEC]   SPEC as for `python3 -m braid.export`
+#                               (default examples/pytorch/gpt.py)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-model=${1:-$root/examples/gpt.mlir}
-
-bash "$root/utils/build.sh"
-echo
-echo "== braid-opt --braid-cost-summary $model"
-"$root/build/bin/braid-opt" --braid-cost-summary "$model" -o /dev/null
-
-out="$root/build/main/$(basename "$model" .mlir).scheduled.mlir"
-mkdir -p "$(dirname "$out")"
-echo
-echo "== braid-opt --braid-overlap=report $model -o $out"
-"$root/build/bin/braid-opt" --braid-overlap=report "$model" -o "$out" 2>&1 |
-  sed -n 's/^.*remark: /  /p'
-count() { grep -c "$1" "$out" || true; }
-echo "  bucket starts             $(count 'braid.all_reduce_start')"
-echo "  waits                     $(count '= braid.wait \|braid.wait %')"
-echo "  cross-stream events       $(count 'braid.record_event')"
-echo "  comm streams used         $(grep -o 'stream<comm, [0-9]*>' "$out" | sort -u | wc -l)"
-echo "  verified by braid-verify-schedule"
-
+spec=${1:-$root/examples/pytorch/gpt.py}
 main="$root/build/main"
-cluster=h100-8
-echo
-echo "== simulated on $cluster: braid-compile --schedule=naive|ddp|braid, braid-run --backend=sim"
+bin="$root/build/bin"
+python=/usr/bin/python3 # Debian's, which sees Debian's torch and numpy
+export PYTHONPATH="$root/python"
+cluster=h100-8x8
+ranks=64
+start=$SECONDS
+stage() { echo; echo "== [$1/5] $2   (at $((SECONDS - start)) s)"; }
+
+stage 1 "build braid"
+bash "$root/utils/build.sh"
+mkdir -p "$main"
+
+stage 2 "export $(basename "$spec") with braid.export (PyTorch -> braid IR)"
+echo "\$ python3 -m braid.export $spec -o build/main/step64 --world-size $ranks"
+$python -m braid.export "$spec" -o "$main/step64" --world-size $ranks | sed 's/^/  /'
+echo "\$ python3 -m braid.export $spec -o build/main/step2 --world-size 2"
+$python -m braid.export "$spec" -o "$main/step2" --world-size 2 | sed 's/^/  /'
+
+stage 3 "compile for $cluster and print the schedule"
+echo "\$ braid-compile build/main/step64.mlir --cluster=$cluster --emit=mlir -o build/main/step64.scheduled.mlir"
+"$bin/braid-compile" "$main/step64.mlir" --cluster=$cluster --report --emit=mlir \
+  -o "$main/step64.scheduled.mlir" 2>&1 | sed -n 's/^.*remark: /  /p'
+$python -m braid.schedule "$main/step64.scheduled.mlir" | sed 's/^/  /'
+
+stage 4 "simulate on $cluster: naive, ddp and braid schedules"
 for s in naive ddp braid; do
-  "$root/build/bin/braid-compile" "$model" --cluster=$cluster --schedule=$s \
+  "$bin/braid-compile" "$main/step64.mlir" --cluster=$cluster --schedule=$s \
     -o "$main/sim-$s.plan"
   trace=()
   [ $s = braid ] && trace=(--trace "$main/sim-braid.trace.json" --trace-ranks 2)
-  "$root/build/bin/braid-run" --backend=sim --cluster=$cluster "$main/sim-$s.plan" \
+  "$bin/braid-run" --backend=sim --cluster=$cluster "$main/sim-$s.plan" \
     --report "$main/sim-$s.json" "${trace[@]}" > "$main/sim-$s.txt"
 done
-/usr/bin/python3 - "$main" <<'PY'
+$python - "$main" <<'PY'
 import json, os, sys
 r = {s: json.load(open(os.path.join(sys.argv[1], "sim-%s.json" % s))) for s in ("naive", "ddp", "braid")}
-print("  %-6s %12s %14s %10s %11s" % ("", "step ms", "exposed comm", "overlap", "efficiency"))
+print("  %-6s %10s %10s %14s %9s %11s" % ("", "step us", "comm us", "exposed comm", "overlap",
+                                          "efficiency"))
 for s in ("naive", "ddp", "braid"):
     x = r[s]
-    print("  %-6s %12.3f %14.3f %10.3f %11.3f" % (s, x["step_time"] * 1e3, x["exposed_comm"] * 1e3,
-                                              x["overlap_fraction"], x["efficiency"]))
+    print("  %-6s %10.1f %10.1f %14.1f %9.3f %11.3f" % (
+        s, x["step_time"] * 1e6, x["comm_time"] * 1e6, x["exposed_comm"] * 1e6,
+        x["overlap_fraction"], x["efficiency"]))
 print("  braid vs naive %.3fx, vs ddp %.3fx" % (r["naive"]["step_time"] / r["braid"]["step_time"],
                                               r["ddp"]["step_time"] / r["braid"]["step_time"]))
 PY
-PYTHONPATH="$root/python" /usr/bin/python3 -m braid.timeline "$main/sim-braid.trace.json" \
-  -o "$main/sim-braid.png" --ranks 2 --title "$(basename "$model") on $cluster, braid's schedule" |
-  sed 's/^/  /'
+$python -m braid.timeline "$main/sim-braid.trace.json" -o "$main/timeline.png" --ranks 2 \
+  --title "$(basename "$spec" .py), $ranks ranks on $cluster, braid's schedule" | sed 's/^/  /'
 
-tiny="$root/examples/gpt-tiny.mlir"
-echo
-echo "== braid-compile $tiny (overlapped and --no-overlap)"
-# Small buckets, so that the small model's gradients fill several of them.
-"$root/build/bin/braid-compile" "$tiny" -o "$main/gpt-tiny.plan" --report \
-  --bucket-cap-mb=0.05 --first-bucket-cap-mb=0.01 2>&1 |
-  sed -n 's/^.*remark: /  /p'
-"$root/build/bin/braid-compile" "$tiny" --no-overlap -o "$main/gpt-tiny-naive.plan"
-mpirun=(mpirun --allow-run-as-root --oversubscribe -np 2)
-echo
-echo "== ${mpirun[*]} braid-run --backend=cpu build/main/gpt-tiny.plan --steps 20"
-"${mpirun[@]}" "$root/build/bin/braid-run" --backend=cpu "$main/gpt-tiny.plan" \
-  --steps 20 --save "$main/gpt-tiny.npz"
-echo
-echo "== the same with the naive plan (no overlap)"
-"${mpirun[@]}" "$root/build/bin/braid-run" --backend=cpu "$main/gpt-tiny-naive.plan" \
-  --steps 20 --save "$main/gpt-tiny-naive.npz" | grep "^step" | tail -n 1
-/usr/bin/python3 - "$main/gpt-tiny.npz" "$main/gpt-tiny-naive.npz" <<'PY'
-import sys
-import numpy as np
-a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
-keys = [k for k in b.files if k != "loss"]
-diff = max(float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30)) for k in keys)
-print("  overlapped vs naive: %d parameter and state arrays, max relative difference %.2e"
-      % (len(keys), diff))
-sys.exit(0 if diff <= 1e-6 else 1)
+stage 5 "train 20 steps on 2 CPU ranks"
+echo "\$ braid-compile build/main/step2.mlir -o build/main/step2.plan"
+"$bin/braid-compile" "$main/step2.mlir" -o "$main/step2.plan"
+echo "\$ mpirun -np 2 braid-run --backend=cpu build/main/step2.plan --params build/main/step2.npz --data build/main/step2.batch.npz --steps 20"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/braid-run" --backend=cpu \
+  "$main/step2.plan" --params "$main/step2.npz" --data "$main/step2.batch.npz" \
+  --steps 20 --save "$main/trained.npz" | tee "$main/train.txt" | sed 's/^/  /'
+$python - "$spec" "$main/train.txt" <<'PY'
+# PyTorch trains the same model on the same global batch, for comparison.
+import copy, importlib.util, sys
+spec_path, log = sys.argv[1].split(":")[0], sys.argv[2]
+losses = [float(l.split()[-1]) for l in open(log) if l.startswith("step ")]
+if len(losses) != 20 or not losses[-1] < losses[0]:
+    sys.exit("main: the loss did not fall: %s" % losses)
+m = importlib.util.spec_from_file_location("spec", spec_path)
+mod = importlib.util.module_from_spec(m)
+m.loader.exec_module(mod)
+s = mod.build(world_size=2) if len(sys.argv[1].split(":")) == 1 else getattr(
+    mod, sys.argv[1].split(":")[1])(world_size=2)
+if "global_batch" not in s:
+    print("  (the spec has no global_batch: no PyTorch comparison)")
+    sys.exit(0)
+model = copy.deepcopy(s["model"])
+opt = type(s["optimizer"])(model.parameters(), **s["optimizer"].defaults)
+(inputs, targets), ref = s["global_batch"], []
+for _ in range(20):
+    opt.zero_grad()
+    loss = s["loss_fn"](model(*inputs), *targets)
+    loss.backward()
+    opt.step()
+    ref.append(float(loss))
+worst = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
+print("  the loss fell from %.6f to %.6f; PyTorch on the same global batch: %.6f -> %.6f "
+      "(largest relative difference over the 20 steps %.1e)" % (losses[0], losses[-1], ref[0],
+                                                               ref[-1], worst))
 PY
+echo
+echo "done in $((SECONDS - start)) s; outputs in build/main/ (timeline.png, step64.scheduled.mlir, sim-*.json, trained.npz)"

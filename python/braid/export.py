@@ -513,7 +513,8 @@ def main(argv=None):
         prog="python3 -m braid.export",
         description="Export a PyTorch model's data-parallel training step as braid IR. "
                     "SPEC names a function (FILE.py:FUNC or package.module:FUNC, FUNC "
-                    "defaulting to build) that returns a dict with model, example_inputs, "
+                    "defaulting to build; called with world_size=N when it takes it and "
+                    "--world-size is given) that returns a dict with model, example_inputs, "
                     "example_targets, loss_fn, optimizer and optionally world_size, "
                     "input_names, target_names, global_batch.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
@@ -539,6 +540,12 @@ def main(argv=None):
                 raise ExportError("--arg takes KEY=VALUE, not %r" % a)
             kwargs[key] = _parse_value(value)
         fn = _load_spec(args.spec)
+        try:
+            accepts = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            accepts = {}
+        if args.world_size is not None and "world_size" in accepts and "world_size" not in kwargs:
+            kwargs["world_size"] = args.world_size  # the spec sizes its global batch
         try:
             spec = fn(**kwargs)
         except TypeError as e:
