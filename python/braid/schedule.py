@@ -94,9 +94,11 @@ def format_summary(s, width=100):
     for b in s["buckets"]:
         wait = "waited at op %d on %s" % (b["wait"][0], _stream(b["wait"][1])) if b["wait"] \
             else "never waited"
-        out.append("  bucket %s: %s (%s bytes), %d gradients, %s starts at op %d of %d (%d%%) "
+        n = len(b["params"])
+        out.append("  bucket %s: %s (%s bytes), %d gradient%s, %s starts at op %d of %d (%d%%) "
                    "on %s, %s" % (b["index"] if b["index"] is not None else "-",
-                                  _size(b["bytes"] or 0), b["bytes"], len(b["params"]), b["kind"],
+                                  _size(b["bytes"] or 0), b["bytes"], n, "" if n == 1 else "s",
+                                  b["kind"],
                                   b["position"], s["ops"], 100 * b["position"] // max(s["ops"], 1),
                                   _stream(b["stream"]), wait))
         line = "    "
