@@ -2,6 +2,8 @@
 # PyTorch: a model with permute, mean.dim, sub, div by a tensor, exact gelu,
 # unsqueeze, neg, cat (and slice in its backward) and an affine-free layer
 # norm, trained with SGD + Nesterov momentum + weight decay, and with Adam;
+# AdamW and SGD with dampening resumed after 3 PyTorch steps (their state
+# exported);
 # a tied-weight model whose shared parameter is used three times. One rank,
 # 5 steps: every loss and every final array within 1e-4 relative of
 # PyTorch's own training.
@@ -54,6 +56,19 @@ def main():
                                  optimizer=torch.optim.AdamW(tied.parameters(), lr=1e-2)))]
     m = cases[1][1]["model"]
     cases[1][1]["optimizer"] = torch.optim.Adam(m.parameters(), lr=1e-2)
+    # Resuming: optimizers that have stepped export their state (AdamW's step
+    # count sets its bias correction; SGD's momentum buffers).
+    for name, make in (("resumed-adamw", lambda p: torch.optim.AdamW(p, lr=1e-2)),
+                       ("resumed-sgd", lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9,
+                                                                 dampening=0.3))):
+        spec = specs.ops(seed=2)
+        spec["optimizer"] = make(spec["model"].parameters())
+        for _ in range(3):
+            spec["optimizer"].zero_grad()
+            spec["loss_fn"](spec["model"](*spec["example_inputs"]),
+                            *spec["example_targets"]).backward()
+            spec["optimizer"].step()
+        cases.append((name, spec))
 
     for name, spec in cases:
         prefix = os.path.join(out, name)

@@ -20,8 +20,8 @@ def load(path):
 
 
 def torch_reference(spec, inputs, targets, steps, double=False):
-    """PyTorch trains a copy of spec's model with a fresh optimizer of the same
-    class and defaults on (inputs, targets) for `steps` steps. Returns the loss
+    """PyTorch trains a copy of spec's model with an optimizer of the same
+    class, defaults and state on (inputs, targets) for `steps` steps. Returns the loss
     of every step and the final parameters and optimizer state, named as
     braid.export names them."""
     model = copy.deepcopy(spec["model"])
@@ -30,6 +30,8 @@ def torch_reference(spec, inputs, targets, steps, double=False):
         inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
     opt = spec["optimizer"]
     ref_opt = type(opt)(model.parameters(), **opt.defaults)
+    # The same state, if the optimizer has stepped (parameters in one order).
+    ref_opt.load_state_dict(copy.deepcopy(opt.state_dict()))
     losses = []
     for _ in range(steps):
         ref_opt.zero_grad()
