@@ -76,7 +76,7 @@ echo "\$ braid-compile build/main/step2.mlir -o build/main/step2.plan"
 echo "\$ mpirun -np 2 braid-run --backend=cpu build/main/step2.plan --params build/main/step2.npz --data build/main/step2.batch.npz --steps 20"
 mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/braid-run" --backend=cpu \
   "$main/step2.plan" --params "$main/step2.npz" --data "$main/step2.batch.npz" \
-  --steps 20 --save "$main/trained.npz" | tee "$main/train.txt" | sed 's/^/  /'
+  --steps 20 --save "$main/trained.npz" | tee "$main/train.txt" | sed -u 's/^/  /'
 $python - "$spec" "$main/train.txt" <<'PY'
 # PyTorch trains the same model on the same global batch, for comparison.
 import copy, importlib.util, sys
