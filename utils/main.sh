@@ -79,28 +79,16 @@ mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/braid-run" --backend=cpu 
   --steps 20 --save "$main/trained.npz" | tee "$main/train.txt" | sed -u 's/^/  /'
 $python - "$spec" "$main/train.txt" <<'PY'
 # PyTorch trains the same model on the same global batch, for comparison.
-import copy, importlib.util, sys
-spec_path, log = sys.argv[1].split(":")[0], sys.argv[2]
-losses = [float(l.split()[-1]) for l in open(log) if l.startswith("step ")]
+import sys
+from braid.export import load_spec, torch_reference
+losses = [float(l.split()[-1]) for l in open(sys.argv[2]) if l.startswith("step ")]
 if len(losses) != 20 or not losses[-1] < losses[0]:
     sys.exit("main: the loss did not fall: %s" % losses)
-m = importlib.util.spec_from_file_location("spec", spec_path)
-mod = importlib.util.module_from_spec(m)
-m.loader.exec_module(mod)
-s = mod.build(world_size=2) if len(sys.argv[1].split(":")) == 1 else getattr(
-    mod, sys.argv[1].split(":")[1])(world_size=2)
+s = load_spec(sys.argv[1], world_size=2)
 if "global_batch" not in s:
     print("  (the spec has no global_batch: no PyTorch comparison)")
     sys.exit(0)
-model = copy.deepcopy(s["model"])
-opt = type(s["optimizer"])(model.parameters(), **s["optimizer"].defaults)
-(inputs, targets), ref = s["global_batch"], []
-for _ in range(20):
-    opt.zero_grad()
-    loss = s["loss_fn"](model(*inputs), *targets)
-    loss.backward()
-    opt.step()
-    ref.append(float(loss))
+ref, _ = torch_reference(s, *s["global_batch"], 20)
 worst = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
 print("  the loss fell from %.6f to %.6f; PyTorch on the same global batch: %.6f -> %.6f "
       "(largest relative difference over the 20 steps %.1e)" % (losses[0], losses[-1], ref[0],

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from exporttest import Checker, braidtest, load, torch_reference  # noqa: E402
+from exporttest import Checker, braidtest, load_spec, torch_reference  # noqa: E402
 import braid  # noqa: E402
 
 STEPS = 20
@@ -30,8 +30,7 @@ def main():
     check = Checker()
 
     for model_name in ("gpt", "mlp"):
-        module = load(os.path.join(examples, model_name + ".py"))
-        spec = module.build(world_size=RANKS)
+        spec = load_spec(os.path.join(examples, model_name + ".py"), world_size=RANKS)
         # The global batch: rank r's rows are r * per_rank ... (r + 1) * per_rank;
         # the example batch is rank 0's.
         (inputs,), (targets,) = spec["global_batch"]

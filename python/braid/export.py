@@ -29,6 +29,7 @@ came from, and nothing is written. docs/Tutorial.md walks through it.
 import argparse
 import collections
 import contextlib
+import copy
 import importlib
 import importlib.util
 import inspect
@@ -42,7 +43,8 @@ import torch
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, op_name
 from braid.ir import StepBuilder
 
-__all__ = ["export", "Exported", "ExportError", "SUPPORTED_OPS"]
+__all__ = ["export", "Exported", "ExportError", "SUPPORTED_OPS", "load_spec",
+           "torch_reference"]
 
 SUPPORTED_OPS = sorted(LOWERINGS)
 
@@ -474,6 +476,70 @@ def _array(t, p):
     return t.detach().cpu().numpy().copy()
 
 
+# -- specs and PyTorch's own training ------------------------------------------------
+
+def load_spec(spec, world_size=None, **kwargs):
+    """The dict that SPEC's function returns: SPEC is FILE.py[:FUNC] or
+    package.module[:FUNC] (FUNC defaults to `build`), called with `kwargs`,
+    and with `world_size` when it is given and FUNC takes it (a spec sizes
+    its global batch by it). Raises ExportError on a bad spec."""
+    fn = _load_spec(spec)
+    try:
+        accepts = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        accepts = {}
+    if world_size is not None and "world_size" in accepts and "world_size" not in kwargs:
+        kwargs["world_size"] = world_size
+    try:
+        result = fn(**kwargs)
+    except TypeError as e:
+        raise ExportError("calling %s: %s" % (spec, e)) from e
+    if not isinstance(result, dict):
+        raise ExportError("%s must return a dict, not %s" % (spec, type(result).__name__))
+    missing = [k for k in ("model", "example_inputs", "example_targets", "loss_fn",
+                           "optimizer") if k not in result]
+    if missing:
+        raise ExportError("%s's dict lacks %s" % (spec, ", ".join(missing)))
+    return result
+
+
+def torch_reference(spec, inputs, targets, steps, double=False):
+    """PyTorch's own training, to compare braid with: a copy of spec's model
+    and an optimizer of the same class, defaults and state train on
+    (inputs, targets) for `steps` steps (in float64 with `double`). Returns
+    the loss of every step and the final parameters and optimizer state,
+    named as export() names them. The spec's model and optimizer are not
+    changed."""
+    model = copy.deepcopy(spec["model"])
+    if double:
+        model = model.double()
+        inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
+    opt = spec["optimizer"]
+    ref_opt = type(opt)(model.parameters(), **opt.defaults)
+    # The same state, if the optimizer has stepped (parameters in one order).
+    ref_opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+    losses = []
+    for _ in range(steps):
+        ref_opt.zero_grad()
+        loss = spec["loss_fn"](model(*inputs), *targets)
+        loss.backward()
+        ref_opt.step()
+        losses.append(float(loss))
+    state = {}
+    names = {id(p): n for n, p in model.named_parameters()}
+    for p in model.parameters():
+        n = names[id(p)]
+        state[n] = p.detach().numpy()
+        st = ref_opt.state[p]
+        if st.get("momentum_buffer") is not None:
+            state[n + ".momentum"] = st["momentum_buffer"].numpy()
+        if "exp_avg" in st:
+            state[n + ".exp_avg"] = st["exp_avg"].numpy()
+            state[n + ".exp_avg_sq"] = st["exp_avg_sq"].numpy()
+            state["step"] = np.array(float(st["step"]))
+    return losses, state
+
+
 # -- command line ----------------------------------------------------------------------
 
 def _load_spec(spec):
@@ -539,23 +605,7 @@ def main(argv=None):
             if not eq or not key:
                 raise ExportError("--arg takes KEY=VALUE, not %r" % a)
             kwargs[key] = _parse_value(value)
-        fn = _load_spec(args.spec)
-        try:
-            accepts = inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            accepts = {}
-        if args.world_size is not None and "world_size" in accepts and "world_size" not in kwargs:
-            kwargs["world_size"] = args.world_size  # the spec sizes its global batch
-        try:
-            spec = fn(**kwargs)
-        except TypeError as e:
-            raise ExportError("calling %s: %s" % (args.spec, e)) from e
-        if not isinstance(spec, dict):
-            raise ExportError("%s must return a dict, not %s" % (args.spec, type(spec).__name__))
-        missing = [k for k in ("model", "example_inputs", "example_targets", "loss_fn",
-                               "optimizer") if k not in spec]
-        if missing:
-            raise ExportError("%s's dict lacks %s" % (args.spec, ", ".join(missing)))
+        spec = load_spec(args.spec, world_size=args.world_size, **kwargs)
         world = args.world_size if args.world_size is not None else spec.get("world_size")
         if world is None:
             raise ExportError("no world size: pass --world-size or return world_size")
