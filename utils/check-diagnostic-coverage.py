@@ -18,7 +18,7 @@ LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
 def messages(src_dir):
-    for path in sorted(pathlib.Path(src_dir).glob("*.cpp")):
+    for path in sorted(list(pathlib.Path(src_dir).glob("*.cpp")) + list(pathlib.Path(src_dir).glob("*.h"))):
         text = path.read_text()
         for m in EMIT.finditer(text):
             end = text.find(";", m.end())

@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inputs"))
 import braidtest  # noqa: E402
 
-CLUSTERS = os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "clusters")
+CLUSTERS = os.path.join(os.path.dirname(__file__), "..", "..", "common", "clusters")
 
 
 def cluster(name):

@@ -2,8 +2,9 @@
 # consistent (overlap, exposed communication, bound <= step time), the
 # overlapped schedule beats the naive one, the Chrome trace has a process
 # per rank and a thread per stream whose spans match the report, and
-# braid.timeline renders it as a PNG. Then bad input: unknown and malformed
-# clusters, a plan larger than the cluster, misplaced options.
+# braid.timeline renders it as a PNG. The plan records its cluster, which
+# the simulator uses unless --cluster overrides it. Then bad input: unknown
+# and malformed clusters, a plan larger than the cluster, misplaced options.
 #
 # REQUIRES: numpy
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
@@ -76,7 +77,7 @@ def main():
     bad = os.path.join(out, "bad.json")
 
     def bad_cluster(edit, expect):
-        with open(os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "clusters",
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "common", "clusters",
                                "h100-8.json")) as f:
             c = json.load(f)
         text = edit(c)
@@ -94,11 +95,46 @@ def main():
     for args, expect, rc in (
             (["--cluster=h100-9"], "unknown cluster 'h100-9' (presets: a100-8, h100-8, h100-8x32, h100-8x8, h200-8", 1),
             (["--cluster=/nonexistent.json"], "cannot open cluster file", 1),
-            ([], "--backend=sim needs --cluster", 2),
             (["--cluster=h100-8", "--params", "p.npz"], "simulates time only", 2),
             (["--cluster=h100-8", "--steps", "3"], "simulates one step", 2)):
         p = sim(plan, *args, check_rc=False)
         check(p.returncode == rc and expect in p.stderr, "error: %s" % expect)
+    # The plan records its cluster: without --cluster the simulator uses it,
+    # and --cluster overrides it.
+    p = sim(plan)
+    q = sim(plan, "--cluster=h100-8")
+    check("simulated on h100-8" in p.stdout and p.stdout == q.stdout,
+          "no --cluster: the plan's cluster (h100-8)")
+    dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan])
+    check("compiled for cluster h100-8" in dump.stdout, "--dump shows the plan's cluster")
+    a100 = sim(plan, "--cluster=a100-8")
+    check("simulated on a100-8" in a100.stdout and a100.stdout != p.stdout,
+          "--cluster overrides the plan's cluster")
+    # A cluster given by file travels whole: the plan simulates without it.
+    custom = os.path.join(out, "custom.json")
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "common", "clusters",
+                           "h100-8.json")) as f:
+        c = json.load(f)
+    c["name"] = "custom-h100"
+    c["nvlink_gb_per_s"] = c["nvlink_gb_per_s"] / 4
+    with open(custom, "w") as f:
+        json.dump(c, f)
+    custom_plan = os.path.join(out, "custom.plan")
+    braidtest.compile_step(mlir, custom_plan, "--cluster=" + custom)
+    os.remove(custom)
+    p = sim(custom_plan)
+    check("simulated on custom-h100" in p.stdout, "a cluster file is recorded whole in the plan")
+    # A plan translated from IR without a cluster names what is missing.
+    scheduled = os.path.join(out, "scheduled.mlir")
+    braidtest.run([braidtest.tool("braid-opt"), mlir, "--braid-overlap", "--braid-plan-memory",
+                   "-o", scheduled])
+    bare = os.path.join(out, "bare.plan")
+    braidtest.run([braidtest.tool("braid-translate"), "--braid-to-plan", scheduled, "-o", bare])
+    p = sim(bare, check_rc=False)
+    check(p.returncode == 2 and "the plan records no cluster" in p.stderr,
+          "a plan without a cluster needs --cluster")
+    check("simulated on h100-8" in sim(bare, "--cluster=h100-8").stdout,
+          "--cluster simulates a plan without one")
     # A 64-rank plan on an 8-GPU cluster.
     big = os.path.join(out, "big.mlir")
     braidtest.run([sys.executable, "-m", "braid.models", "mlp", "--world-size", "64", "-o", big])

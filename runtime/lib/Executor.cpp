@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+using namespace braid;
 using namespace braid::rt;
 
 Executor::Executor(const Plan &plan, Backend &backend)

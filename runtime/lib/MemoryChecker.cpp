@@ -3,6 +3,7 @@
 #include "braid-runtime/MemoryChecker.h"
 #include "braid-runtime/Executor.h"
 
+using namespace braid;
 using namespace braid::rt;
 
 void MemoryChecker::define(uint32_t id) {

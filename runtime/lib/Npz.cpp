@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+using namespace braid;
 using namespace braid::rt;
 
 namespace {

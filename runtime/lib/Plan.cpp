@@ -2,7 +2,7 @@
 
 #include "braid-runtime/Plan.h"
 #include "OpChecks.h"
-#include "braid-runtime/PlanFormat.h"
+#include "braid-common/PlanFormat.h"
 
 #include "plan_generated.h"
 
@@ -13,48 +13,6 @@
 
 using namespace braid;
 using namespace braid::rt;
-
-const char *rt::dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::F64:
-    return "f64";
-  case DType::I1:
-    return "i1";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  }
-  return "?";
-}
-
-bool rt::isFloat(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
-         dtype == DType::F64;
-}
-
-unsigned rt::dtypeBytes(DType dtype) {
-  switch (dtype) {
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  case DType::I1:
-    return 1;
-  }
-  return 0;
-}
 
 const char *rt::roleName(Role role) {
   switch (role) {
@@ -123,61 +81,8 @@ std::string Stream::name() const {
   return std::string(comm ? "comm" : "compute") + " " + std::to_string(index);
 }
 
-std::string Instr::describe() const { return "'" + op + "' at " + location; }
-
-std::string Instr::collectiveName() const {
-  if (op.size() > 6 && op.compare(op.size() - 6, 6, "_start") == 0)
-    return op.substr(0, op.size() - 6);
-  return op;
-}
-
-static const Attr &findAttr(const Instr &instr, const std::string &name) {
-  auto it = instr.attrs.find(name);
-  if (it == instr.attrs.end())
-    throw PlanError(instr.describe() + " has no attribute '" + name + "'");
-  return it->second;
-}
-
-int64_t Instr::getInt(const std::string &name) const {
-  const Attr &attr = findAttr(*this, name);
-  if (attr.ints.size() != 1)
-    throw PlanError(describe() + ": attribute '" + name +
-                    "' is not one integer");
-  return attr.ints[0];
-}
-
-int64_t Instr::getInt(const std::string &name, int64_t dflt) const {
-  return attrs.count(name) ? getInt(name) : dflt;
-}
-
-bool Instr::getFlag(const std::string &name) const {
-  return attrs.count(name) && getInt(name) != 0;
-}
-
-double Instr::getFloat(const std::string &name) const {
-  const Attr &attr = findAttr(*this, name);
-  if (attr.floats.size() != 1)
-    throw PlanError(describe() + ": attribute '" + name + "' is not one float");
-  return attr.floats[0];
-}
-
-double Instr::getFloat(const std::string &name, double dflt) const {
-  return attrs.count(name) ? getFloat(name) : dflt;
-}
-
-const std::vector<int64_t> &Instr::getInts(const std::string &name) const {
-  return findAttr(*this, name).ints;
-}
-
-std::string Instr::getString(const std::string &name,
-                             const std::string &dflt) const {
-  auto it = attrs.find(name);
-  if (it == attrs.end())
-    return dflt;
-  if (it->second.strings.size() != 1)
-    throw PlanError(describe() + ": attribute '" + name +
-                    "' is not one string");
-  return it->second.strings[0];
+std::string Instr::describe() const {
+  return std::string("'") + name() + "' at " + location;
 }
 
 template <typename T>
@@ -194,6 +99,90 @@ static std::string toString(const flatbuffers::String *s) {
 /// Runs the streams' synchronization abstractly: each stream advances until
 /// it waits for an event or a future not yet recorded or started. If every
 /// unfinished stream is stuck, the executor would hang: reject the plan.
+namespace {
+
+/// A plan instruction's attributes by id, checked against the op table's
+/// descriptors as the generated decoder (BraidOpDecode.inc) reads them.
+class AttrReader {
+public:
+  AttrReader(const Instr &instr, const plan::Instr *fb) : instr(instr) {
+    const ops::OpInfo &info = *instr.info;
+    byId.assign(info.numAttrs, nullptr);
+    if (fb->attrs())
+      for (const plan::Attr *a : *fb->attrs()) {
+        if (a->id() >= info.numAttrs)
+          fail("has attribute id " + std::to_string(a->id()) +
+               ", but the op has " + std::to_string(info.numAttrs) +
+               " attributes");
+        if (byId[a->id()])
+          fail("has attribute '" + std::string(info.attrs[a->id()].name) +
+               "' twice");
+        byId[a->id()] = a;
+      }
+    for (unsigned id = 0; id < info.numAttrs; ++id)
+      if (info.attrs[id].required && !byId[id])
+        fail("has no attribute '" + std::string(info.attrs[id].name) + "'");
+  }
+
+  bool has(unsigned id) const { return byId[id] != nullptr; }
+  bool flag(unsigned id) const {
+    if (!has(id))
+      return false;
+    return integer(id) != 0;
+  }
+  int64_t integer(unsigned id) const {
+    const auto *v = byId[id]->ints();
+    if (!v || v->size() != 1)
+      fail(attr(id) + " is not one integer");
+    return v->Get(0);
+  }
+  double real(unsigned id) const {
+    const auto *v = byId[id]->floats();
+    if (!v || v->size() != 1)
+      fail(attr(id) + " is not one float");
+    return v->Get(0);
+  }
+  std::vector<int64_t> ints(unsigned id) const {
+    return toVector(byId[id]->ints());
+  }
+  std::vector<std::string> strings(unsigned id) const {
+    std::vector<std::string> out;
+    if (const auto *v = byId[id]->strings())
+      for (const flatbuffers::String *s : *v)
+        out.push_back(toString(s));
+    return out;
+  }
+  std::vector<uint8_t> data(unsigned id) const {
+    return toVector(byId[id]->data());
+  }
+  uint32_t enumeration(unsigned id) const {
+    int64_t v = integer(id);
+    const ops::AttrInfo &a = instr.info->attrs[id];
+    if (v < 0 || v >= int64_t(a.enumCount))
+      fail(attr(id) + " has value " + std::to_string(v) + ", not one of its " +
+           std::to_string(a.enumCount) + " cases");
+    return uint32_t(v);
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &message) const {
+    throw PlanError(instr.describe() + " " + message);
+  }
+  std::string attr(unsigned id) const {
+    return std::string("attribute '") + instr.info->attrs[id].name + "'";
+  }
+  const Instr &instr;
+  std::vector<const plan::Attr *> byId;
+};
+
+ops::OpAttrs decodeOpAttrs(const ops::OpInfo &info, const AttrReader &r) {
+  using namespace braid::ops;
+#include "braid-common/BraidOpDecode.inc"
+  return std::monostate();
+}
+
+} // namespace
+
 static void checkProgress(const Plan &plan) {
   std::vector<size_t> next(plan.streams.size(), 0);
   std::vector<bool> recorded(plan.numEvents, false),
@@ -300,9 +289,6 @@ static void checkPlan(const Plan &plan) {
     if (!streamKeys.insert({s.comm, s.index}).second)
       throw PlanError("stream " + s.name() + " appears twice");
     for (const Instr &instr : s.instrs) {
-      if (static_cast<unsigned>(instr.kind) >
-          static_cast<unsigned>(InstrKind::WaitEvent))
-        throw PlanError(instr.describe() + " has an unknown kind");
       for (uint32_t id : instr.operands)
         if (id >= plan.buffers.size())
           throw PlanError(instr.describe() + " reads buffer #" +
@@ -393,28 +379,23 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
       if (s->instrs())
         for (const plan::Instr *i : *s->instrs()) {
           Instr instr;
-          instr.kind = static_cast<InstrKind>(i->kind());
-          instr.op = toString(i->op());
+          instr.location = toString(i->location());
+          instr.info = ops::findOp(i->opcode());
+          if (!instr.info)
+            throw PlanError("an instruction at " + instr.location +
+                            " has opcode " + std::to_string(i->opcode()) +
+                            ", which no op of this braid-run has");
+          instr.opcode = instr.info->opcode;
+          instr.kind = instr.info->instrKind;
+          instr.attrs = decodeOpAttrs(*instr.info, AttrReader(instr, i));
           instr.operands = toVector(i->operands());
           instr.results = toVector(i->results());
           instr.group = i->group();
           instr.future = i->future();
           instr.event = i->event();
-          instr.location = toString(i->location());
           instr.flops = i->flops();
           instr.bytesRead = i->bytes_read();
           instr.bytesWritten = i->bytes_written();
-          if (i->attrs())
-            for (const plan::Attr *a : *i->attrs()) {
-              Attr attr;
-              attr.ints = toVector(a->ints());
-              attr.floats = toVector(a->floats());
-              if (a->strings())
-                for (const flatbuffers::String *s : *a->strings())
-                  attr.strings.push_back(toString(s));
-              attr.data = toVector(a->data());
-              instr.attrs[toString(a->name())] = std::move(attr);
-            }
           stream.instrs.push_back(std::move(instr));
         }
       p.streams.push_back(std::move(stream));
@@ -430,6 +411,8 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
       };
   p.arguments = bindings(fb->arguments());
   p.results = bindings(fb->results());
+  p.cluster = toString(fb->cluster());
+  p.clusterJson = toString(fb->cluster_json());
   checkPlan(p);
   return p;
 }
@@ -495,6 +478,8 @@ std::string rt::dumpPlan(const Plan &plan) {
      << " bytes, " << plan.buffers.size() << " buffers, " << plan.streams.size()
      << " streams, " << plan.numEvents << " events, " << plan.numFutures
      << " futures\n";
+  if (!plan.cluster.empty())
+    os << "  compiled for cluster " << plan.cluster << "\n";
   os << "groups:\n";
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const Group &g = plan.groups[i];
@@ -535,10 +520,12 @@ std::string rt::dumpPlan(const Plan &plan) {
       case InstrKind::Wait:
         os << "wait f" << i.future << " -> " << names(i.results);
         break;
-      default:
+      case InstrKind::Kernel:
+      case InstrKind::Collective:
+      case InstrKind::CollectiveStart:
         if (!i.results.empty())
           os << names(i.results) << " = ";
-        os << i.op;
+        os << i.name();
         if (i.kind == InstrKind::CollectiveStart)
           os << " f" << i.future;
         if (i.group >= 0)

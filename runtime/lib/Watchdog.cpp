@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+using namespace braid;
 using namespace braid::rt;
 
 static constexpr int kArrivalTag = 7;

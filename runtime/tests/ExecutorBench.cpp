@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+using namespace braid;
 using namespace braid::rt;
 
 static double medianMicrosPerInstr(const Plan &plan, int instrs, int reps) {
@@ -44,7 +45,7 @@ int main(int argc, char **argv) {
   PlanBuilder same(1, 0);
   uint32_t x = same.buffer(1);
   for (int i = 0; i < n; ++i)
-    same.kernel(0, "nop", {x}, {x});
+    same.kernel(0, Opcode::Reshape, {x}, {x});
   double sameStream = medianMicrosPerInstr(same.plan, n, reps);
 
   // Stream 0 records, stream 1 waits and records back: each round trip is

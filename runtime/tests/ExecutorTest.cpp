@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <string>
 
+using namespace braid;
 using namespace braid::rt;
 
 static int failures = 0;
@@ -38,10 +39,10 @@ static float readFloat(TestBackend &backend, const Plan &plan, uint32_t id,
 static void testEvents() {
   PlanBuilder b(2, 0);
   uint32_t counter = b.buffer(16), one = b.buffer(16), copy = b.buffer(16);
-  b.kernel(0, "add", {counter, one}, {counter});
+  b.kernel(0, Opcode::Add, {counter, one}, {counter});
   int e = b.record(0);
   b.waitEvent(1, e);
-  b.kernel(1, "scale", {counter}, {copy}).attrs["factor"].floats = {1.0};
+  b.kernel(1, Opcode::Scale, {counter}, {copy}).attrs = ops::ScaleAttrs{1.0};
   TestBackend backend;
   backend.kernelDelayMicros = {30, 0};
   backend.prepare(b.plan);
@@ -62,12 +63,12 @@ static void testFutures() {
   PlanBuilder b(1, 1);
   uint32_t counter = b.buffer(8), one = b.buffer(8), reduced = b.buffer(8),
            doubled = b.buffer(8);
-  b.kernel(0, "add", {counter, one}, {counter});
+  b.kernel(0, Opcode::Add, {counter, one}, {counter});
   int e = b.record(0);
   b.waitEvent(1, e);
   int f = b.start(1, {counter}, {reduced});
   b.wait(0, f);
-  b.kernel(0, "scale", {reduced}, {doubled}).attrs["factor"].floats = {2.0};
+  b.kernel(0, Opcode::Scale, {reduced}, {doubled}).attrs = ops::ScaleAttrs{2.0};
   TestBackend backend;
   backend.collectiveDelayMicros = 100;
   backend.prepare(b.plan);
@@ -88,10 +89,10 @@ static void testFutures() {
 static void testErrors() {
   PlanBuilder b(2, 0);
   uint32_t x = b.buffer(4), y = b.buffer(4);
-  b.kernel(0, "fail", {}, {});
+  b.failing(0);
   int e = b.record(0);
   b.waitEvent(1, e);
-  b.kernel(1, "scale", {x}, {y}).attrs["factor"].floats = {1.0};
+  b.kernel(1, Opcode::Scale, {x}, {y}).attrs = ops::ScaleAttrs{1.0};
   TestBackend backend;
   backend.failAtStep = 3;
   backend.prepare(b.plan);
@@ -126,7 +127,7 @@ static void testRing() {
       if (previous >= 0)
         b.waitEvent(s, previous);
       uint32_t from = cells[(s + n - 1) % n];
-      b.kernel(s, "add", {from, one}, {cells[s]});
+      b.kernel(s, Opcode::Add, {from, one}, {cells[s]});
       previous = b.record(s);
     }
   TestBackend backend;

@@ -50,7 +50,7 @@ public:
     if (stream < kernelDelayMicros.size() && kernelDelayMicros[stream])
       std::this_thread::sleep_for(
           std::chrono::microseconds(kernelDelayMicros[stream]));
-    if (instr.op == "fail") {
+    if (instr.location == "fail") {
       if (step == failAtStep)
         throw KernelError("injected failure");
       return;
@@ -126,40 +126,46 @@ struct PlanBuilder {
     plan.buffers.push_back(b);
     return plan.buffers.size() - 1;
   }
-  Instr &add(unsigned stream, InstrKind kind, const std::string &op,
-             std::vector<uint32_t> operands, std::vector<uint32_t> results) {
+  Instr &add(unsigned stream, Opcode op, std::vector<uint32_t> operands,
+             std::vector<uint32_t> results) {
     Instr i;
-    i.kind = kind;
-    i.op = op;
+    i.opcode = op;
+    i.info = &ops::getOpInfo(op);
+    i.kind = i.info->instrKind;
     i.operands = std::move(operands);
     i.results = std::move(results);
     i.location = "test";
     plan.streams[stream].instrs.push_back(i);
     return plan.streams[stream].instrs.back();
   }
-  Instr &kernel(unsigned stream, const std::string &op,
-                std::vector<uint32_t> operands, std::vector<uint32_t> results) {
-    return add(stream, InstrKind::Kernel, op, std::move(operands),
-               std::move(results));
+  Instr &kernel(unsigned stream, Opcode op, std::vector<uint32_t> operands,
+                std::vector<uint32_t> results) {
+    return add(stream, op, std::move(operands), std::move(results));
+  }
+  /// A kernel that throws at TestBackend::failAtStep.
+  Instr &failing(unsigned stream) {
+    Instr &i = add(stream, Opcode::Fill, {}, {});
+    i.location = "fail";
+    return i;
   }
   int record(unsigned stream) {
-    add(stream, InstrKind::RecordEvent, "record_event", {}, {}).event =
-        plan.numEvents;
+    add(stream, Opcode::RecordEvent, {}, {}).event = plan.numEvents;
     return plan.numEvents++;
   }
   void waitEvent(unsigned stream, int event) {
-    add(stream, InstrKind::WaitEvent, "wait_event", {}, {}).event = event;
+    add(stream, Opcode::WaitEvent, {}, {}).event = event;
   }
   int start(unsigned stream, std::vector<uint32_t> operands,
             std::vector<uint32_t> results) {
-    Instr &i = add(stream, InstrKind::CollectiveStart, "all_reduce_start",
-                   std::move(operands), std::move(results));
+    Instr &i = add(stream, Opcode::AllReduceStart, std::move(operands),
+                   std::move(results));
+    i.attrs = ops::AllReduceAttrs{};
     i.future = plan.numFutures;
     i.group = 0;
     return plan.numFutures++;
   }
   void wait(unsigned stream, int future) {
-    add(stream, InstrKind::Wait, "wait", {}, {}).future = future;
+    add(stream, Opcode::Wait, {}, {}).future = future;
   }
 };
 

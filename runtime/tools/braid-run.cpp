@@ -35,6 +35,7 @@
 #include <set>
 #include <thread>
 
+using namespace braid;
 using namespace braid::rt;
 
 namespace {
@@ -60,7 +61,7 @@ const char *kUsage =
     "usage: mpirun -np N braid-run [--backend=cpu|cuda] PLAN [--steps K]\n"
     "           [--params P.npz] [--data D.npz] [--save OUT.npz] [--seed S]\n"
     "           [--timeout SECONDS] [--check-memory]\n"
-    "       braid-run --backend=sim --cluster=NAME|FILE.json PLAN\n"
+    "       braid-run --backend=sim PLAN [--cluster=NAME|FILE.json]\n"
     "           [--trace OUT.json] [--trace-ranks N] [--report OUT.json]\n"
     "       braid-run --dump PLAN\n";
 
@@ -245,19 +246,21 @@ int64_t indexLimit(const Plan &plan, uint32_t buffer,
         const auto &in = [&](size_t j) -> const Buffer & {
           return plan.buffers[i.operands[j]];
         };
-        if ((i.op == "embedding" || i.op == "embedding_backward") && k == 1)
-          limit = std::min(limit, i.op == "embedding"
-                                      ? in(0).shape[0]
-                                      : plan.buffers[i.results[0]].shape[0]);
-        else if ((i.op == "nll_loss" || i.op == "cross_entropy") && k == 1)
+        Opcode op = i.opcode;
+        if (op == Opcode::Embedding && k == 1)
+          limit = std::min(limit, in(0).shape[0]);
+        else if (op == Opcode::EmbeddingBackward && k == 1)
+          limit = std::min(limit, plan.buffers[i.results[0]].shape[0]);
+        else if ((op == Opcode::NllLoss || op == Opcode::CrossEntropy) &&
+                 k == 1)
           limit = std::min(limit, in(0).shape[1]);
-        else if ((i.op == "nll_loss_backward" ||
-                  i.op == "cross_entropy_backward") &&
+        else if ((op == Opcode::NllLossBackward ||
+                  op == Opcode::CrossEntropyBackward) &&
                  k == 2)
           limit = std::min(limit, in(1).shape[1]);
-        else if (i.kind == InstrKind::Kernel &&
-                 (i.op == "reshape" || i.op == "transpose" || i.op == "slice" ||
-                  i.op == "broadcast" || i.op == "concat"))
+        else if (op == Opcode::Reshape || op == Opcode::Transpose ||
+                 op == Opcode::Slice || op == Opcode::Broadcast ||
+                 op == Opcode::Concat)
           for (uint32_t r : i.results)
             limit = std::min(limit, indexLimit(plan, r, visited));
       }
@@ -416,8 +419,6 @@ int fail(int rank, const std::string &message) {
 
 /// --backend=sim: one process plays every rank on the cluster; no MPI.
 int simulate(const Options &o) {
-  if (o.cluster.empty())
-    usageError("--backend=sim needs --cluster=NAME or --cluster=FILE.json");
   if (!o.params.empty() || !o.data.empty() || !o.save.empty() ||
       o.checkMemory || !o.fault.empty())
     usageError("--backend=sim simulates time only: --params, --data, "
@@ -426,8 +427,22 @@ int simulate(const Options &o) {
     usageError("--backend=sim simulates one step (every step of a plan is "
                "the same); --steps does not apply");
   try {
-    Cluster cluster = loadCluster(o.cluster);
+    // The plan's cluster (braid-compile --cluster), unless told another.
     Plan plan = loadPlanFile(o.plan);
+    Cluster cluster;
+    std::string error;
+    if (!o.cluster.empty()) {
+      if (!braid::cost::loadCluster(o.cluster, cluster, error))
+        throw std::runtime_error(error);
+    } else if (plan.clusterJson.empty()) {
+      usageError("the plan records no cluster (it was compiled without "
+                 "--cluster): give --cluster=NAME or --cluster=FILE.json");
+    } else if (!braid::cost::parseCluster(plan.clusterJson,
+                                          "the plan's cluster '" +
+                                              plan.cluster + "'",
+                                          cluster, error)) {
+      throw std::runtime_error(error);
+    }
     SimBackend sim(cluster);
     sim.prepare(plan);
     {

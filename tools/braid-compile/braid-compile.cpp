@@ -63,8 +63,9 @@ static cl::opt<std::string>
     cluster("cluster",
             cl::desc("The cluster the schedule is made for: a preset "
                      "(a100-8, h100-8, h200-8, h100-8x8, h100-8x32) or a "
-                     "JSON file (default h100-8)"),
-            cl::init("h100-8"), cl::cat(category));
+                     "JSON file (default: the input module's braid.cluster, "
+                     "else h100-8); the plan records it"),
+            cl::cat(category));
 static cl::opt<std::string> schedule(
     "schedule",
     cl::desc("braid (default): braid's overlap schedule; ddp: PyTorch DDP's "
@@ -163,12 +164,22 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  // The cluster travels in the IR (and into the plan): --cluster, else the
+  // input's own, else the default.
+  StringRef clusterName = cluster;
+  if (cluster.getNumOccurrences() == 0) {
+    auto own = (*module)->getAttrOfType<StringAttr>(
+        braid::BraidDialect::kClusterAttrName);
+    clusterName = own ? own.getValue() : StringRef("h100-8");
+  }
+  (*module)->setAttr(braid::BraidDialect::kClusterAttrName,
+                     StringAttr::get(&context, clusterName));
+
   std::string pipeline;
   if (!noOverlap) {
     llvm::raw_string_ostream os(pipeline);
     os << "braid-overlap{comm-streams=" << commStreams.getValue()
-       << " bucket-cap-mb=" << capText << " cluster='" << cluster.getValue()
-       << "' schedule=" << schedule.getValue()
+       << " bucket-cap-mb=" << capText << " schedule=" << schedule.getValue()
        << " first-bucket-cap-mb=" << firstBucketCapMb.getValue()
        << " verify=false" << (report ? " report=true" : "") << "},";
   }

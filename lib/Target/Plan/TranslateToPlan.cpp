@@ -1,9 +1,10 @@
 //===- TranslateToPlan.cpp - scheduled braid IR to a plan file --*- C++ -*-===//
 //
 // Walks the one step function of a module in program order and writes the
-// FlatBuffer of runtime/schema/plan.fbs: a buffer per tensor (offsets from
-// braid-plan-memory), an instruction list per stream, events, futures, device
-// groups and the argument and result bindings.
+// FlatBuffer of common/schema/plan.fbs: a buffer per tensor (offsets from
+// braid-plan-memory), an instruction list per stream (each op by its opcode
+// and its attributes by their ids in the generated op table), events,
+// futures, device groups, the argument and result bindings and the cluster.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +13,9 @@
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 
-#include "braid-runtime/PlanFormat.h"
+#include "braid-common/CostModel.h"
+#include "braid-common/OpTable.h"
+#include "braid-common/PlanFormat.h"
 #include "plan_generated.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +34,15 @@ using namespace braid;
 namespace fb = flatbuffers;
 
 namespace {
+
+/// The opcode of a braid op (the generated table from BraidOps.td).
+std::optional<ops::Opcode> getOpcode(Operation *op) {
+#include "braid-common/BraidOpEncode.inc"
+  auto it = opcodes.find(op->getName().getTypeID());
+  if (it == opcodes.end())
+    return std::nullopt;
+  return it->second;
+}
 
 std::optional<plan::DType> getDType(Type type) {
   if (type.isF32())
@@ -138,7 +150,7 @@ private:
   LogicalResult addBuffer(Value value, int64_t offset, std::string name);
   FailureOr<int> getGroup(CollectiveOpInterface op);
   FailureOr<fb::Offset<fb::Vector<fb::Offset<plan::Attr>>>>
-  encodeAttrs(Operation *op);
+  encodeAttrs(Operation *op, const ops::OpInfo &info);
   FailureOr<fb::Offset<fb::Vector<uint32_t>>> getBuffers(Operation *op,
                                                          ValueRange values);
 
@@ -194,60 +206,69 @@ FailureOr<int> PlanWriter::getGroup(CollectiveOpInterface op) {
 }
 
 FailureOr<fb::Offset<fb::Vector<fb::Offset<plan::Attr>>>>
-PlanWriter::encodeAttrs(Operation *op) {
+PlanWriter::encodeAttrs(Operation *op, const ops::OpInfo &info) {
   std::vector<fb::Offset<plan::Attr>> attrs;
-  // The inherent attributes (properties) one by one, then the discardable
-  // ones: op->getAttrs() would build a dictionary of them all per op.
-  SmallVector<NamedAttribute> all;
-  if (std::optional<RegisteredOperationName> info = op->getRegisteredInfo())
-    for (StringAttr name : info->getAttributeNames())
-      if (std::optional<Attribute> attr = op->getInherentAttr(name.getValue());
-          attr && *attr)
-        all.push_back(NamedAttribute(name, *attr));
-  for (NamedAttribute named : op->getDiscardableAttrs())
-    all.push_back(named);
-  for (NamedAttribute named : all) {
-    StringRef name = named.getName().getValue();
-    // Scheduling and memory attributes are in the plan's structure; the grid
-    // is in the group.
-    if (name.starts_with("braid.") || name == "grid" || name == "grid_axes")
+  // The op's attributes in the table's order; the table gives each one's
+  // id and kind. Scheduling and memory attributes are in the plan's
+  // structure, the grid in the group; an absent optional or defaulted
+  // attribute is left out (the runtime's struct holds the default).
+  for (unsigned id = 0; id < info.numAttrs; ++id) {
+    const ops::AttrInfo &attrInfo = info.attrs[id];
+    Attribute attr = op->getAttr(attrInfo.name);
+    if (!attr)
       continue;
-    Attribute attr = named.getValue();
     std::vector<int64_t> ints;
     std::vector<double> floats;
-    std::vector<std::string> strings;
+    std::vector<fb::Offset<fb::String>> strings;
     std::vector<uint8_t> data;
-    // The two reduction enums are both i32 attributes: the op tells which.
-    if (name == "reduction" && isa<CollectiveOpInterface>(op) &&
-        isa<ReductionKindAttr>(attr)) {
-      strings.push_back(
-          stringifyReductionKind(cast<ReductionKindAttr>(attr).getValue())
-              .str());
-    } else if (name == "reduction" && isa<LossReductionAttr>(attr)) {
-      strings.push_back(
-          stringifyLossReduction(cast<LossReductionAttr>(attr).getValue())
-              .str());
-    } else if (isa<UnitAttr>(attr)) {
+    // The verifier gives each attribute its kind: not reachable from input.
+    auto bad = [&]() {
+      return op->emitError() << "cannot write attribute '" << attrInfo.name
+                             << "' into the plan: " << attr;
+    };
+    switch (attrInfo.kind) {
+    case ops::AttrKind::Flag:
       ints.push_back(1);
-    } else if (auto i = dyn_cast<IntegerAttr>(attr)) {
+      break;
+    case ops::AttrKind::Int:
+    case ops::AttrKind::Enum: {
+      // Enum attributes are integer attributes (I32EnumAttr).
+      auto i = dyn_cast<IntegerAttr>(attr);
+      if (!i)
+        return bad();
       ints.push_back(i.getValue().getSExtValue());
-    } else if (auto f = dyn_cast<FloatAttr>(attr)) {
+      break;
+    }
+    case ops::AttrKind::Float: {
+      auto f = dyn_cast<FloatAttr>(attr);
+      if (!f)
+        return bad();
       floats.push_back(f.getValueAsDouble());
-    } else if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
+      break;
+    }
+    case ops::AttrKind::Ints: {
+      auto a = dyn_cast<DenseI64ArrayAttr>(attr);
+      if (!a)
+        return bad();
       ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-    } else if (auto a = dyn_cast<DenseI16ArrayAttr>(attr)) {
-      ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-    } else if (auto s = dyn_cast<StringAttr>(attr)) {
-      strings.push_back(s.getValue().str());
-    } else if (auto a = dyn_cast<ArrayAttr>(attr)) {
+      break;
+    }
+    case ops::AttrKind::Strings: {
+      auto a = dyn_cast<ArrayAttr>(attr);
+      if (!a)
+        return bad();
       for (Attribute element : a) {
         auto s = dyn_cast<StringAttr>(element);
         if (!s)
-          return op->emitError() << "cannot write attribute '" << name
-                                 << "' into the plan: " << attr;
-        strings.push_back(s.getValue().str());
+          return bad();
+        strings.push_back(builder.CreateSharedString(s.getValue().str()));
       }
-    } else if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+      break;
+    }
+    case ops::AttrKind::Data: {
+      auto dense = dyn_cast<DenseElementsAttr>(attr);
+      if (!dense)
+        return bad();
       // Full little-endian data, splats expanded.
       auto type = cast<ShapedType>(dense.getType());
       uint64_t bytes = getTensorBytes(type);
@@ -265,18 +286,13 @@ PlanWriter::encodeAttrs(Operation *op) {
         std::memcpy(data.data(), raw.data(),
                     std::min<uint64_t>(bytes, raw.size()));
       }
-    } else {
-      return op->emitError() << "cannot write attribute '" << name
-                             << "' into the plan: " << attr;
+      break;
     }
-    std::vector<fb::Offset<fb::String>> stringOffsets;
-    for (const std::string &s : strings)
-      stringOffsets.push_back(builder.CreateSharedString(s));
+    }
     attrs.push_back(plan::CreateAttr(
-        builder, builder.CreateSharedString(name.str()),
-        ints.empty() ? 0 : builder.CreateVector(ints),
+        builder, uint8_t(id), ints.empty() ? 0 : builder.CreateVector(ints),
         floats.empty() ? 0 : builder.CreateVector(floats),
-        stringOffsets.empty() ? 0 : builder.CreateVector(stringOffsets),
+        strings.empty() ? 0 : builder.CreateVector(strings),
         data.empty() ? 0 : builder.CreateVector(data)));
   }
   return builder.CreateVector(attrs);
@@ -375,22 +391,22 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
     if (stream)
       key = {stream.getKind() == StreamKind::Comm ? 1 : 0, stream.getIndex()};
 
-    plan::InstrKind kind = plan::InstrKind::Kernel;
+    std::optional<ops::Opcode> opcode = getOpcode(&op);
+    if (!opcode)
+      return op.emitError() << "is not a braid op; a plan holds braid ops only";
+    const ops::OpInfo &info = ops::getOpInfo(*opcode);
     int group = -1, future = -1, event = -1;
     ValueRange resultValues = op.getResults();
     if (auto record = dyn_cast<RecordEventOp>(op)) {
-      kind = plan::InstrKind::RecordEvent;
       event = eventIds.size();
       eventIds[record.getEvent()] = event;
     } else if (auto wait = dyn_cast<WaitEventOp>(op)) {
-      kind = plan::InstrKind::WaitEvent;
       auto it = eventIds.find(wait.getEvent());
       if (it == eventIds.end())
         // The verifier rules this out: not reachable from input.
         return op.emitError() << "waits on an event recorded later";
       event = it->second;
     } else if (auto wait = dyn_cast<WaitOp>(op)) {
-      kind = plan::InstrKind::Wait;
       auto it = futureIds.find(wait.getFuture());
       if (it == futureIds.end())
         // The verifier rules this out: not reachable from input.
@@ -402,7 +418,6 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
         return failure();
       group = *id;
       if (collective.isAsync()) {
-        kind = plan::InstrKind::CollectiveStart;
         future = futureIds.size();
         Value futureValue = op.getResult(0);
         futureIds[futureValue] = future;
@@ -410,8 +425,6 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
         if (!wait)
           return op.emitError() << "starts a collective that is never waited";
         resultValues = wait.getResults();
-      } else {
-        kind = plan::InstrKind::Collective;
       }
     }
 
@@ -425,11 +438,9 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
         tensorResults.push_back(v);
     auto operands = getBuffers(&op, tensorOperands);
     auto resultsVec = getBuffers(&op, tensorResults);
-    auto attrs = encodeAttrs(&op);
+    auto attrs = encodeAttrs(&op, info);
     if (failed(operands) || failed(resultsVec) || failed(attrs))
       return failure();
-    StringRef opName = op.getName().getStringRef();
-    opName.consume_front("braid.");
     uint64_t flops = 0, bytesRead = 0, bytesWritten = 0;
     if (auto cost = dyn_cast<CostOpInterface>(op)) {
       flops = cost.getFlops();
@@ -437,9 +448,8 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       bytesWritten = cost.getBytesWritten();
     }
     streams[key].push_back(plan::CreateInstr(
-        builder, kind, builder.CreateSharedString(opName.str()), *operands,
-        *resultsVec, *attrs, group, future, event,
-        builder.CreateString(getLocation(&op)), flops, bytesRead,
+        builder, uint16_t(*opcode), *operands, *resultsVec, *attrs, group,
+        future, event, builder.CreateString(getLocation(&op)), flops, bytesRead,
         bytesWritten));
   }
 
@@ -463,12 +473,25 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
         builder, key.first ? plan::StreamKind::Comm : plan::StreamKind::Compute,
         key.second, builder.CreateVector(instrs)));
 
+  // The cluster the step was compiled for, with its description, so that
+  // the simulator times the plan on it.
+  fb::Offset<fb::String> clusterName = 0, clusterJson = 0;
+  if (auto cluster =
+          module->getAttrOfType<StringAttr>(BraidDialect::kClusterAttrName)) {
+    std::string text, error;
+    if (!cost::readClusterText(cluster.getValue().str(), text, error))
+      return module.emitError() << "cannot record the cluster: " << error;
+    clusterName = builder.CreateString(cluster.getValue().str());
+    clusterJson = builder.CreateString(text);
+  }
+
   auto root = plan::CreatePlan(
       builder, builder.CreateString("braid 0.1 (MLIR 22)"),
       builder.CreateString(func.getName().str()), worldSize, arenaBytes,
       builder.CreateVector(buffers), builder.CreateVector(groups),
       builder.CreateVector(streamTables), eventIds.size(), futureIds.size(),
-      builder.CreateVector(arguments), builder.CreateVector(results));
+      builder.CreateVector(arguments), builder.CreateVector(results),
+      clusterName, clusterJson);
   builder.Finish(root, plan::PlanIdentifier());
 
   plan::FileHeader header =

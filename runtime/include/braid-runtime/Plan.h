@@ -11,10 +11,13 @@
 #ifndef BRAID_RUNTIME_PLAN_H
 #define BRAID_RUNTIME_PLAN_H
 
+#include "braid-common/DType.h"
+#include "braid-common/OpTable.h"
+
 #include <cstdint>
-#include <map>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace braid::rt {
@@ -24,7 +27,9 @@ struct PlanError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class DType : uint8_t { F32 = 0, F16, BF16, F64, I1, I32, I64 };
+using ops::InstrKind;
+using ops::Opcode;
+
 enum class Role : uint8_t {
   Temporary = 0,
   Parameter,
@@ -32,18 +37,6 @@ enum class Role : uint8_t {
   Batch,
   Loss
 };
-enum class InstrKind : uint8_t {
-  Kernel = 0,
-  Collective,
-  CollectiveStart,
-  Wait,
-  RecordEvent,
-  WaitEvent
-};
-
-const char *dtypeName(DType dtype);
-unsigned dtypeBytes(DType dtype);
-bool isFloat(DType dtype);
 const char *roleName(Role role);
 
 struct Buffer {
@@ -54,37 +47,31 @@ struct Buffer {
   int64_t numElements() const;
 };
 
-/// An op attribute (see schema/plan.fbs).
-struct Attr {
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  std::vector<std::string> strings;
-  std::vector<uint8_t> data;
-};
-
+/// One op of the plan, decoded once on load: its opcode and the op table's
+/// entry for it, its buffers, and its attributes as the op's typed struct
+/// (braid-common/OpTable.h, generated from BraidOps.td).
 struct Instr {
   InstrKind kind = InstrKind::Kernel;
-  std::string op;
+  Opcode opcode = Opcode::Matmul;
+  const ops::OpInfo *info = nullptr;
   std::vector<uint32_t> operands, results;
-  std::map<std::string, Attr> attrs;
+  ops::OpAttrs attrs;
   int group = -1, future = -1, event = -1;
   std::string location;
   /// A kernel's cost (CostOpInterface); 0 for other instructions.
   uint64_t flops = 0, bytesRead = 0, bytesWritten = 0;
 
-  /// Attribute accessors; a missing attribute without a default, or one of
-  /// the wrong kind, is a PlanError.
-  int64_t getInt(const std::string &name) const;
-  int64_t getInt(const std::string &name, int64_t dflt) const;
-  bool getFlag(const std::string &name) const;
-  double getFloat(const std::string &name) const;
-  double getFloat(const std::string &name, double dflt) const;
-  const std::vector<int64_t> &getInts(const std::string &name) const;
-  std::string getString(const std::string &name, const std::string &dflt) const;
+  /// The attributes of an op whose struct is `T` (the loader made `attrs`
+  /// the struct of `opcode`).
+  template <typename T> const T &as() const { return std::get<T>(attrs); }
+  /// The op's name ("all_reduce_start").
+  const char *name() const { return info ? info->name : "?"; }
+  /// A collective's kind (None for other ops).
+  CollectiveKind collective() const {
+    return info ? info->collective : CollectiveKind::None;
+  }
   /// "'op' at location", for messages.
   std::string describe() const;
-  /// The collective's name without a "_start" suffix ("all_reduce").
-  std::string collectiveName() const;
 };
 
 struct Group {
@@ -124,6 +111,9 @@ struct Plan {
   std::vector<Stream> streams;
   uint32_t numEvents = 0, numFutures = 0;
   std::vector<Binding> arguments, results;
+  /// The cluster the plan was compiled for (name and JSON description);
+  /// empty when braid-compile was given none.
+  std::string cluster, clusterJson;
 };
 
 /// Reads and checks a plan file.

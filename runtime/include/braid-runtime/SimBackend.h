@@ -24,12 +24,14 @@
 #ifndef BRAID_RUNTIME_SIMBACKEND_H
 #define BRAID_RUNTIME_SIMBACKEND_H
 
-#include "braid-runtime/CostModel.h"
+#include "braid-common/CostModel.h"
 #include "braid-runtime/Executor.h"
 
 #include <ostream>
 
 namespace braid::rt {
+
+using cost::Cluster;
 
 /// What a simulated step came to (seconds; rank 0's figures where a figure
 /// is per rank, and every rank's are equal in an SPMD plan).
@@ -70,8 +72,6 @@ public:
   /// writes a Chrome trace (a process per rank, a thread per stream) of
   /// the first `traceRanks` ranks.
   SimReport simulate(std::ostream *trace = nullptr, int64_t traceRanks = -1);
-
-  const Cluster &getCluster() const { return cluster; }
 
 private:
   struct State;

@@ -18,29 +18,65 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 
+using namespace braid;
 using namespace braid::rt;
 
 namespace {
 
+/// The MPI type of a dtype the cpu backend moves (checkComputeTypes has
+/// ruled out the others).
 MPI_Datatype mpiType(DType dtype) {
   switch (dtype) {
   case DType::I32:
     return MPI_INT32_T;
   case DType::I64:
     return MPI_INT64_T;
-  default:
+  case DType::I1:
+    return MPI_UINT8_T;
+  case DType::F64:
+    return MPI_DOUBLE;
+  case DType::F32:
+  case DType::F16:
+  case DType::BF16:
     return MPI_FLOAT;
   }
+  return MPI_FLOAT;
 }
 
-MPI_Op mpiOp(const std::string &reduction) {
-  if (reduction == "max")
+/// The MPI operation of a reduction (avg sums, then divides on completion).
+MPI_Op mpiOp(ops::ReductionKind reduction) {
+  switch (reduction) {
+  case ops::ReductionKind::Max:
     return MPI_MAX;
-  if (reduction == "min")
+  case ops::ReductionKind::Min:
     return MPI_MIN;
+  case ops::ReductionKind::Sum:
+  case ops::ReductionKind::Avg:
+    return MPI_SUM;
+  }
   return MPI_SUM;
+}
+
+/// The reduction of an all-reduce or a reduce-scatter, if `instr` is one.
+std::optional<ops::ReductionKind> reductionOf(const Instr &instr) {
+  switch (instr.collective()) {
+  case CollectiveKind::AllReduce:
+    return instr.as<ops::AllReduceAttrs>().reduction;
+  case CollectiveKind::ReduceScatter:
+    return instr.as<ops::ReduceScatterAttrs>().reduction;
+  case CollectiveKind::AllGather:
+  case CollectiveKind::AllToAll:
+  case CollectiveKind::Broadcast:
+  case CollectiveKind::Send:
+  case CollectiveKind::Recv:
+  case CollectiveKind::Permute:
+  case CollectiveKind::None:
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -141,7 +177,6 @@ void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
   use(instr.operands, instr);
   pending.requests.clear();
   pending.sequence = watchdog.arrive(instr.group, groupMembers[instr.group]);
-  std::string op = instr.collectiveName();
   auto buffer = [&](uint32_t id) -> const Buffer & { return p.buffers[id]; };
   auto at = [&](const Buffer &b) { return arena + b.offset; };
   auto count = [](const Buffer &b) { return int(b.numElements()); };
@@ -149,14 +184,16 @@ void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
     pending.requests.emplace_back();
     return &pending.requests.back();
   };
-  if (op == "all_reduce") {
+  int size = int(p.groups[instr.group].size());
+  switch (instr.collective()) {
+  case CollectiveKind::AllReduce: {
     // In place over the results; inputs elsewhere are copied in first.
     for (size_t i = 0; i < instr.operands.size(); ++i)
       if (instr.operands[i] != instr.results[i] &&
           buffer(instr.operands[i]).offset != buffer(instr.results[i]).offset)
         std::memcpy(at(buffer(instr.results[i])), at(buffer(instr.operands[i])),
                     buffer(instr.results[i]).bytes);
-    MPI_Op mop = mpiOp(instr.getString("reduction", "sum"));
+    MPI_Op mop = mpiOp(instr.as<ops::AllReduceAttrs>().reduction);
     // One call per run of adjacent results of one type: a bucket is one.
     size_t i = 0;
     while (i < instr.results.size()) {
@@ -177,37 +214,63 @@ void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
                        mpiType(first.dtype), mop, comm, push());
       i = j;
     }
-  } else if (op == "reduce_scatter") {
+    return;
+  }
+  case CollectiveKind::ReduceScatter: {
     const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
-    MPI_Ireduce_scatter_block(at(x), at(y), count(y), mpiType(y.dtype),
-                              mpiOp(instr.getString("reduction", "sum")), comm,
-                              push());
-  } else if (op == "all_gather") {
+    MPI_Ireduce_scatter_block(
+        at(x), at(y), count(y), mpiType(y.dtype),
+        mpiOp(instr.as<ops::ReduceScatterAttrs>().reduction), comm, push());
+    return;
+  }
+  case CollectiveKind::AllGather: {
     const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
     MPI_Iallgather(at(x), count(x), mpiType(x.dtype), at(y), count(x),
                    mpiType(y.dtype), comm, push());
-  } else if (op == "all_to_all") {
+    return;
+  }
+  case CollectiveKind::AllToAll: {
     const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
-    int size = int(p.groups[instr.group].size());
     MPI_Ialltoall(at(x), count(x) / size, mpiType(x.dtype), at(y),
                   count(y) / size, mpiType(y.dtype), comm, push());
-  } else if (op == "collective_broadcast") {
+    return;
+  }
+  case CollectiveKind::Broadcast: {
     const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
     std::memcpy(at(y), at(x), y.bytes);
-    MPI_Ibcast(at(y), count(y), mpiType(y.dtype), int(instr.getInt("root")),
-               comm, push());
-  } else if (op == "send") {
-    const Buffer &x = buffer(instr.operands[0]);
-    MPI_Isend(at(x), count(x), mpiType(x.dtype), int(instr.getInt("peer")), 0,
-              comm, push());
-  } else if (op == "recv") {
-    const Buffer &y = buffer(instr.results[0]);
-    MPI_Irecv(at(y), count(y), mpiType(y.dtype), int(instr.getInt("peer")), 0,
-              comm, push());
-  } else {
-    throw CommError(instr.describe() + ": the cpu backend has no collective " +
-                    op);
+    MPI_Ibcast(at(y), count(y), mpiType(y.dtype),
+               int(instr.as<ops::CollectiveBroadcastAttrs>().root), comm,
+               push());
+    return;
   }
+  case CollectiveKind::Send: {
+    const Buffer &x = buffer(instr.operands[0]);
+    MPI_Isend(at(x), count(x), mpiType(x.dtype),
+              int(instr.as<ops::SendAttrs>().peer), 0, comm, push());
+    return;
+  }
+  case CollectiveKind::Recv: {
+    const Buffer &y = buffer(instr.results[0]);
+    MPI_Irecv(at(y), count(y), mpiType(y.dtype),
+              int(instr.as<ops::RecvAttrs>().peer), 0, comm, push());
+    return;
+  }
+  case CollectiveKind::Permute: {
+    // Send to the rank `offset` ahead, receive from the one behind.
+    const Buffer &x = buffer(instr.operands[0]), &y = buffer(instr.results[0]);
+    int index;
+    MPI_Comm_rank(comm, &index);
+    int64_t offset = instr.as<ops::CollectivePermuteAttrs>().offset % size;
+    int to = int((index + offset + size) % size);
+    int from = int((index - offset + size) % size);
+    MPI_Irecv(at(y), count(y), mpiType(y.dtype), from, 1, comm, push());
+    MPI_Isend(at(x), count(x), mpiType(x.dtype), to, 1, comm, push());
+    return;
+  }
+  case CollectiveKind::None:
+    break;
+  }
+  throw CommError(instr.describe() + ": is not a collective");
 }
 
 void CpuBackend::complete(const Instr &instr, Pending &pending) {
@@ -216,9 +279,7 @@ void CpuBackend::complete(const Instr &instr, Pending &pending) {
   // The inputs were read until now: nothing may have overwritten them.
   use(instr.operands, instr, " (in flight)");
   define(instr.results);
-  std::string op = instr.collectiveName();
-  std::string reduction = instr.getString("reduction", "sum");
-  if ((op == "all_reduce" || op == "reduce_scatter") && reduction == "avg") {
+  if (reductionOf(instr) == ops::ReductionKind::Avg) {
     double size = double(plan->groups[instr.group].size());
     for (uint32_t id : instr.results) {
       const Buffer &b = plan->buffers[id];

@@ -17,8 +17,8 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
-#include <unordered_map>
 
+using namespace braid;
 using namespace braid::rt;
 
 namespace {
@@ -98,7 +98,8 @@ template <typename F> void binary(const Args &a, F f) {
 
 void matmul(const Args &a) {
   const Buffer &lb = a.inBuf(0), &rb = a.inBuf(1), &ob = a.outBuf(0);
-  bool ta = a.instr.getFlag("transpose_a"), tb = a.instr.getFlag("transpose_b");
+  const auto &attrs = a.instr.as<ops::MatmulAttrs>();
+  bool ta = attrs.transpose_a, tb = attrs.transpose_b;
   size_t ra = lb.shape.size(), rr = rb.shape.size(), ro = ob.shape.size();
   int64_t m = ob.shape[ro - 2], n = ob.shape[ro - 1];
   int64_t k = lb.shape[ra - (ta ? 2 : 1)];
@@ -121,9 +122,8 @@ void matmul(const Args &a) {
   }
 }
 
-void reduce(const Args &a, bool mean) {
+void reduce(const Args &a, bool mean, const std::vector<int64_t> &dims) {
   const Buffer &x = a.inBuf(0);
-  std::vector<int64_t> dims = a.instr.getInts("dims");
   std::vector<bool> reduced(x.shape.size(), false);
   for (int64_t d : dims)
     reduced[d] = true;
@@ -157,9 +157,9 @@ void splitAround(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
   inner = product(shape, dim + 1, shape.size());
 }
 
-void softmax(const Args &a, bool log) {
+void softmax(const Args &a, bool log, int64_t dim) {
   int64_t outer, size, inner;
-  splitAround(a.inBuf(0).shape, a.instr.getInt("dim"), outer, size, inner);
+  splitAround(a.inBuf(0).shape, dim, outer, size, inner);
   const float *x = a.in(0);
   float *y = a.out(0);
   for (int64_t o = 0; o < outer; ++o)
@@ -179,9 +179,9 @@ void softmax(const Args &a, bool log) {
     }
 }
 
-void softmaxBackward(const Args &a, bool log) {
+void softmaxBackward(const Args &a, bool log, int64_t dim) {
   int64_t outer, size, inner;
-  splitAround(a.inBuf(0).shape, a.instr.getInt("dim"), outer, size, inner);
+  splitAround(a.inBuf(0).shape, dim, outer, size, inner);
   const float *g = a.in(0), *y = a.in(1);
   float *dx = a.out(0);
   for (int64_t o = 0; o < outer; ++o)
@@ -223,7 +223,7 @@ double geluGrad(double x, bool tanhApprox) {
 void layerNorm(const Args &a) {
   int64_t d = a.inBuf(1).numElements();
   int64_t rows = d ? a.inBuf(0).numElements() / d : 0;
-  double eps = a.instr.getFloat("epsilon");
+  double eps = a.instr.as<ops::LayerNormAttrs>().epsilon;
   const float *x = a.in(0), *g = a.in(1), *b = a.in(2);
   float *y = a.out(0), *mean = a.out(1), *rstd = a.out(2);
   for (int64_t r = 0; r < rows; ++r) {
@@ -274,7 +274,7 @@ void layerNormBackward(const Args &a) {
   }
 }
 
-void loss(const Args &a, bool fromLogits) {
+void loss(const Args &a, bool fromLogits, bool mean) {
   const Buffer &xb = a.inBuf(0);
   int64_t rows = xb.shape[0], classes = xb.shape[1];
   const float *x = a.in(0);
@@ -292,14 +292,12 @@ void loss(const Args &a, bool fromLogits) {
     }
     total -= logp;
   }
-  bool mean = a.instr.getString("reduction", "mean") == "mean";
   a.out(0)[0] = float(mean && rows ? total / rows : total);
 }
 
-void lossBackward(const Args &a, bool fromLogits) {
+void lossBackward(const Args &a, bool fromLogits, bool mean) {
   const Buffer &xb = a.inBuf(1);
   int64_t rows = xb.shape[0], classes = xb.shape[1];
-  bool mean = a.instr.getString("reduction", "mean") == "mean";
   double scale = a.in(0)[0] / (mean && rows ? double(rows) : 1.0);
   const float *x = a.in(1);
   float *dx = a.out(0);
@@ -360,7 +358,7 @@ void gatherView(const Args &a) {
 
 void concat(const Args &a) {
   const Buffer &y = a.outBuf(0);
-  int64_t dim = a.instr.getInt("dim");
+  int64_t dim = a.instr.as<ops::ConcatAttrs>().dim;
   unsigned size = dtypeBytes(y.dtype);
   int64_t outer = product(y.shape, 0, dim);
   int64_t inner = product(y.shape, dim + 1, y.shape.size()) * size;
@@ -377,10 +375,10 @@ void concat(const Args &a) {
 }
 
 void sgd(const Args &a) {
-  double lr = a.instr.getFloat("lr"), mom = a.instr.getFloat("momentum");
-  double wd = a.instr.getFloat("weight_decay");
-  double damp = a.instr.getFloat("dampening", 0.0);
-  bool nesterov = a.instr.getFlag("nesterov");
+  const auto &attrs = a.instr.as<ops::SgdAttrs>();
+  double lr = attrs.lr, mom = attrs.momentum, wd = attrs.weight_decay;
+  double damp = attrs.dampening;
+  bool nesterov = attrs.nesterov;
   const float *p = a.in(0), *g = a.in(1), *buf = a.in(2);
   float *np = a.out(0), *nbuf = a.out(1);
   for (int64_t i = 0, n = a.n(); i < n; ++i) {
@@ -393,9 +391,9 @@ void sgd(const Args &a) {
 }
 
 void adamw(const Args &a) {
-  double lr = a.instr.getFloat("lr"), b1 = a.instr.getFloat("beta1");
-  double b2 = a.instr.getFloat("beta2"), eps = a.instr.getFloat("eps");
-  double wd = a.instr.getFloat("weight_decay");
+  const auto &attrs = a.instr.as<ops::AdamWAttrs>();
+  double lr = attrs.lr, b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
+  double wd = attrs.weight_decay;
   double step = a.in(4)[0];
   double c1 = 1.0 - std::pow(b1, step), c2 = 1.0 - std::pow(b2, step);
   const float *p = a.in(0), *g = a.in(1), *m = a.in(2), *v = a.in(3);
@@ -410,108 +408,124 @@ void adamw(const Args &a) {
   }
 }
 
-using Kernel = std::function<void(const Args &)>;
+bool isMean(ops::LossReduction r) { return r == ops::LossReduction::Mean; }
 
-const std::unordered_map<std::string, Kernel> &kernels() {
-  static const std::unordered_map<std::string, Kernel> table = {
-      {"matmul", matmul},
-      {"add", [](const Args &a) { binary(a, std::plus<float>()); }},
-      {"sub", [](const Args &a) { binary(a, std::minus<float>()); }},
-      {"mul", [](const Args &a) { binary(a, std::multiplies<float>()); }},
-      {"div", [](const Args &a) { binary(a, std::divides<float>()); }},
-      {"scale",
-       [](const Args &a) {
-         float f = float(a.instr.getFloat("factor"));
-         unary(a, [f](float x) { return x * f; });
-       }},
-      {"cast", [](const Args &a) { unary(a, [](float x) { return x; }); }},
-      {"bias_add",
-       [](const Args &a) {
-         int64_t c = a.inBuf(1).numElements();
-         const float *x = a.in(0), *b = a.in(1);
-         float *y = a.out(0);
-         for (int64_t i = 0, n = a.n(); i < n; ++i)
-           y[i] = x[i] + b[i % c];
-       }},
-      {"reduce_sum", [](const Args &a) { reduce(a, false); }},
-      {"reduce_mean", [](const Args &a) { reduce(a, true); }},
-      {"relu",
-       [](const Args &a) {
-         unary(a, [](float x) { return x > 0 ? x : 0.0f; });
-       }},
-      {"relu_backward",
-       [](const Args &a) {
-         binary(a, [](float g, float s) { return s > 0 ? g : 0.0f; });
-       }},
-      {"gelu",
-       [](const Args &a) {
-         bool t = a.instr.getFlag("approximate_tanh");
-         unary(a, [t](float x) { return float(geluOf(x, t)); });
-       }},
-      {"gelu_backward",
-       [](const Args &a) {
-         bool t = a.instr.getFlag("approximate_tanh");
-         binary(a, [t](float g, float x) { return float(g * geluGrad(x, t)); });
-       }},
-      {"softmax", [](const Args &a) { softmax(a, false); }},
-      {"log_softmax", [](const Args &a) { softmax(a, true); }},
-      {"softmax_backward", [](const Args &a) { softmaxBackward(a, false); }},
-      {"log_softmax_backward", [](const Args &a) { softmaxBackward(a, true); }},
-      {"causal_mask",
-       [](const Args &a) {
-         const auto &s = a.inBuf(0).shape;
-         int64_t n = s.back();
-         float fill = float(a.instr.getFloat("fill"));
-         const float *x = a.in(0);
-         float *y = a.out(0);
-         for (int64_t i = 0, total = a.n(); i < total; ++i) {
-           int64_t col = i % n, row = (i / n) % n;
-           y[i] = col > row ? fill : x[i];
-         }
-       }},
-      {"layer_norm", layerNorm},
-      {"layer_norm_backward", layerNormBackward},
-      {"nll_loss", [](const Args &a) { loss(a, false); }},
-      {"cross_entropy", [](const Args &a) { loss(a, true); }},
-      {"nll_loss_backward", [](const Args &a) { lossBackward(a, false); }},
-      {"cross_entropy_backward", [](const Args &a) { lossBackward(a, true); }},
-      {"embedding", embedding},
-      {"embedding_backward", embeddingBackward},
-      {"reshape",
-       [](const Args &a) {
-         std::memmove(a.arena + a.outBuf(0).offset, a.arena + a.inBuf(0).offset,
-                      a.outBuf(0).bytes);
-       }},
-      {"transpose", gatherView},
-      {"broadcast", gatherView},
-      {"slice", gatherView},
-      {"concat", concat},
-      {"constant",
-       [](const Args &a) {
-         const auto &data = a.instr.attrs.at("value").data;
-         std::memcpy(a.arena + a.outBuf(0).offset, data.data(), data.size());
-       }},
-      {"fill",
-       [](const Args &a) {
-         float v = float(a.instr.getFloat("value"));
-         std::fill(a.out(0), a.out(0) + a.n(), v);
-       }},
-      {"sgd", sgd},
-      {"adamw", adamw},
-  };
-  return table;
+/// The kernel of every compute op, by opcode.
+void run(const Args &a) {
+  const Instr &instr = a.instr;
+  switch (instr.opcode) {
+  case Opcode::Matmul:
+    return matmul(a);
+  case Opcode::Add:
+    return binary(a, std::plus<float>());
+  case Opcode::Sub:
+    return binary(a, std::minus<float>());
+  case Opcode::Mul:
+    return binary(a, std::multiplies<float>());
+  case Opcode::Div:
+    return binary(a, std::divides<float>());
+  case Opcode::Scale: {
+    float f = float(instr.as<ops::ScaleAttrs>().factor);
+    return unary(a, [f](float x) { return x * f; });
+  }
+  case Opcode::Cast:
+    return unary(a, [](float x) { return x; });
+  case Opcode::BiasAdd: {
+    int64_t c = a.inBuf(1).numElements();
+    const float *x = a.in(0), *b = a.in(1);
+    float *y = a.out(0);
+    for (int64_t i = 0, n = a.n(); i < n; ++i)
+      y[i] = x[i] + b[i % c];
+    return;
+  }
+  case Opcode::ReduceSum:
+    return reduce(a, false, instr.as<ops::ReduceSumAttrs>().dims);
+  case Opcode::ReduceMean:
+    return reduce(a, true, instr.as<ops::ReduceMeanAttrs>().dims);
+  case Opcode::Relu:
+    return unary(a, [](float x) { return x > 0 ? x : 0.0f; });
+  case Opcode::ReluBackward:
+    return binary(a, [](float g, float s) { return s > 0 ? g : 0.0f; });
+  case Opcode::Gelu: {
+    bool t = instr.as<ops::GeluAttrs>().approximate_tanh;
+    return unary(a, [t](float x) { return float(geluOf(x, t)); });
+  }
+  case Opcode::GeluBackward: {
+    bool t = instr.as<ops::GeluBackwardAttrs>().approximate_tanh;
+    return binary(a,
+                  [t](float g, float x) { return float(g * geluGrad(x, t)); });
+  }
+  case Opcode::Softmax:
+    return softmax(a, false, instr.as<ops::SoftmaxAttrs>().dim);
+  case Opcode::LogSoftmax:
+    return softmax(a, true, instr.as<ops::LogSoftmaxAttrs>().dim);
+  case Opcode::SoftmaxBackward:
+    return softmaxBackward(a, false, instr.as<ops::SoftmaxBackwardAttrs>().dim);
+  case Opcode::LogSoftmaxBackward:
+    return softmaxBackward(a, true,
+                           instr.as<ops::LogSoftmaxBackwardAttrs>().dim);
+  case Opcode::CausalMask: {
+    const auto &s = a.inBuf(0).shape;
+    int64_t n = s.back();
+    float fill = float(instr.as<ops::CausalMaskAttrs>().fill);
+    const float *x = a.in(0);
+    float *y = a.out(0);
+    for (int64_t i = 0, total = a.n(); i < total; ++i) {
+      int64_t col = i % n, row = (i / n) % n;
+      y[i] = col > row ? fill : x[i];
+    }
+    return;
+  }
+  case Opcode::LayerNorm:
+    return layerNorm(a);
+  case Opcode::LayerNormBackward:
+    return layerNormBackward(a);
+  case Opcode::NllLoss:
+    return loss(a, false, isMean(instr.as<ops::NllLossAttrs>().reduction));
+  case Opcode::CrossEntropy:
+    return loss(a, true, isMean(instr.as<ops::CrossEntropyAttrs>().reduction));
+  case Opcode::NllLossBackward:
+    return lossBackward(
+        a, false, isMean(instr.as<ops::NllLossBackwardAttrs>().reduction));
+  case Opcode::CrossEntropyBackward:
+    return lossBackward(
+        a, true, isMean(instr.as<ops::CrossEntropyBackwardAttrs>().reduction));
+  case Opcode::Embedding:
+    return embedding(a);
+  case Opcode::EmbeddingBackward:
+    return embeddingBackward(a);
+  case Opcode::Reshape:
+    std::memmove(a.arena + a.outBuf(0).offset, a.arena + a.inBuf(0).offset,
+                 a.outBuf(0).bytes);
+    return;
+  case Opcode::Transpose:
+  case Opcode::Broadcast:
+  case Opcode::Slice:
+    return gatherView(a);
+  case Opcode::Concat:
+    return concat(a);
+  case Opcode::Constant: {
+    const auto &data = instr.as<ops::ConstantAttrs>().value;
+    std::memcpy(a.arena + a.outBuf(0).offset, data.data(), data.size());
+    return;
+  }
+  case Opcode::Fill: {
+    float v = float(instr.as<ops::FillAttrs>().value);
+    std::fill(a.out(0), a.out(0) + a.n(), v);
+    return;
+  }
+  case Opcode::Sgd:
+    return sgd(a);
+  case Opcode::AdamW:
+    return adamw(a);
+    BRAID_CASE_NON_KERNEL_OPCODES
+    throw KernelError(instr.describe() + ": is not a kernel");
+  }
 }
 
 } // namespace
 
-bool braid::rt::hasCpuKernel(const std::string &op) {
-  return kernels().count(op) != 0;
-}
-
 void braid::rt::runCpuKernel(const Plan &plan, const Instr &instr,
                              uint8_t *arena) {
-  auto it = kernels().find(instr.op);
-  if (it == kernels().end())
-    throw KernelError(instr.describe() + ": the cpu backend has no kernel");
-  it->second(Args{plan, instr, arena});
+  run(Args{plan, instr, arena});
 }

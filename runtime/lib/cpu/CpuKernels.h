@@ -9,8 +9,6 @@
 namespace braid::rt {
 
 /// Whether the cpu backend has a kernel for compute op `op`.
-bool hasCpuKernel(const std::string &op);
-
 /// Runs kernel instruction `instr` on the arena. Throws KernelError on bad
 /// data (a label or token id out of range).
 void runCpuKernel(const Plan &plan, const Instr &instr, uint8_t *arena);

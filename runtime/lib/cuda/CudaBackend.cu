@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaKernels.h"
 #include "braid-runtime/CudaBackend.h"
 #include "braid-runtime/Watchdog.h"
-#include "CudaKernels.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -20,6 +20,7 @@
 #include <map>
 #include <string>
 
+using namespace braid;
 using namespace braid::rt;
 
 namespace {
@@ -36,22 +37,35 @@ void ncclCheck(ncclResult_t result, const std::string &what) {
 
 ncclDataType_t ncclType(DType dtype) {
   switch (dtype) {
+  case DType::F32:
+    return ncclFloat32;
+  case DType::F16:
+    return ncclFloat16;
+  case DType::BF16:
+    return ncclBfloat16;
+  case DType::F64:
+    return ncclFloat64;
+  case DType::I1:
+    return ncclUint8;
   case DType::I32:
     return ncclInt32;
   case DType::I64:
     return ncclInt64;
-  default:
-    return ncclFloat32;
   }
+  return ncclFloat32;
 }
 
-ncclRedOp_t ncclOp(const std::string &reduction) {
-  if (reduction == "avg")
+ncclRedOp_t ncclOp(ops::ReductionKind reduction) {
+  switch (reduction) {
+  case ops::ReductionKind::Sum:
+    return ncclSum;
+  case ops::ReductionKind::Avg:
     return ncclAvg;
-  if (reduction == "max")
+  case ops::ReductionKind::Max:
     return ncclMax;
-  if (reduction == "min")
+  case ops::ReductionKind::Min:
     return ncclMin;
+  }
   return ncclSum;
 }
 
@@ -71,8 +85,7 @@ struct CudaBackend::State {
   std::map<std::pair<int, unsigned>, ncclComm_t> comms;
 };
 
-CudaBackend::CudaBackend(MPI_Comm world, double timeoutSeconds,
-                         int localRank)
+CudaBackend::CudaBackend(MPI_Comm world, double timeoutSeconds, int localRank)
     : state(std::make_unique<State>()) {
   state->world = world;
   state->timeout = timeoutSeconds;
@@ -178,10 +191,11 @@ void CudaBackend::startCollective(unsigned stream, const Instr &instr) {
   const Plan &plan = *s.plan;
   ncclComm_t comm = s.comms.at({instr.group, stream});
   cudaStream_t cs = s.streams[stream];
-  std::string op = instr.collectiveName();
   auto buf = [&](uint32_t id) -> const Buffer & { return plan.buffers[id]; };
   auto at = [&](const Buffer &b) { return s.arena + b.offset; };
-  if (op == "all_reduce") {
+  int size = int(plan.groups[instr.group].size());
+  switch (instr.collective()) {
+  case CollectiveKind::AllReduce: {
     for (size_t i = 0; i < instr.operands.size(); ++i)
       if (buf(instr.operands[i]).offset != buf(instr.results[i]).offset)
         cudaCheck(cudaMemcpyAsync(at(buf(instr.results[i])),
@@ -189,7 +203,7 @@ void CudaBackend::startCollective(unsigned stream, const Instr &instr) {
                                   buf(instr.results[i]).bytes,
                                   cudaMemcpyDeviceToDevice, cs),
                   "copying a collective's input");
-    ncclRedOp_t redop = ncclOp(instr.getString("reduction", "sum"));
+    ncclRedOp_t redop = ncclOp(instr.as<ops::AllReduceAttrs>().reduction);
     ncclCheck(ncclGroupStart(), "ncclGroupStart");
     size_t i = 0;
     while (i < instr.results.size()) {
@@ -209,21 +223,26 @@ void CudaBackend::startCollective(unsigned stream, const Instr &instr) {
       i = j;
     }
     ncclCheck(ncclGroupEnd(), "ncclGroupEnd");
-  } else if (op == "reduce_scatter") {
+    break;
+  }
+  case CollectiveKind::ReduceScatter: {
     const Buffer &x = buf(instr.operands[0]), &y = buf(instr.results[0]);
-    ncclCheck(ncclReduceScatter(at(x), at(y), y.numElements(),
-                                ncclType(y.dtype),
-                                ncclOp(instr.getString("reduction", "sum")),
-                                comm, cs),
-              "ncclReduceScatter");
-  } else if (op == "all_gather") {
+    ncclCheck(
+        ncclReduceScatter(at(x), at(y), y.numElements(), ncclType(y.dtype),
+                          ncclOp(instr.as<ops::ReduceScatterAttrs>().reduction),
+                          comm, cs),
+        "ncclReduceScatter");
+    break;
+  }
+  case CollectiveKind::AllGather: {
     const Buffer &x = buf(instr.operands[0]), &y = buf(instr.results[0]);
     ncclCheck(ncclAllGather(at(x), at(y), x.numElements(), ncclType(x.dtype),
                             comm, cs),
               "ncclAllGather");
-  } else if (op == "all_to_all") {
+    break;
+  }
+  case CollectiveKind::AllToAll: {
     const Buffer &x = buf(instr.operands[0]), &y = buf(instr.results[0]);
-    int size = int(plan.groups[instr.group].size());
     size_t chunk = x.numElements() / size, bytes = x.bytes / size;
     ncclCheck(ncclGroupStart(), "ncclGroupStart");
     for (int peer = 0; peer < size; ++peer) {
@@ -235,24 +254,50 @@ void CudaBackend::startCollective(unsigned stream, const Instr &instr) {
                 "ncclRecv");
     }
     ncclCheck(ncclGroupEnd(), "ncclGroupEnd");
-  } else if (op == "collective_broadcast") {
+    break;
+  }
+  case CollectiveKind::Broadcast: {
     const Buffer &x = buf(instr.operands[0]), &y = buf(instr.results[0]);
     ncclCheck(ncclBroadcast(at(x), at(y), y.numElements(), ncclType(y.dtype),
-                            int(instr.getInt("root")), comm, cs),
+                            int(instr.as<ops::CollectiveBroadcastAttrs>().root),
+                            comm, cs),
               "ncclBroadcast");
-  } else if (op == "send") {
+    break;
+  }
+  case CollectiveKind::Send: {
     const Buffer &x = buf(instr.operands[0]);
     ncclCheck(ncclSend(at(x), x.numElements(), ncclType(x.dtype),
-                       int(instr.getInt("peer")), comm, cs),
+                       int(instr.as<ops::SendAttrs>().peer), comm, cs),
               "ncclSend");
-  } else if (op == "recv") {
+    break;
+  }
+  case CollectiveKind::Recv: {
     const Buffer &y = buf(instr.results[0]);
     ncclCheck(ncclRecv(at(y), y.numElements(), ncclType(y.dtype),
-                       int(instr.getInt("peer")), comm, cs),
+                       int(instr.as<ops::RecvAttrs>().peer), comm, cs),
               "ncclRecv");
-  } else {
-    throw CommError(instr.describe() + ": the cuda backend has no collective " +
-                    op);
+    break;
+  }
+  case CollectiveKind::Permute: {
+    // Send to the rank `offset` ahead, receive from the one behind, as one
+    // NCCL group (a send and a receive in a group cannot deadlock).
+    const Buffer &x = buf(instr.operands[0]), &y = buf(instr.results[0]);
+    int index;
+    ncclCheck(ncclCommUserRank(comm, &index), "ncclCommUserRank");
+    int64_t offset = instr.as<ops::CollectivePermuteAttrs>().offset % size;
+    int to = int((index + offset + size) % size);
+    int from = int((index - offset + size) % size);
+    ncclCheck(ncclGroupStart(), "ncclGroupStart");
+    ncclCheck(ncclSend(at(x), x.numElements(), ncclType(x.dtype), to, comm, cs),
+              "ncclSend");
+    ncclCheck(
+        ncclRecv(at(y), y.numElements(), ncclType(y.dtype), from, comm, cs),
+        "ncclRecv");
+    ncclCheck(ncclGroupEnd(), "ncclGroupEnd");
+    break;
+  }
+  case CollectiveKind::None:
+    throw CommError(instr.describe() + ": is not a collective");
   }
   if (instr.kind == InstrKind::CollectiveStart)
     cudaCheck(cudaEventRecord(s.futureEvents[instr.future], cs),
@@ -276,8 +321,9 @@ void CudaBackend::recordEvent(unsigned stream, int event) {
 }
 
 void CudaBackend::waitEvent(unsigned stream, int event) {
-  cudaCheck(cudaStreamWaitEvent(state->streams[stream], state->events[event], 0),
-            "cudaStreamWaitEvent");
+  cudaCheck(
+      cudaStreamWaitEvent(state->streams[stream], state->events[event], 0),
+      "cudaStreamWaitEvent");
 }
 
 void CudaBackend::synchronize() {
@@ -285,7 +331,6 @@ void CudaBackend::synchronize() {
   // Poll rather than block, so that a hung NCCL call becomes an error.
   Watchdog watchdog(MPI_COMM_SELF, s.timeout);
   Instr end;
-  end.op = "end of step";
   end.location = "the GPU streams";
   for (cudaStream_t stream : s.streams)
     watchdog.poll(end, 0, {}, [&] {

@@ -6,14 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaKernels.h"
 #include "../Views.h"
+#include "CudaKernels.h"
 
 #include "braid-runtime/Executor.h"
 
 #include <cmath>
 #include <string>
 
+using namespace braid;
 using namespace braid::rt;
 
 namespace {
@@ -135,12 +136,14 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   auto out = [&](size_t i) {
     return reinterpret_cast<float *>(arena + outBuf(i).offset);
   };
-  const std::string &op = instr.op;
+  const Opcode op = instr.opcode;
   int64_t n = instr.results.empty() ? 0 : outBuf(0).numElements();
 
-  if (op == "matmul") {
+  switch (op) {
+  case Opcode::Matmul: {
     const Buffer &lb = inBuf(0), &rb = inBuf(1), &ob = outBuf(0);
-    bool ta = instr.getFlag("transpose_a"), tb = instr.getFlag("transpose_b");
+    const auto &attrs = instr.as<ops::MatmulAttrs>();
+    bool ta = attrs.transpose_a, tb = attrs.transpose_b;
     size_t ra = lb.shape.size(), rr = rb.shape.size(), ro = ob.shape.size();
     int64_t m = ob.shape[ro - 2], nn = ob.shape[ro - 1];
     int64_t k = lb.shape[ra - (ta ? 2 : 1)];
@@ -164,10 +167,16 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
                         std::to_string(int(status)) + ")");
     return;
   }
-  if (op == "add" || op == "sub" || op == "mul" || op == "div") {
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div: {
     const float *a = in(0), *b = in(1);
     float *y = out(0);
-    int kind = op == "add" ? 0 : op == "sub" ? 1 : op == "mul" ? 2 : 3;
+    int kind = op == Opcode::Add   ? 0
+               : op == Opcode::Sub ? 1
+               : op == Opcode::Mul ? 2
+                                   : 3;
     forEach(n, stream, [=] __device__(int64_t i) {
       y[i] = kind == 0   ? a[i] + b[i]
              : kind == 1 ? a[i] - b[i]
@@ -176,12 +185,17 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "scale" || op == "cast" || op == "relu" || op == "gelu") {
+  case Opcode::Scale:
+  case Opcode::Cast:
+  case Opcode::Relu:
+  case Opcode::Gelu: {
     const float *x = in(0);
     float *y = out(0);
-    float factor = op == "scale" ? float(instr.getFloat("factor")) : 1.0f;
-    bool approx = instr.getFlag("approximate_tanh");
-    int kind = op == "relu" ? 1 : op == "gelu" ? 2 : 0;
+    float factor =
+        op == Opcode::Scale ? float(instr.as<ops::ScaleAttrs>().factor) : 1.0f;
+    bool approx =
+        op == Opcode::Gelu && instr.as<ops::GeluAttrs>().approximate_tanh;
+    int kind = op == Opcode::Relu ? 1 : op == Opcode::Gelu ? 2 : 0;
     forEach(n, stream, [=] __device__(int64_t i) {
       y[i] = kind == 1   ? (x[i] > 0 ? x[i] : 0.0f)
              : kind == 2 ? float(geluOf(x[i], approx))
@@ -189,26 +203,32 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "relu_backward" || op == "gelu_backward") {
+  case Opcode::ReluBackward:
+  case Opcode::GeluBackward: {
     const float *g = in(0), *s = in(1);
     float *y = out(0);
-    bool relu = op == "relu_backward", approx = instr.getFlag("approximate_tanh");
+    bool relu = op == Opcode::ReluBackward;
+    bool approx = !relu && instr.as<ops::GeluBackwardAttrs>().approximate_tanh;
     forEach(n, stream, [=] __device__(int64_t i) {
-      y[i] = relu ? (s[i] > 0 ? g[i] : 0.0f) : float(g[i] * geluGrad(s[i], approx));
+      y[i] = relu ? (s[i] > 0 ? g[i] : 0.0f)
+                  : float(g[i] * geluGrad(s[i], approx));
     });
     return;
   }
-  if (op == "bias_add") {
+  case Opcode::BiasAdd: {
     const float *x = in(0), *b = in(1);
     float *y = out(0);
     int64_t c = inBuf(1).numElements();
     forEach(n, stream, [=] __device__(int64_t i) { y[i] = x[i] + b[i % c]; });
     return;
   }
-  if (op == "reduce_sum" || op == "reduce_mean") {
+  case Opcode::ReduceSum:
+  case Opcode::ReduceMean: {
     const Buffer &x = inBuf(0);
     std::vector<bool> reduced(x.shape.size(), false);
-    for (int64_t d : instr.getInts("dims"))
+    bool mean = op == Opcode::ReduceMean;
+    for (int64_t d : mean ? instr.as<ops::ReduceMeanAttrs>().dims
+                          : instr.as<ops::ReduceSumAttrs>().dims)
       reduced[d] = true;
     std::vector<int64_t> strides = stridesOf(x.shape), keptShape, keptStrides,
                          redShape, redStrides;
@@ -219,7 +239,6 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     Dims ks = toDims(keptShape, instr), kst = toDims(keptStrides, instr),
          rs = toDims(redShape, instr), rst = toDims(redStrides, instr);
     int64_t count = product(redShape, 0, redShape.size());
-    bool mean = op == "reduce_mean";
     const float *src = in(0);
     float *y = out(0);
     forEach(n, stream, [=] __device__(int64_t o) {
@@ -241,14 +260,22 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "softmax" || op == "log_softmax" || op == "softmax_backward" ||
-      op == "log_softmax_backward") {
+  case Opcode::Softmax:
+  case Opcode::LogSoftmax:
+  case Opcode::SoftmaxBackward:
+  case Opcode::LogSoftmaxBackward: {
     const auto &shape = inBuf(0).shape;
-    int64_t dim = instr.getInt("dim");
+    bool log = op == Opcode::LogSoftmax || op == Opcode::LogSoftmaxBackward;
+    bool backward =
+        op == Opcode::SoftmaxBackward || op == Opcode::LogSoftmaxBackward;
+    int64_t dim = op == Opcode::Softmax ? instr.as<ops::SoftmaxAttrs>().dim
+                  : op == Opcode::LogSoftmax
+                      ? instr.as<ops::LogSoftmaxAttrs>().dim
+                  : op == Opcode::SoftmaxBackward
+                      ? instr.as<ops::SoftmaxBackwardAttrs>().dim
+                      : instr.as<ops::LogSoftmaxBackwardAttrs>().dim;
     int64_t outer = product(shape, 0, dim), size = shape[dim],
             inner = product(shape, dim + 1, shape.size());
-    bool log = op.rfind("log_", 0) == 0;
-    bool backward = op.find("backward") != std::string::npos;
     const float *a = in(0), *b = backward ? in(1) : nullptr;
     float *y = out(0);
     forEach(outer * inner, stream, [=] __device__(int64_t t) {
@@ -280,9 +307,9 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "causal_mask") {
+  case Opcode::CausalMask: {
     int64_t s = inBuf(0).shape.back();
-    float fill = float(instr.getFloat("fill"));
+    float fill = float(instr.as<ops::CausalMaskAttrs>().fill);
     const float *x = in(0);
     float *y = out(0);
     forEach(n, stream, [=] __device__(int64_t i) {
@@ -291,10 +318,10 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "layer_norm") {
+  case Opcode::LayerNorm: {
     int64_t d = inBuf(1).numElements();
     int64_t rows = d ? inBuf(0).numElements() / d : 0;
-    double eps = instr.getFloat("epsilon");
+    double eps = instr.as<ops::LayerNormAttrs>().epsilon;
     const float *x = in(0), *g = in(1), *b = in(2);
     float *y = out(0), *mean = out(1), *rstd = out(2);
     forEach(rows, stream, [=] __device__(int64_t r) {
@@ -314,7 +341,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "layer_norm_backward") {
+  case Opcode::LayerNormBackward: {
     int64_t d = inBuf(4).numElements();
     int64_t rows = d ? inBuf(1).numElements() / d : 0;
     const float *dy = in(0), *x = in(1), *mean = in(2), *rstd = in(3),
@@ -323,12 +350,14 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     forEach(rows, stream, [=] __device__(int64_t r) {
       double mu = mean[r], rs = rstd[r], sumDyG = 0, sumDyGXhat = 0;
       for (int64_t k = 0; k < d; ++k) {
-        double xhat = (x[r * d + k] - mu) * rs, dyg = double(dy[r * d + k]) * g[k];
+        double xhat = (x[r * d + k] - mu) * rs,
+               dyg = double(dy[r * d + k]) * g[k];
         sumDyG += dyg;
         sumDyGXhat += dyg * xhat;
       }
       for (int64_t k = 0; k < d; ++k) {
-        double xhat = (x[r * d + k] - mu) * rs, dyg = double(dy[r * d + k]) * g[k];
+        double xhat = (x[r * d + k] - mu) * rs,
+               dyg = double(dy[r * d + k]) * g[k];
         dx[r * d + k] = float(rs * (dyg - sumDyG / d - xhat * sumDyGXhat / d));
       }
     });
@@ -344,13 +373,24 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "nll_loss" || op == "cross_entropy" || op == "nll_loss_backward" ||
-      op == "cross_entropy_backward") {
-    bool backward = op.find("backward") != std::string::npos;
-    bool logits = op.rfind("cross_entropy", 0) == 0;
+  case Opcode::NllLoss:
+  case Opcode::CrossEntropy:
+  case Opcode::NllLossBackward:
+  case Opcode::CrossEntropyBackward: {
+    bool backward =
+        op == Opcode::NllLossBackward || op == Opcode::CrossEntropyBackward;
+    bool logits =
+        op == Opcode::CrossEntropy || op == Opcode::CrossEntropyBackward;
     size_t xi = backward ? 1 : 0, li = backward ? 2 : 1;
     int64_t rows = inBuf(xi).shape[0], classes = inBuf(xi).shape[1];
-    bool mean = instr.getString("reduction", "mean") == "mean";
+    ops::LossReduction reduction =
+        op == Opcode::NllLoss ? instr.as<ops::NllLossAttrs>().reduction
+        : op == Opcode::CrossEntropy
+            ? instr.as<ops::CrossEntropyAttrs>().reduction
+        : op == Opcode::NllLossBackward
+            ? instr.as<ops::NllLossBackwardAttrs>().reduction
+            : instr.as<ops::CrossEntropyBackwardAttrs>().reduction;
+    bool mean = reduction == ops::LossReduction::Mean;
     double divisor = mean && rows ? double(rows) : 1.0;
     const float *x = in(xi), *grad = backward ? in(0) : nullptr;
     const uint8_t *labels = arena + inBuf(li).offset;
@@ -388,7 +428,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "embedding") {
+  case Opcode::Embedding: {
     int64_t vocab = inBuf(0).shape[0], dim = inBuf(0).shape[1];
     const float *table = in(0);
     const uint8_t *ids = arena + inBuf(1).offset;
@@ -406,7 +446,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "embedding_backward") {
+  case Opcode::EmbeddingBackward: {
     int64_t vocab = outBuf(0).shape[0], dim = outBuf(0).shape[1];
     int64_t count = inBuf(1).numElements();
     const float *g = in(0);
@@ -429,20 +469,22 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "reshape") {
+  case Opcode::Reshape: {
     check(cudaMemcpyAsync(arena + outBuf(0).offset, arena + inBuf(0).offset,
                           outBuf(0).bytes, cudaMemcpyDeviceToDevice, stream),
           instr);
     return;
   }
-  if (op == "transpose" || op == "broadcast" || op == "slice") {
+  case Opcode::Transpose:
+  case Opcode::Broadcast:
+  case Opcode::Slice: {
     StridedView view = getStridedView(plan, instr);
     return gather(inBuf(0), outBuf(0), arena, view.strides, view.base, instr,
                   stream);
   }
-  if (op == "concat") {
+  case Opcode::Concat: {
     const Buffer &y = outBuf(0);
-    int64_t dim = instr.getInt("dim");
+    int64_t dim = instr.as<ops::ConcatAttrs>().dim;
     unsigned size = dtypeBytes(y.dtype);
     int64_t outer = product(y.shape, 0, dim);
     int64_t inner = product(y.shape, dim + 1, y.shape.size()) * size;
@@ -458,24 +500,24 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     }
     return;
   }
-  if (op == "constant") {
-    const auto &data = instr.attrs.at("value").data;
+  case Opcode::Constant: {
+    const auto &data = instr.as<ops::ConstantAttrs>().value;
     check(cudaMemcpyAsync(arena + outBuf(0).offset, data.data(), data.size(),
                           cudaMemcpyHostToDevice, stream),
           instr);
     return;
   }
-  if (op == "fill") {
-    float v = float(instr.getFloat("value"));
+  case Opcode::Fill: {
+    float v = float(instr.as<ops::FillAttrs>().value);
     float *y = out(0);
     forEach(n, stream, [=] __device__(int64_t i) { y[i] = v; });
     return;
   }
-  if (op == "sgd") {
-    double lr = instr.getFloat("lr"), mom = instr.getFloat("momentum");
-    double wd = instr.getFloat("weight_decay");
-    double damp = instr.getFloat("dampening", 0.0);
-    bool nesterov = instr.getFlag("nesterov");
+  case Opcode::Sgd: {
+    const auto &attrs = instr.as<ops::SgdAttrs>();
+    double lr = attrs.lr, mom = attrs.momentum, wd = attrs.weight_decay;
+    double damp = attrs.dampening;
+    bool nesterov = attrs.nesterov;
     const float *p = in(0), *g = in(1), *buf = in(2);
     float *np = out(0), *nbuf = out(1);
     forEach(n, stream, [=] __device__(int64_t i) {
@@ -487,11 +529,12 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  if (op == "adamw") {
-    double lr = instr.getFloat("lr"), b1 = instr.getFloat("beta1");
-    double b2 = instr.getFloat("beta2"), eps = instr.getFloat("eps");
-    double wd = instr.getFloat("weight_decay");
-    const float *p = in(0), *g = in(1), *m = in(2), *v = in(3), *stepPtr = in(4);
+  case Opcode::AdamW: {
+    const auto &attrs = instr.as<ops::AdamWAttrs>();
+    double lr = attrs.lr, b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
+    double wd = attrs.weight_decay;
+    const float *p = in(0), *g = in(1), *m = in(2), *v = in(3),
+                *stepPtr = in(4);
     float *np = out(0), *nm = out(1), *nv = out(2);
     forEach(n, stream, [=] __device__(int64_t i) {
       double step = stepPtr[0];
@@ -505,5 +548,8 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  throw KernelError(instr.describe() + ": the cuda backend has no kernel");
+    BRAID_CASE_NON_KERNEL_OPCODES
+    break;
+  }
+  throw KernelError(instr.describe() + ": is not a kernel");
 }

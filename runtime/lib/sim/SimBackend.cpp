@@ -10,7 +10,9 @@
 #include <sstream>
 #include <tuple>
 
+using namespace braid;
 using namespace braid::rt;
+using namespace braid::cost;
 
 namespace {
 
@@ -81,9 +83,12 @@ void SimBackend::collective(unsigned stream, const Instr &instr) {
   Item item;
   item.comm = true;
   item.instr = &instr;
-  bool gather = collectiveKindOf(instr.op) == CollectiveKind::AllGather;
-  for (uint32_t id : gather ? instr.results : instr.operands)
-    item.commBytes += state->plan->buffers[id].bytes;
+  uint64_t inputs = 0, results = 0;
+  for (uint32_t id : instr.operands)
+    inputs += state->plan->buffers[id].bytes;
+  for (uint32_t id : instr.results)
+    results += state->plan->buffers[id].bytes;
+  item.commBytes = getCommBytes(instr.collective(), inputs, results);
   item.groupSeq = state->groupSeqs[stream][instr.group]++;
   state->add(stream, std::move(item));
 }
@@ -203,8 +208,8 @@ struct Player {
       if (c == color)
         full.push_back(r);
     }
-    return collectiveSeconds(cluster, collectiveKindOf(item.instr->op),
-                             item.commBytes, groupShapeOf(cluster, full));
+    return collectiveSeconds(cluster, item.instr->collective(), item.commBytes,
+                             groupShapeOf(cluster, full));
   }
 
   void finish(int64_t r, unsigned s, double start, const Item &item) {
@@ -404,7 +409,7 @@ void writeTrace(std::ostream &os, const Plan &plan,
     sep();
     const Instr &i = *e.item->instr;
     os << "{\"ph\":\"X\",\"pid\":" << e.rank << ",\"tid\":" << e.stream
-       << ",\"name\":" << quoted(i.op) << ",\"cat\":\""
+       << ",\"name\":" << quoted(i.name()) << ",\"cat\":\""
        << (e.item->comm ? "comm" : "compute") << "\",\"ts\":" << e.start * 1e6
        << ",\"dur\":" << (e.end - e.start) * 1e6
        << ",\"args\":{\"location\":" << quoted(i.location);

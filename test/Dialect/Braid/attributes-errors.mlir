@@ -147,3 +147,14 @@ func.func @f(%x: tensor<4xf32> {braid.offset = -1 : i64}) {
 
 // expected-error @below {{'braid.arena_bytes' must be a non-negative integer on a function}}
 %0 = "braid.fill"() {value = 0.0 : f64, braid.arena_bytes = 64 : i64} : () -> tensor<4xf32>
+
+// -----
+
+// expected-error @below {{'braid.cluster' must be a string on a builtin.module}}
+module attributes {braid.cluster = 8 : i64} {
+}
+
+// -----
+
+// expected-error @below {{'braid.cluster' must be a string on a builtin.module}}
+%0 = "braid.fill"() {value = 0.0 : f64, braid.cluster = "h100-8"} : () -> tensor<4xf32>

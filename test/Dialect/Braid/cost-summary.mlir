@@ -124,12 +124,12 @@ func.func @optimizers(%p: tensor<16xf32>, %s: tensor<f32>) {
   return
 }
 
-// Collective bytes are what one rank contributes: 32 + 8 for the bucket,
-// 32 for the gather input, 64 received. Only the bucket carries grad_of.
+// Collective bytes are what one rank moves (braid::getCommBytes): 32 + 8
+// for the bucket, 64 gathered, 64 received. Only the bucket carries grad_of.
 // CHECK-LABEL: braid cost summary: @collectives
 // CHECK-NEXT:   compute ops               0
 // CHECK:        collectives               3 (1 all_gather_start, 1 all_reduce, 1 recv)
-// CHECK-NEXT:   collective bytes          136 (136.00 B)
+// CHECK-NEXT:   collective bytes          168 (168.00 B)
 // CHECK-NEXT:   parameter tensors         2
 // CHECK-NEXT:   parameter elements        12
 // CHECK-NEXT:   parameter bytes           40 (40.00 B)

@@ -84,16 +84,19 @@ func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> !braid.event attribu
 
 // -----
 
-func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 128 : i64} {
-  // expected-error @below {{cannot write attribute 'tag' into the plan: [1, 2]}}
-  %0 = braid.relu %x {braid.offsets = array<i64: 64>, tag = [1, 2]} : tensor<4xf32>
-  return %0 : tensor<4xf32>
+// The plan records the cluster's description: an unknown one is an error.
+// expected-error @below {{cannot record the cluster: unknown cluster 'h100-9000' (presets: a100-8, h100-8, h100-8x32, h100-8x8, h200-8; or give a .json file)}}
+module attributes {braid.cluster = "h100-9000"} {
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 64 : i64} {
+  return %x : tensor<4xf32>
+}
 }
 
 // -----
 
-func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 128 : i64} {
-  // expected-error @below {{cannot write attribute 'tag' into the plan: i32}}
-  %0 = braid.relu %x {braid.offsets = array<i64: 64>, tag = i32} : tensor<4xf32>
-  return %0 : tensor<4xf32>
+// expected-error @below {{cannot record the cluster: cannot open cluster file 'no/such.json'}}
+module attributes {braid.cluster = "no/such.json"} {
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attributes {braid.arena_bytes = 64 : i64} {
+  return %x : tensor<4xf32>
+}
 }

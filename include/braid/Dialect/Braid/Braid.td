@@ -49,6 +49,10 @@ def Braid_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kOffsetsAttrName = "braid.offsets";
     /// The argument attribute of `braid-plan-memory`: an argument's offset.
     static constexpr ::llvm::StringLiteral kOffsetAttrName = "braid.offset";
+    /// The module attribute naming the cluster the step is compiled for (a
+    /// preset or a JSON file; braid-compile --cluster). The cost-model
+    /// passes use it unless given a cluster, and the plan records it.
+    static constexpr ::llvm::StringLiteral kClusterAttrName = "braid.cluster";
     /// The function attribute of `braid-plan-memory`: the arena size.
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
         "braid.arena_bytes";
@@ -69,7 +73,27 @@ def Braid_Dialect : Dialect {
   }];
 }
 
+/// A braid op. Besides what mlir-tblgen reads, each op declares what the
+/// plan and the runtime know it by (common/gen-op-table.py generates their
+/// tables from these fields; docs/Architecture.md):
 class Braid_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Braid_Dialect, mnemonic, traits>;
+    : Op<Braid_Dialect, mnemonic, traits> {
+  /// The op's number in plan files: unique, stable, never reused.
+  int opcode = 0;
+  /// What a plan instruction of this op is (braid::plan::InstrKind):
+  /// Kernel, Collective, CollectiveStart, Wait, RecordEvent or WaitEvent.
+  string instrKind = "";
+  /// For result i, the operand it may overwrite element for element (an
+  /// optimizer update); set through Braid_UpdateOp, which also implements
+  /// InPlaceOpInterface from it.
+  list<int> inPlaceOperands = [];
+  /// For a collective, its kind in the cost model (braid::CollectiveKind).
+  string collectiveKind = "";
+  /// For a collective: whether this is the start form, and the def of the
+  /// other form.
+  bit isStartForm = 0;
+  string startForm = "";
+  string syncForm = "";
+}
 
 #endif // BRAID_DIALECT_BRAID_BRAID_TD

@@ -3,6 +3,9 @@
 #ifndef BRAID_DIALECT_BRAID_BRAIDINTERFACES_H
 #define BRAID_DIALECT_BRAID_BRAIDINTERFACES_H
 
+#include "braid-common/CollectiveKind.h"
+
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
 
@@ -22,11 +25,14 @@ uint64_t getTensorBytes(mlir::Type type);
 uint64_t sumTensorBytes(mlir::TypeRange types);
 
 namespace detail {
-/// Bytes one rank contributes to the collective `op`: its tensor operands,
-/// or, for a receive, the tensor it receives.
-uint64_t getCollectiveCommBytes(mlir::Operation *op);
-/// Whether the collective `op` is a start form (it yields a future).
-bool isAsyncCollective(mlir::Operation *op);
+/// Bytes the collective `op` of `kind` moves for one rank, by the cost
+/// model's rule (braid::getCommBytes) over its tensor operands and the
+/// tensors it yields (a start form: its future's).
+uint64_t getCollectiveCommBytes(mlir::Operation *op, CollectiveKind kind);
+/// The start form `startName` of the synchronous collective `op`, built at
+/// `builder`'s insertion point with `op`'s operands and attributes.
+mlir::Operation *buildStartForm(mlir::Operation *op, mlir::OpBuilder &builder,
+                                llvm::StringRef startName);
 } // namespace detail
 
 } // namespace braid

@@ -27,29 +27,78 @@ def Braid_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Braid_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
+  let cppNamespace = "::braid";
+  let description = [{
+    An op whose results may overwrite operands element for element (an
+    optimizer update writes the new parameter over the old). braid-plan-memory
+    gives such a result its operand's buffer when nothing reads the operand
+    later, and the runtime's plan checks allow exactly these overlaps; both
+    read the pairs from the op (`Braid_UpdateOp` in BraidOps.td).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The operand that result `result` may overwrite, or -1.
+      }],
+      "int", "getInPlaceOperand", (ins "unsigned":$result)>
+  ];
+}
+
 def Braid_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   let cppNamespace = "::braid";
   let description = [{
     A collective over the device group that the grid axes of a `shard.grid`
-    span. Synchronous collectives and the start forms of asynchronous ones
-    implement it.
+    span. Both forms of every collective implement it (the synchronous one
+    and the start form yielding a future); `defm Braid_Collective` in
+    BraidOps.td defines the pair and this interface's answers at once.
   }];
   let methods = [
     InterfaceMethod<"The grid the collective runs on.",
       "::mlir::FlatSymbolRefAttr", "getGridAttr">,
     InterfaceMethod<"The grid axes that span the device group.",
       "::llvm::ArrayRef<int16_t>", "getGridAxes">,
+    InterfaceMethod<"The collective's kind in the cost model.",
+      "::braid::CollectiveKind", "getCollectiveKind", (ins), [{}], [{
+        return ConcreteOp::kCollectiveKind;
+      }]>,
     InterfaceMethod<[{
-        Bytes of the payload one rank contributes (its input tensors; for a
-        receive, the tensor it receives).
+        Bytes the collective moves for one rank, by the cost model's one rule
+        (braid::getCommBytes): the input for most kinds, the gathered result
+        for an all-gather, the received tensor for a receive.
       }],
-      "uint64_t", "getCommBytes", (ins), [{
-        return ::braid::detail::getCollectiveCommBytes($_op.getOperation());
+      "uint64_t", "getCommBytes", (ins), [{}], [{
+        return ::braid::detail::getCollectiveCommBytes($_op.getOperation(),
+                                                       ConcreteOp::kCollectiveKind);
       }]>,
     InterfaceMethod<"Whether this is the start form, yielding a future.",
-      "bool", "isAsync", (ins), [{
-        return ::braid::detail::isAsyncCollective($_op.getOperation());
-      }]>
+      "bool", "isAsync", (ins), [{}], [{
+        return ConcreteOp::kIsStartForm;
+      }]>,
+    InterfaceMethod<[{
+        Builds the start form of this synchronous collective at `builder`'s
+        insertion point, with its operands and attributes and a future of its
+        result types; null for a start form.
+      }],
+      "::mlir::Operation *", "buildStartForm", (ins "::mlir::OpBuilder &":$builder)>
+  ];
+}
+
+def Braid_GradientCollectiveOpInterface
+    : OpInterface<"GradientCollectiveOpInterface"> {
+  let cppNamespace = "::braid";
+  let description = [{
+    A collective that may reduce gradients: all-reduce (data parallelism)
+    and reduce-scatter (a sharded optimizer). `grad_of` names, per input,
+    the parameter whose gradient it is; a bucket built by
+    `braid-bucket-gradients` has an index and a size.
+  }];
+  let methods = [
+    InterfaceMethod<"The parameters whose gradients the inputs are.",
+      "std::optional<::mlir::ArrayAttr>", "getGradOf">,
+    InterfaceMethod<"The bucket's index, if it is one.",
+      "std::optional<uint64_t>", "getBucketIndex">,
+    InterfaceMethod<"The bucket's bytes, if it is one.",
+      "std::optional<uint64_t>", "getBucketBytes">
   ];
 }
 

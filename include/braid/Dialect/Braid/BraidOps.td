@@ -33,7 +33,23 @@ class Braid_ComputeOp<string mnemonic, list<Trait> traits = [],
                       list<string> costOverrides = []>
     : Braid_Op<mnemonic, !listconcat(traits, [
         Pure, DeclareOpInterfaceMethods<Braid_CostOpInterface, costOverrides>
-      ])>;
+      ])> {
+  let instrKind = "Kernel";
+}
+
+/// An optimizer update: result `i` may overwrite operand `inPlace[i]` (-1:
+/// none), element for element.
+class Braid_UpdateOp<string mnemonic, list<int> inPlace, list<Trait> traits = []>
+    : Braid_ComputeOp<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<Braid_InPlaceOpInterface>])> {
+  let inPlaceOperands = inPlace;
+  let extraClassDefinition = [{
+    int $cppClass::getInPlaceOperand(unsigned result) {
+      static constexpr int operands[] = {}] # !interleave(inPlace, ", ") # [{};
+      return result < std::size(operands) ? operands[result] : -1;
+    }
+  }];
+}
 
 class Braid_UnaryOp<string mnemonic, list<Trait> traits = []>
     : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
@@ -51,7 +67,7 @@ class Braid_BinaryOp<string mnemonic, list<Trait> traits = []>
 
 /// An elementwise backward op: the gradient of the result from the gradient
 /// of the forward op's output and a saved forward value.
-class Braid_BackwardOp<string mnemonic, string saved, list<Trait> traits = []>
+class Braid_BackwardOp<string mnemonic, list<Trait> traits = []>
     : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
   let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$saved);
   let results = (outs Braid_FloatTensor:$result);
@@ -60,13 +76,79 @@ class Braid_BackwardOp<string mnemonic, string saved, list<Trait> traits = []>
 
 /// The arguments every collective shares: the grid and the axes of it that
 /// span the device group.
-class Braid_CollectiveOp<string mnemonic, list<Trait> traits = []>
+defvar Braid_CollectiveArgs =
+    (ins FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+
+/// One form of a collective. `kind` names the collective kind of the cost
+/// model (braid::CollectiveKind); `verifier` is the C++ template that
+/// verifies both forms.
+class Braid_CollectiveOp<string mnemonic, string kind, bit start,
+                         string verifier, string startFormDef,
+                         list<Trait> traits = []>
     : Braid_Op<mnemonic, !listconcat(traits, [
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         Braid_CollectiveOpInterface
       ])> {
-  dag commonArgs = (ins FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let collectiveKind = kind;
+  let isStartForm = start;
+  let instrKind = !if(start, "CollectiveStart", "Collective");
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The collective kind of the cost model, and which form this is.
+    static constexpr ::braid::CollectiveKind kCollectiveKind =
+        ::braid::CollectiveKind::}] # kind # [{;
+    static constexpr bool kIsStartForm = }] # !if(start, "true", "false") # [{;
+    ::mlir::Operation *buildStartForm(::mlir::OpBuilder &builder);
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() {
+      return }] # verifier # [{(*this);
+    }
+    ::llvm::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &table) {
+      return }] # verifier # [{Grid(*this, table);
+    }
+    ::mlir::Operation *$cppClass::buildStartForm(::mlir::OpBuilder &builder) {
+      return }] # !if(start, "nullptr",
+          "::braid::detail::buildStartForm(*this, builder, " #
+          !subst("Braid_", "", startFormDef) # "::getOperationName())") # [{;
+    }
+  }];
+}
+
+/// A collective's synchronous form and its start form, from one definition:
+/// `defm Braid_X` makes `Braid_XOp` (`mnemonic`, opcode `number`) and
+/// `Braid_XStartOp` (`mnemonic_start`, opcode `number + 1`), with the same
+/// arguments and verifier. The start form yields a `!braid.future` that
+/// `braid.wait` turns into the synchronous form's results; its assembly is
+/// the synchronous one unless `startFormat` is given.
+multiclass Braid_Collective<string mnemonic, int number, string kind,
+                            string verifier, dag args, dag syncResults,
+                            dag startResults, string syncFormat,
+                            string startFormat, string syncSummary,
+                            string syncDescription, list<Trait> traits = []> {
+  def Op : Braid_CollectiveOp<mnemonic, kind, 0, verifier,
+                              NAME # "StartOp", traits> {
+    let opcode = number;
+    let summary = syncSummary;
+    let description = syncDescription;
+    let arguments = args;
+    let results = syncResults;
+    let assemblyFormat = syncFormat;
+    let startForm = NAME # "StartOp";
+  }
+  def StartOp : Braid_CollectiveOp<mnemonic # "_start", kind, 1, verifier,
+                                   "", traits> {
+    let opcode = !add(number, 1);
+    let summary = "start a `braid." # mnemonic # "`";
+    let description = "The start form of `braid." # mnemonic # "`, with the "
+        # "same operands and attributes; `braid.wait` on its future yields "
+        # "the results.";
+    let arguments = args;
+    let results = startResults;
+    let assemblyFormat = !if(!empty(startFormat), syncFormat, startFormat);
+    let syncForm = NAME # "Op";
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -74,6 +156,7 @@ class Braid_CollectiveOp<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def Braid_MatmulOp : Braid_ComputeOp<"matmul"> {
+  let opcode = 1;
   let summary = "matrix product, optionally batched and transposed";
   let description = [{
     `result[..., m, n] = sum_k a[..., m, k] * b[..., k, n]`, where
@@ -101,19 +184,24 @@ def Braid_MatmulOp : Braid_ComputeOp<"matmul"> {
 //===----------------------------------------------------------------------===//
 
 def Braid_AddOp : Braid_BinaryOp<"add", [Commutative]> {
+  let opcode = 10;
   let summary = "elementwise sum of two tensors of one type";
 }
 def Braid_SubOp : Braid_BinaryOp<"sub"> {
+  let opcode = 11;
   let summary = "elementwise difference of two tensors of one type";
 }
 def Braid_MulOp : Braid_BinaryOp<"mul", [Commutative]> {
+  let opcode = 12;
   let summary = "elementwise product of two tensors of one type";
 }
 def Braid_DivOp : Braid_BinaryOp<"div"> {
+  let opcode = 13;
   let summary = "elementwise quotient of two tensors of one type";
 }
 
 def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType]> {
+  let opcode = 14;
   let summary = "multiply every element by a constant";
   let description = [{
     ```mlir
@@ -127,6 +215,7 @@ def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType]> {
 
 def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
     AllTypesMatch<["input", "result"]>]> {
+  let opcode = 15;
   let summary = "add a rank-1 bias along the last dimension";
   let description = [{
     `result[..., j] = input[..., j] + bias[j]`.
@@ -142,6 +231,7 @@ def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
 }
 
 def Braid_CastOp : Braid_ComputeOp<"cast"> {
+  let opcode = 16;
   let summary = "convert the element type, keeping the shape";
   let description = [{
     ```mlir
@@ -169,6 +259,7 @@ class Braid_ReduceOp<string mnemonic> : Braid_ComputeOp<mnemonic> {
 }
 
 def Braid_ReduceSumOp : Braid_ReduceOp<"reduce_sum"> {
+  let opcode = 20;
   let summary = "sum over dimensions";
   let description = [{
     Sums over the listed dimensions, given in increasing order. The result
@@ -181,6 +272,7 @@ def Braid_ReduceSumOp : Braid_ReduceOp<"reduce_sum"> {
 }
 
 def Braid_ReduceMeanOp : Braid_ReduceOp<"reduce_mean"> {
+  let opcode = 21;
   let summary = "mean over dimensions";
   let description = [{
     As `braid.reduce_sum`, divided by the number of elements reduced.
@@ -192,10 +284,12 @@ def Braid_ReduceMeanOp : Braid_ReduceOp<"reduce_mean"> {
 //===----------------------------------------------------------------------===//
 
 def Braid_ReluOp : Braid_UnaryOp<"relu"> {
+  let opcode = 30;
   let summary = "max(x, 0)";
 }
 
-def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward", "input"> {
+def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward"> {
+  let opcode = 31;
   let summary = "gradient of relu";
   let description = [{
     `result = saved > 0 ? grad : 0`, where `saved` is the input or the output
@@ -208,6 +302,7 @@ def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward", "input"> {
 }
 
 def Braid_GeluOp : Braid_ComputeOp<"gelu", [SameOperandsAndResultType]> {
+  let opcode = 32;
   let summary = "Gaussian error linear unit";
   let description = [{
     `x * Phi(x)` with the exact normal CDF, or its tanh approximation under
@@ -219,6 +314,7 @@ def Braid_GeluOp : Braid_ComputeOp<"gelu", [SameOperandsAndResultType]> {
 }
 
 def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [SameOperandsAndResultType]> {
+  let opcode = 33;
   let summary = "gradient of gelu";
   let description = [{
     `result = grad * gelu'(input)`, where `input` is the forward op's input
@@ -252,10 +348,12 @@ class Braid_SoftmaxFamilyBackwardOp<string mnemonic>
 }
 
 def Braid_SoftmaxOp : Braid_SoftmaxFamilyOp<"softmax"> {
+  let opcode = 34;
   let summary = "softmax along one dimension";
 }
 
 def Braid_SoftmaxBackwardOp : Braid_SoftmaxFamilyBackwardOp<"softmax_backward"> {
+  let opcode = 35;
   let summary = "gradient of softmax from its output";
   let description = [{
     `result = output * (grad - sum(grad * output, dim))`, where `output` is the
@@ -264,11 +362,13 @@ def Braid_SoftmaxBackwardOp : Braid_SoftmaxFamilyBackwardOp<"softmax_backward"> 
 }
 
 def Braid_LogSoftmaxOp : Braid_SoftmaxFamilyOp<"log_softmax"> {
+  let opcode = 36;
   let summary = "log of softmax along one dimension";
 }
 
 def Braid_LogSoftmaxBackwardOp
     : Braid_SoftmaxFamilyBackwardOp<"log_softmax_backward"> {
+  let opcode = 37;
   let summary = "gradient of log_softmax from its output";
   let description = [{
     `result = grad - exp(output) * sum(grad, dim)`, where `output` is the
@@ -277,6 +377,7 @@ def Braid_LogSoftmaxBackwardOp
 }
 
 def Braid_CausalMaskOp : Braid_ComputeOp<"causal_mask", [SameOperandsAndResultType]> {
+  let opcode = 38;
   let summary = "replace the entries above the diagonal of the last two dimensions";
   let description = [{
     `result[..., i, j] = j > i ? fill : input[..., i, j]` over the last two
@@ -301,6 +402,7 @@ def Braid_CausalMaskOp : Braid_ComputeOp<"causal_mask", [SameOperandsAndResultTy
 def Braid_LayerNormOp : Braid_ComputeOp<"layer_norm", [
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
     AllTypesMatch<["mean", "rstd"]>]> {
+  let opcode = 40;
   let summary = "layer normalization over the trailing dimensions";
   let description = [{
     Normalizes over the trailing dimensions that `gamma` spans:
@@ -328,6 +430,7 @@ def Braid_LayerNormBackwardOp : Braid_ComputeOp<"layer_norm_backward", [
     AllTypesMatch<["grad", "input", "grad_input"]>,
     AllTypesMatch<["gamma", "grad_gamma", "grad_beta"]>,
     AllTypesMatch<["mean", "rstd"]>]> {
+  let opcode = 41;
   let summary = "gradients of layer_norm: dx, dgamma, dbeta";
   let description = [{
     From the gradient of the output, the forward input, its saved `mean` and
@@ -356,7 +459,7 @@ def Braid_LayerNormBackwardOp : Braid_ComputeOp<"layer_norm_backward", [
 // Losses
 //===----------------------------------------------------------------------===//
 
-class Braid_LossOp<string mnemonic, string inputName>
+class Braid_LossOp<string mnemonic>
     : Braid_ComputeOp<mnemonic> {
   let arguments = (ins Braid_FloatTensor:$input, Braid_IndexTensor:$labels,
                        DefaultValuedAttr<Braid_LossReduction,
@@ -383,7 +486,8 @@ class Braid_LossBackwardOp<string mnemonic>
   let hasVerifier = 1;
 }
 
-def Braid_NllLossOp : Braid_LossOp<"nll_loss", "log_probs"> {
+def Braid_NllLossOp : Braid_LossOp<"nll_loss"> {
+  let opcode = 50;
   let summary = "negative log-likelihood of labels under log-probabilities";
   let description = [{
     `input` is `[N, C]` log-probabilities, `labels` `[N]` class indices; the
@@ -392,10 +496,12 @@ def Braid_NllLossOp : Braid_LossOp<"nll_loss", "log_probs"> {
 }
 
 def Braid_NllLossBackwardOp : Braid_LossBackwardOp<"nll_loss_backward"> {
+  let opcode = 51;
   let summary = "gradient of nll_loss with respect to the log-probabilities";
 }
 
-def Braid_CrossEntropyOp : Braid_LossOp<"cross_entropy", "logits"> {
+def Braid_CrossEntropyOp : Braid_LossOp<"cross_entropy"> {
+  let opcode = 52;
   let summary = "cross-entropy of labels under logits (log_softmax + nll_loss)";
   let description = [{
     ```mlir
@@ -407,6 +513,7 @@ def Braid_CrossEntropyOp : Braid_LossOp<"cross_entropy", "logits"> {
 
 def Braid_CrossEntropyBackwardOp
     : Braid_LossBackwardOp<"cross_entropy_backward"> {
+  let opcode = 53;
   let summary = "gradient of cross_entropy with respect to the logits";
   let description = [{
     `result = grad * (softmax(input) - onehot(labels))`, divided by `N` for
@@ -419,6 +526,7 @@ def Braid_CrossEntropyBackwardOp
 //===----------------------------------------------------------------------===//
 
 def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"]> {
+  let opcode = 60;
   let summary = "gather rows of a table";
   let description = [{
     `result[i..., d] = table[ids[i...], d]`.
@@ -437,6 +545,7 @@ def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"]> {
 }
 
 def Braid_EmbeddingBackwardOp : Braid_ComputeOp<"embedding_backward"> {
+  let opcode = 61;
   let summary = "scatter-add row gradients into a table gradient";
   let description = [{
     `result[v, d] = sum over i... with ids[i...] == v of grad[i..., d]`; the
@@ -456,6 +565,7 @@ def Braid_EmbeddingBackwardOp : Braid_ComputeOp<"embedding_backward"> {
 
 def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [],
                                       ["getBytesRead", "getBytesWritten"]> {
+  let opcode = 70;
   let summary = "reinterpret the shape, keeping the elements in order";
   let arguments = (ins Braid_Tensor:$input);
   let results = (outs Braid_Tensor:$result);
@@ -464,6 +574,7 @@ def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [],
 }
 
 def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
+  let opcode = 71;
   let summary = "permute the dimensions";
   let description = [{
     `result` dimension `i` is `input` dimension `permutation[i]`.
@@ -482,6 +593,7 @@ def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
 }
 
 def Braid_BroadcastOp : Braid_ComputeOp<"broadcast"> {
+  let opcode = 72;
   let summary = "replicate a tensor along new dimensions";
   let description = [{
     `dims` lists, in increasing order, the result dimensions that the input
@@ -502,6 +614,7 @@ def Braid_BroadcastOp : Braid_ComputeOp<"broadcast"> {
 }
 
 def Braid_SliceOp : Braid_ComputeOp<"slice"> {
+  let opcode = 73;
   let summary = "a strided box of a tensor";
   let description = [{
     `result[i...] = input[offsets[k] + i[k] * strides[k] ...]`; the result
@@ -522,6 +635,7 @@ def Braid_SliceOp : Braid_ComputeOp<"slice"> {
 }
 
 def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
+  let opcode = 74;
   let summary = "join tensors along one dimension";
   let arguments = (ins Variadic<Braid_Tensor>:$inputs, I64Attr:$dim);
   let results = (outs Braid_Tensor:$result);
@@ -533,6 +647,7 @@ def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
 
 def Braid_ConstantOp : Braid_ComputeOp<"constant", [
     ConstantLike, AllTypesMatch<["value", "result"]>]> {
+  let opcode = 75;
   let summary = "a tensor of given elements";
   let description = [{
     ```mlir
@@ -546,6 +661,7 @@ def Braid_ConstantOp : Braid_ComputeOp<"constant", [
 }
 
 def Braid_FillOp : Braid_ComputeOp<"fill"> {
+  let opcode = 76;
   let summary = "a tensor with every element equal to one number";
   let description = [{
     ```mlir
@@ -561,9 +677,10 @@ def Braid_FillOp : Braid_ComputeOp<"fill"> {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-def Braid_SgdOp : Braid_ComputeOp<"sgd", [
+def Braid_SgdOp : Braid_UpdateOp<"sgd", [0, 2], [
     AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
                    "new_momentum_buffer"]>]> {
+  let opcode = 80;
   let summary = "one SGD step with momentum, as torch.optim.SGD";
   let description = [{
     With `g = grad + weight_decay * param`:
@@ -591,9 +708,10 @@ def Braid_SgdOp : Braid_ComputeOp<"sgd", [
   let hasVerifier = 1;
 }
 
-def Braid_AdamWOp : Braid_ComputeOp<"adamw", [
+def Braid_AdamWOp : Braid_UpdateOp<"adamw", [0, 2, 3], [
     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let opcode = 81;
   let summary = "one AdamW step, as torch.optim.AdamW";
   let description = [{
     `step` is the 1-based number of this update (a scalar). With bias
@@ -628,10 +746,20 @@ def Braid_AdamWOp : Braid_ComputeOp<"adamw", [
 // Collectives
 //===----------------------------------------------------------------------===//
 
-def Braid_AllReduceOp : Braid_CollectiveOp<"all_reduce", [
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
-  let summary = "reduce tensors across a device group; every rank gets the result";
-  let description = [{
+defm Braid_AllReduce : Braid_Collective<"all_reduce", 100, "AllReduce",
+    "verifyAllReduce",
+    !con((ins Variadic<Braid_Tensor>:$inputs), Braid_CollectiveArgs,
+         (ins Braid_ReductionKind:$reduction,
+              OptionalAttr<StrArrayAttr>:$grad_of,
+              OptionalAttr<I64Attr>:$bucket_index,
+              OptionalAttr<I64Attr>:$bucket_bytes)),
+    (outs Variadic<Braid_Tensor>:$results),
+    (outs Braid_FutureType:$future),
+    [{
+      $inputs `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
+      (`grad_of` `=` $grad_of^)? attr-dict `:` type($inputs)
+    }], "",
+    "reduce tensors across a device group; every rank gets the result", [{
     Reduces each input across the ranks of the group that `grid_axes` span on
     `grid`. Several inputs form a bucket: one collective over their
     concatenation. `grad_of` names, per input, the parameter whose gradient
@@ -642,196 +770,135 @@ def Braid_AllReduceOp : Braid_CollectiveOp<"all_reduce", [
     shard.grid @world(shape = 8)
     %r = braid.all_reduce %g on @world grid_axes = [0] reduction = avg
         grad_of = ["fc1.weight"] : tensor<1024x784xf32>
-    ```
-  }];
-  let arguments = !con((ins Variadic<Braid_Tensor>:$inputs), commonArgs,
-      (ins Braid_ReductionKind:$reduction,
-           OptionalAttr<StrArrayAttr>:$grad_of,
-           OptionalAttr<I64Attr>:$bucket_index,
-           OptionalAttr<I64Attr>:$bucket_bytes));
-  let results = (outs Variadic<Braid_Tensor>:$results);
-  let assemblyFormat = [{
-    $inputs `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
-    (`grad_of` `=` $grad_of^)? attr-dict `:` type($inputs)
-  }];
-}
-
-def Braid_AllReduceStartOp : Braid_CollectiveOp<"all_reduce_start", [
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
-  let summary = "start an all_reduce; the future yields the results";
-  let description = [{
-    The start form of `braid.all_reduce`, with the same operands and
-    attributes. The future holds the input types.
-
-    ```mlir
     %f = braid.all_reduce_start %g0, %g1 on @world grid_axes = [0]
         reduction = avg : tensor<1024xf32>, tensor<10x1024xf32>
     %r:2 = braid.wait %f : !braid.future<tensor<1024xf32>, tensor<10x1024xf32>>
     ```
-  }];
-  let arguments = !con((ins Variadic<Braid_Tensor>:$inputs), commonArgs,
-      (ins Braid_ReductionKind:$reduction,
-           OptionalAttr<StrArrayAttr>:$grad_of,
-           OptionalAttr<I64Attr>:$bucket_index,
-           OptionalAttr<I64Attr>:$bucket_bytes));
-  let results = (outs Braid_FutureType:$future);
-  let assemblyFormat = [{
-    $inputs `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
-    (`grad_of` `=` $grad_of^)? attr-dict `:` type($inputs)
-  }];
-}
+  }], [DeclareOpInterfaceMethods<InferTypeOpInterface>,
+       DeclareOpInterfaceMethods<Braid_GradientCollectiveOpInterface>]>;
 
-class Braid_ReduceScatterBase<string mnemonic, Type resultType>
-    : Braid_CollectiveOp<mnemonic> {
-  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
-      (ins Braid_ReductionKind:$reduction, I64Attr:$scatter_dim));
-  let results = (outs resultType:$result);
-  let assemblyFormat = [{
-    $input `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
-    `scatter_dim` `=` $scatter_dim attr-dict `:` type($input) `->` qualified(type($result))
-  }];
-}
-
-def Braid_ReduceScatterOp
-    : Braid_ReduceScatterBase<"reduce_scatter", Braid_Tensor> {
-  let summary = "reduce across a device group; each rank keeps one slice";
-  let description = [{
+defm Braid_ReduceScatter : Braid_Collective<"reduce_scatter", 102,
+    "ReduceScatter", "verifyReduceScatter",
+    !con((ins Braid_Tensor:$input), Braid_CollectiveArgs,
+         (ins Braid_ReductionKind:$reduction, I64Attr:$scatter_dim,
+              OptionalAttr<StrArrayAttr>:$grad_of,
+              OptionalAttr<I64Attr>:$bucket_index,
+              OptionalAttr<I64Attr>:$bucket_bytes)),
+    (outs Braid_Tensor:$result), (outs Braid_FutureType:$result),
+    [{
+      $input `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
+      `scatter_dim` `=` $scatter_dim (`grad_of` `=` $grad_of^)? attr-dict `:`
+      type($input) `->` qualified(type($result))
+    }], "",
+    "reduce across a device group; each rank keeps one slice", [{
     Reduces `input` across the group, then splits the result along
     `scatter_dim` into as many slices as the group has ranks; rank `i` of the
-    group keeps slice `i`.
+    group keeps slice `i`. Like `braid.all_reduce` it may carry `grad_of`
+    and a bucket (a sharded optimizer reduce-scatters its gradients).
 
     ```mlir
     %s = braid.reduce_scatter %x on @world grid_axes = [1] reduction = sum
         scatter_dim = 0 : tensor<1024x768xf32> -> tensor<512x768xf32>
     ```
-  }];
-}
+  }], [DeclareOpInterfaceMethods<Braid_GradientCollectiveOpInterface>]>;
 
-def Braid_ReduceScatterStartOp
-    : Braid_ReduceScatterBase<"reduce_scatter_start", Braid_FutureType> {
-  let summary = "start a reduce_scatter";
-}
-
-class Braid_AllGatherBase<string mnemonic, Type resultType>
-    : Braid_CollectiveOp<mnemonic> {
-  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
-      (ins I64Attr:$gather_dim));
-  let results = (outs resultType:$result);
-  let assemblyFormat = [{
-    $input `on` $grid `grid_axes` `=` $grid_axes `gather_dim` `=` $gather_dim
-    attr-dict `:` type($input) `->` qualified(type($result))
-  }];
-}
-
-def Braid_AllGatherOp : Braid_AllGatherBase<"all_gather", Braid_Tensor> {
-  let summary = "concatenate the ranks' tensors; every rank gets the whole";
-  let description = [{
+defm Braid_AllGather : Braid_Collective<"all_gather", 104, "AllGather",
+    "verifyAllGather",
+    !con((ins Braid_Tensor:$input), Braid_CollectiveArgs,
+         (ins I64Attr:$gather_dim)),
+    (outs Braid_Tensor:$result), (outs Braid_FutureType:$result),
+    [{
+      $input `on` $grid `grid_axes` `=` $grid_axes `gather_dim` `=` $gather_dim
+      attr-dict `:` type($input) `->` qualified(type($result))
+    }], "",
+    "concatenate the ranks' tensors; every rank gets the whole", [{
     ```mlir
     %g = braid.all_gather %x on @world grid_axes = [1] gather_dim = 0
         : tensor<512x768xf32> -> tensor<1024x768xf32>
     ```
-  }];
-}
+  }]>;
 
-def Braid_AllGatherStartOp
-    : Braid_AllGatherBase<"all_gather_start", Braid_FutureType> {
-  let summary = "start an all_gather";
-}
+defm Braid_AllToAll : Braid_Collective<"all_to_all", 106, "AllToAll",
+    "verifyAllToAll",
+    !con((ins Braid_Tensor:$input), Braid_CollectiveArgs,
+         (ins I64Attr:$split_dim, I64Attr:$concat_dim)),
+    (outs Braid_Tensor:$result), (outs Braid_FutureType:$result),
+    [{
+      $input `on` $grid `grid_axes` `=` $grid_axes `split_dim` `=` $split_dim
+      `concat_dim` `=` $concat_dim attr-dict `:` type($input) `->`
+      qualified(type($result))
+    }], "",
+    "split along one dimension, exchange, concatenate along another", [{
+    Rank `i` sends slice `j` of its input along `split_dim` to rank `j` of
+    the group, and concatenates what it receives along `concat_dim`.
+  }]>;
 
-class Braid_AllToAllBase<string mnemonic, Type resultType>
-    : Braid_CollectiveOp<mnemonic> {
-  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
-      (ins I64Attr:$split_dim, I64Attr:$concat_dim));
-  let results = (outs resultType:$result);
-  let assemblyFormat = [{
-    $input `on` $grid `grid_axes` `=` $grid_axes `split_dim` `=` $split_dim
-    `concat_dim` `=` $concat_dim attr-dict `:` type($input) `->`
-    qualified(type($result))
-  }];
-}
-
-def Braid_AllToAllOp : Braid_AllToAllBase<"all_to_all", Braid_Tensor> {
-  let summary = "split along one dimension, exchange, concatenate along another";
-}
-
-def Braid_AllToAllStartOp
-    : Braid_AllToAllBase<"all_to_all_start", Braid_FutureType> {
-  let summary = "start an all_to_all";
-}
-
-class Braid_CollectiveBroadcastBase<string mnemonic, Type resultType>
-    : Braid_CollectiveOp<mnemonic> {
-  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
-      (ins I64Attr:$root));
-  let results = (outs resultType:$result);
-  let assemblyFormat = [{
-    $input `on` $grid `grid_axes` `=` $grid_axes `root` `=` $root attr-dict
-    `:` type($input) `->` qualified(type($result))
-  }];
-}
-
-def Braid_CollectiveBroadcastOp
-    : Braid_CollectiveBroadcastBase<"collective_broadcast", Braid_Tensor> {
-  let summary = "every rank of the group gets the root rank's tensor";
-  let description = [{
+defm Braid_CollectiveBroadcast : Braid_Collective<"collective_broadcast", 108,
+    "Broadcast", "verifyCollectiveBroadcast",
+    !con((ins Braid_Tensor:$input), Braid_CollectiveArgs, (ins I64Attr:$root)),
+    (outs Braid_Tensor:$result), (outs Braid_FutureType:$result),
+    [{
+      $input `on` $grid `grid_axes` `=` $grid_axes `root` `=` $root attr-dict
+      `:` type($input) `->` qualified(type($result))
+    }], "",
+    "every rank of the group gets the root rank's tensor", [{
     `root` is the index of the sending rank within the group. (The name
     follows StableHLO, which, like braid, keeps `broadcast` for the shape op.)
-  }];
-}
+  }]>;
 
-def Braid_CollectiveBroadcastStartOp
-    : Braid_CollectiveBroadcastBase<"collective_broadcast_start",
-                                    Braid_FutureType> {
-  let summary = "start a collective_broadcast";
-}
-
-def Braid_SendOp : Braid_CollectiveOp<"send"> {
-  let summary = "send a tensor to one peer of the group (pipeline stages)";
-  let description = [{
-    `peer` is the index of the receiving rank within the group.
+defm Braid_Send : Braid_Collective<"send", 110, "Send", "verifySend",
+    !con((ins Braid_Tensor:$input), Braid_CollectiveArgs, (ins I64Attr:$peer)),
+    (outs), (outs Braid_FutureType:$future),
+    [{
+      $input `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
+      `:` type($input)
+    }], [{
+      $input `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
+      `:` type($input) `->` qualified(type($future))
+    }],
+    "send a tensor to one peer of the group (pipeline stages)", [{
+    `peer` is the index of the receiving rank within the group. The start
+    form's future holds no value.
 
     ```mlir
     braid.send %act on @world grid_axes = [1] peer = 1 : tensor<8x128x768xf32>
     ```
-  }];
-  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
-      (ins I64Attr:$peer));
-  let assemblyFormat = [{
-    $input `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
-    `:` type($input)
-  }];
-}
+  }]>;
 
-def Braid_SendStartOp : Braid_CollectiveOp<"send_start"> {
-  let summary = "start a send; the future holds no value";
-  let arguments = !con((ins Braid_Tensor:$input), commonArgs,
-      (ins I64Attr:$peer));
-  let results = (outs Braid_FutureType:$future);
-  let assemblyFormat = [{
-    $input `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
-    `:` type($input) `->` qualified(type($future))
-  }];
-}
+defm Braid_Recv : Braid_Collective<"recv", 112, "Recv", "verifyRecv",
+    !con(Braid_CollectiveArgs, (ins I64Attr:$peer)),
+    (outs Braid_Tensor:$result), (outs Braid_FutureType:$future),
+    [{
+      `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
+      `:` type($result)
+    }], [{
+      `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
+      `:` qualified(type($future))
+    }],
+    "receive a tensor from one peer of the group", [{
+    `peer` is the index of the sending rank within the group.
+  }]>;
 
-def Braid_RecvOp : Braid_CollectiveOp<"recv"> {
-  let summary = "receive a tensor from one peer of the group";
-  let arguments = !con(commonArgs, (ins I64Attr:$peer));
-  let results = (outs Braid_Tensor:$result);
-  let assemblyFormat = [{
-    `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
-    `:` type($result)
-  }];
-}
+defm Braid_CollectivePermute : Braid_Collective<"collective_permute", 114,
+    "Permute", "verifyCollectivePermute",
+    !con((ins Braid_Tensor:$input), Braid_CollectiveArgs, (ins SI64Attr:$offset)),
+    (outs Braid_Tensor:$result), (outs Braid_FutureType:$result),
+    [{
+      $input `on` $grid `grid_axes` `=` $grid_axes `offset` `=` $offset
+      attr-dict `:` type($input) `->` qualified(type($result))
+    }], "",
+    "send to the rank `offset` ahead in the group, receive from the one behind", [{
+    Every rank `i` of the group sends its tensor to rank `(i + offset) mod n`
+    and receives the tensor of rank `(i - offset) mod n`, as XLA's
+    collective-permute and upstream `shard.shift` with a cyclic shift do.
+    The result has the input's type. Ring-style collective matmul and
+    pipeline transfers are built on it.
 
-def Braid_RecvStartOp : Braid_CollectiveOp<"recv_start"> {
-  let summary = "start a receive; the future yields the tensor";
-  let arguments = !con(commonArgs, (ins I64Attr:$peer));
-  let results = (outs Braid_FutureType:$future);
-  let assemblyFormat = [{
-    `on` $grid `grid_axes` `=` $grid_axes `peer` `=` $peer attr-dict
-    `:` qualified(type($future))
-  }];
-}
+    ```mlir
+    %next = braid.collective_permute %chunk on @world grid_axes = [1]
+        offset = 1 : tensor<512x768xf32> -> tensor<512x768xf32>
+    ```
+  }]>;
 
 //===----------------------------------------------------------------------===//
 // Scheduling
@@ -839,6 +906,8 @@ def Braid_RecvStartOp : Braid_CollectiveOp<"recv_start"> {
 
 def Braid_WaitOp : Braid_Op<"wait", [
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let instrKind = "Wait";
+  let opcode = 200;
   let summary = "wait for a collective and yield its values";
   let description = [{
     Each future is waited exactly once (checked by `braid-verify-schedule`);
@@ -850,6 +919,8 @@ def Braid_WaitOp : Braid_Op<"wait", [
 }
 
 def Braid_RecordEventOp : Braid_Op<"record_event"> {
+  let instrKind = "RecordEvent";
+  let opcode = 201;
   let summary = "mark the current point of this op's stream";
   let description = [{
     Everything issued before it on its stream (`braid.stream`) happens before
@@ -865,6 +936,8 @@ def Braid_RecordEventOp : Braid_Op<"record_event"> {
 }
 
 def Braid_WaitEventOp : Braid_Op<"wait_event"> {
+  let instrKind = "WaitEvent";
+  let opcode = 202;
   let summary = "make this op's stream wait for an event of another stream";
   let arguments = (ins Braid_EventType:$event);
   let assemblyFormat = "$event attr-dict";

@@ -105,9 +105,9 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
            "Most MiB of gradients in the first bucket of each group">,
     Option<"splitLarge", "split-large", "bool", /*default=*/"false",
            "Cut gradients larger than the cap into chunks of at most the cap">,
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"h100-8\"",
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "The cluster bucket-cap-mb=auto optimizes for: a preset name or "
-           "a JSON file">,
+           "a JSON file (default: the module's braid.cluster, else h100-8)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Report the buckets of each function as a remark">
   ];
@@ -387,8 +387,9 @@ def Overlap : Pass<"braid-overlap", "mlir::ModuleOp"> {
   let options = [
     Option<"bucketCapMb", "bucket-cap-mb", "std::string", /*default=*/"\"25\"",
            "Most MiB of gradients in one bucket, or 'auto'">,
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"h100-8\"",
-           "The cluster for bucket-cap-mb=auto">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "The cluster for bucket-cap-mb=auto (default: the module's "
+           "braid.cluster, else h100-8)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"braid\"",
            "braid (bucket, start early, reorder, optimizer per bucket), ddp "
            "(bucket, start early, optimizer after every wait, no reordering) "

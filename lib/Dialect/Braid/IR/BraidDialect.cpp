@@ -12,6 +12,7 @@
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/BraidTypes.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
@@ -154,6 +155,12 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
 
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  if (attr.getName() == kClusterAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kClusterAttrName
+                             << "' must be a string on a builtin.module";
+    return success();
+  }
   if (attr.getName() == kStreamAttrName) {
     if (!isa<StreamAttr>(attr.getValue()))
       return op->emitError() << "'" << kStreamAttrName

@@ -32,23 +32,26 @@ uint64_t braid::sumTensorBytes(TypeRange types) {
   return bytes;
 }
 
-uint64_t braid::detail::getCollectiveCommBytes(Operation *op) {
-  if (uint64_t bytes = sumTensorBytes(op->getOperandTypes()))
-    return bytes;
-  // A receive has no tensor operand: it moves what it yields.
-  uint64_t bytes = 0;
+uint64_t braid::detail::getCollectiveCommBytes(Operation *op,
+                                               CollectiveKind kind) {
+  uint64_t results = 0;
   for (Type type : op->getResultTypes()) {
     if (auto future = dyn_cast<FutureType>(type))
-      bytes += sumTensorBytes(future.getValueTypes());
+      results += sumTensorBytes(future.getValueTypes());
     else
-      bytes += getTensorBytes(type);
+      results += getTensorBytes(type);
   }
-  return bytes;
+  return getCommBytes(kind, sumTensorBytes(op->getOperandTypes()), results);
 }
 
-bool braid::detail::isAsyncCollective(Operation *op) {
-  return op->getNumResults() == 1 &&
-         isa<FutureType>(op->getResult(0).getType());
+Operation *braid::detail::buildStartForm(Operation *op, OpBuilder &builder,
+                                         StringRef startName) {
+  OperationState state(op->getLoc(), startName);
+  state.addOperands(op->getOperands());
+  state.addAttributes(op->getAttrDictionary().getValue());
+  state.addTypes(
+      FutureType::get(op->getContext(), llvm::to_vector(op->getResultTypes())));
+  return builder.create(state);
 }
 
 #include "braid/Dialect/Braid/BraidInterfaces.cpp.inc"

@@ -69,20 +69,10 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
       if (!collective.isAsync())
         collectives.push_back(&op);
   for (Operation *op : collectives) {
-    std::string startName = (op->getName().getStringRef() + "_start").str();
-    std::optional<RegisteredOperationName> name =
-        RegisteredOperationName::lookup(startName, context);
-    // Every synchronous collective has a start form in the ODS; this is
-    // not reachable from input.
-    if (!name)
-      return op->emitOpError() << "has no start form '" << startName << "'";
     builder.setInsertionPoint(op);
-    OperationState state(op->getLoc(), *name);
-    state.addOperands(op->getOperands());
-    state.addAttributes(op->getAttrDictionary().getValue());
-    state.addTypes(
-        FutureType::get(context, llvm::to_vector(op->getResultTypes())));
-    Operation *start = builder.create(state);
+    // Every synchronous collective has its start form (defm
+    // Braid_Collective in BraidOps.td).
+    Operation *start = cast<CollectiveOpInterface>(op).buildStartForm(builder);
     auto wait = WaitOp::create(builder, op->getLoc(), start->getResult(0));
     Place at = place[op];
     place[start] = at;

@@ -66,7 +66,7 @@ struct BucketGradientsPass
     double capMb = 0;
     autoSize = bucketCapMb == "auto";
     if (autoSize) {
-      FailureOr<rt::Cluster> loaded = loadClusterFor(getOperation(), cluster);
+      FailureOr<cost::Cluster> loaded = loadClusterFor(getOperation(), cluster);
       if (failed(loaded))
         return signalPassFailure();
       costs = *loaded;
@@ -133,7 +133,7 @@ struct BucketGradientsPass
 
   uint64_t capBytes = 0, firstCapBytes = 0, smallest = UINT64_MAX;
   bool autoSize = false;
-  rt::Cluster costs;
+  cost::Cluster costs;
 };
 
 DenseSet<Operation *>
@@ -190,13 +190,13 @@ BucketGradientsPass::autoBoundaries(Block &body,
           prefix[k] + getTensorBytes(grads[k].getInputs()[0].getType());
     }
     // The all-reduce of `bytes` in this group (all share one group).
-    rt::GroupShape shape = getGroupShape(
+    cost::GroupShape shape = getGroupShape(
         cast<CollectiveOpInterface>(grads[0].getOperation()), costs);
-    std::vector<rt::AffineCost> algorithms =
-        rt::collectiveAlgorithms(costs, rt::CollectiveKind::AllReduce, shape);
+    std::vector<cost::AffineCost> algorithms =
+        cost::collectiveAlgorithms(costs, CollectiveKind::AllReduce, shape);
     auto seconds = [&](uint64_t bytes) {
       double best = INFINITY;
-      for (const rt::AffineCost &a : algorithms)
+      for (const cost::AffineCost &a : algorithms)
         best = std::min(best, a.at(double(bytes)));
       return best;
     };

@@ -3,60 +3,73 @@
 #include "CostUtils.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace braid;
 
-FailureOr<rt::Cluster> braid::loadClusterFor(Operation *op,
-                                             StringRef nameOrPath) {
-  try {
-    return rt::loadCluster(nameOrPath.str());
-  } catch (const rt::ClusterError &e) {
-    return op->emitError() << "cannot load the cluster: " << e.what();
+FailureOr<cost::Cluster> braid::loadClusterFor(Operation *op,
+                                               StringRef nameOrPath) {
+  std::string name = nameOrPath.str();
+  if (name.empty()) {
+    // The module's cluster (braid-compile --cluster), else the default.
+    auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
+                                    : op->getParentOfType<ModuleOp>();
+    auto attr =
+        module
+            ? module->getAttrOfType<StringAttr>(BraidDialect::kClusterAttrName)
+            : StringAttr();
+    name = attr ? attr.getValue().str() : kDefaultCluster;
   }
+  cost::Cluster cluster;
+  std::string error;
+  if (!cost::loadCluster(name, cluster, error))
+    return op->emitError() << "cannot load the cluster: " << error;
+  return cluster;
 }
 
-static rt::DType toRuntimeType(Type type) {
+static DType toCostType(Type type) {
   if (type.isBF16())
-    return rt::DType::BF16;
+    return DType::BF16;
   if (type.isF16())
-    return rt::DType::F16;
+    return DType::F16;
   if (type.isF64())
-    return rt::DType::F64;
-  return rt::DType::F32;
+    return DType::F64;
+  return DType::F32;
 }
 
-double braid::getOpSeconds(Operation *op, const rt::Cluster &cluster) {
+double braid::getOpSeconds(Operation *op, const cost::Cluster &cluster) {
   auto cost = dyn_cast<CostOpInterface>(op);
   if (!cost)
     return 0;
   // The type it computes in: its first float result, else operand.
-  rt::DType dtype = rt::DType::F32;
+  DType dtype = DType::F32;
   bool found = false;
   for (TypeRange types :
        {TypeRange(op->getResultTypes()), TypeRange(op->getOperandTypes())}) {
     for (Type t : types)
       if (auto tensor = dyn_cast<RankedTensorType>(t);
           tensor && isa<FloatType>(tensor.getElementType())) {
-        dtype = toRuntimeType(tensor.getElementType());
+        dtype = toCostType(tensor.getElementType());
         found = true;
         break;
       }
     if (found)
       break;
   }
-  return rt::kernelSeconds(cluster, cost.getFlops(),
-                           cost.getBytesRead() + cost.getBytesWritten(), dtype);
+  return cost::kernelSeconds(cluster, cost.getFlops(),
+                             cost.getBytesRead() + cost.getBytesWritten(),
+                             dtype);
 }
 
-rt::GroupShape braid::getGroupShape(CollectiveOpInterface op,
-                                    const rt::Cluster &cluster) {
+cost::GroupShape braid::getGroupShape(CollectiveOpInterface op,
+                                      const cost::Cluster &cluster) {
   auto grid =
       SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
   if (!grid)
-    return rt::GroupShape();
+    return cost::GroupShape();
   // Rank 0's group: the ranks whose coordinates off the axes are 0.
   ArrayRef<int64_t> shape = grid.getShape();
   std::vector<bool> onAxis(shape.size(), false);
@@ -78,5 +91,5 @@ rt::GroupShape braid::getGroupShape(CollectiveOpInterface op,
     if (inGroup)
       members.push_back(rank);
   }
-  return rt::groupShapeOf(cluster, members);
+  return cost::groupShapeOf(cluster, members);
 }

@@ -1,7 +1,7 @@
-//===- CostUtils.h - the runtime's cost model, seen from the IR -*- C++ -*-===//
+//===- CostUtils.h - the cost model, seen from the IR ----------*- C++ -*-===//
 //
 // The passes time ops with the same cost model as the simulator
-// (runtime/include/braid-runtime/CostModel.h): an op's flops and bytes come
+// (common/include/braid-common/CostModel.h): an op's flops and bytes come
 // from CostOpInterface, a collective's group from its grid.
 //
 //===----------------------------------------------------------------------===//
@@ -11,24 +11,29 @@
 
 #include "braid/Dialect/Braid/BraidOps.h"
 
-#include "braid-runtime/CostModel.h"
+#include "braid-common/CostModel.h"
 
 #include "mlir/IR/Operation.h"
 
 namespace braid {
 
-/// The cluster `nameOrPath` (a preset or a JSON file); an error on `op`
-/// names the problem.
-mlir::FailureOr<rt::Cluster> loadClusterFor(mlir::Operation *op,
-                                            llvm::StringRef nameOrPath);
+/// The cluster a step is compiled for when neither a pass option nor the
+/// module's `braid.cluster` names one.
+inline constexpr const char *kDefaultCluster = "h100-8";
+
+/// The cluster `nameOrPath` (a preset or a JSON file); empty: the one the
+/// module of `op` names (`braid.cluster`), else kDefaultCluster. An error
+/// on `op` names the problem.
+mlir::FailureOr<cost::Cluster> loadClusterFor(mlir::Operation *op,
+                                              llvm::StringRef nameOrPath);
 
 /// Seconds `op` takes on one GPU of `cluster` (0 for ops without
 /// CostOpInterface and for views).
-double getOpSeconds(mlir::Operation *op, const rt::Cluster &cluster);
+double getOpSeconds(mlir::Operation *op, const cost::Cluster &cluster);
 
 /// How rank 0's group of `op` sits on `cluster`.
-rt::GroupShape getGroupShape(CollectiveOpInterface op,
-                             const rt::Cluster &cluster);
+cost::GroupShape getGroupShape(CollectiveOpInterface op,
+                               const cost::Cluster &cluster);
 
 } // namespace braid
 

@@ -254,13 +254,10 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
       slots[op.getResult(result)] = slot;
       ++allocations[slot.allocation].members;
     };
-    if (isa<SgdOp>(op)) {
-      aliasUpdate(0, 0);
-      aliasUpdate(2, 1);
-    } else if (isa<AdamWOp>(op)) {
-      aliasUpdate(0, 0);
-      aliasUpdate(2, 1);
-      aliasUpdate(3, 2);
+    if (auto update = dyn_cast<InPlaceOpInterface>(op)) {
+      for (unsigned result = 0; result < op.getNumResults(); ++result)
+        if (int operand = update.getInPlaceOperand(result); operand >= 0)
+          aliasUpdate(operand, result);
     } else if (isa<AllReduceOp, AllReduceStartOp>(op)) {
       ++collectives;
       WaitOp wait;

@@ -1,6 +1,6 @@
 //===- CostModel.cpp - cluster descriptions and the cost formulas ---------===//
 
-#include "braid-runtime/CostModel.h"
+#include "braid-common/CostModel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,15 +9,16 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 using namespace braid;
-using namespace braid::rt;
+using namespace braid::cost;
 using Json = nlohmann::json;
 
-namespace braid::rt {
-/// The bundled presets, (name, JSON text); generated from runtime/clusters.
+namespace braid::cost {
+/// The bundled presets, (name, JSON text); generated from common/clusters.
 const std::vector<std::pair<const char *, const char *>> &clusterPresets();
-} // namespace braid::rt
+} // namespace braid::cost
 
 double Cluster::peakFlops(DType dtype) const {
   switch (dtype) {
@@ -27,12 +28,16 @@ double Cluster::peakFlops(DType dtype) const {
     return peakF16;
   case DType::F64:
     return peakF64;
-  default:
+  case DType::F32:
+  case DType::I1:
+  case DType::I32:
+  case DType::I64:
     return peakF32;
   }
+  return peakF32;
 }
 
-std::vector<std::string> rt::clusterPresetNames() {
+std::vector<std::string> cost::clusterPresetNames() {
   std::vector<std::string> names;
   for (const auto &[name, text] : clusterPresets())
     names.push_back(name);
@@ -40,6 +45,11 @@ std::vector<std::string> rt::clusterPresetNames() {
 }
 
 namespace {
+
+/// A bad description, inside this file only: the API returns errors.
+struct ClusterError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// Reads the fields of one JSON object, each once, and complains about
 /// missing, mistyped, out-of-range and unknown keys.
@@ -102,7 +112,7 @@ private:
 
 } // namespace
 
-Cluster rt::parseCluster(const std::string &text, const std::string &origin) {
+static Cluster parse(const std::string &text, const std::string &origin) {
   Json json;
   try {
     json = Json::parse(text);
@@ -147,10 +157,24 @@ Cluster rt::parseCluster(const std::string &text, const std::string &origin) {
   return c;
 }
 
-Cluster rt::loadCluster(const std::string &nameOrPath) {
-  for (const auto &[name, text] : clusterPresets())
-    if (nameOrPath == name)
-      return parseCluster(text, std::string("preset ") + name);
+bool cost::parseCluster(const std::string &text, const std::string &origin,
+                        Cluster &cluster, std::string &error) {
+  try {
+    cluster = parse(text, origin);
+    return true;
+  } catch (const std::exception &e) {
+    error = e.what();
+    return false;
+  }
+}
+
+bool cost::readClusterText(const std::string &nameOrPath, std::string &text,
+                           std::string &error) {
+  for (const auto &[name, json] : clusterPresets())
+    if (nameOrPath == name) {
+      text = json;
+      return true;
+    }
   bool isPath = nameOrPath.find('/') != std::string::npos ||
                 (nameOrPath.size() > 5 &&
                  nameOrPath.compare(nameOrPath.size() - 5, 5, ".json") == 0);
@@ -158,19 +182,35 @@ Cluster rt::loadCluster(const std::string &nameOrPath) {
     std::string known;
     for (const std::string &n : clusterPresetNames())
       known += (known.empty() ? "" : ", ") + n;
-    throw ClusterError("unknown cluster '" + nameOrPath +
-                       "' (presets: " + known + "; or give a .json file)");
+    error = "unknown cluster '" + nameOrPath + "' (presets: " + known +
+            "; or give a .json file)";
+    return false;
   }
   std::ifstream in(nameOrPath);
-  if (!in)
-    throw ClusterError("cannot open cluster file '" + nameOrPath + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseCluster(text.str(), nameOrPath);
+  if (!in) {
+    error = "cannot open cluster file '" + nameOrPath + "'";
+    return false;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  text = buffer.str();
+  return true;
 }
 
-double rt::kernelSeconds(const Cluster &c, uint64_t flops, uint64_t bytes,
-                         DType dtype) {
+bool cost::loadCluster(const std::string &nameOrPath, Cluster &cluster,
+                       std::string &error) {
+  std::string text;
+  if (!readClusterText(nameOrPath, text, error))
+    return false;
+  bool preset = false;
+  for (const auto &[name, json] : clusterPresets())
+    preset |= nameOrPath == name;
+  return parseCluster(text, (preset ? "preset " : "") + nameOrPath, cluster,
+                      error);
+}
+
+double cost::kernelSeconds(const Cluster &c, uint64_t flops, uint64_t bytes,
+                           DType dtype) {
   if (flops == 0 && bytes == 0)
     return 0;
   double compute = double(flops) / (c.peakFlops(dtype) * c.matmulEfficiency);
@@ -178,27 +218,8 @@ double rt::kernelSeconds(const Cluster &c, uint64_t flops, uint64_t bytes,
   return c.kernelLaunch + std::max(compute, memory);
 }
 
-CollectiveKind rt::collectiveKindOf(const std::string &op) {
-  std::string base = op;
-  if (base.size() > 6 && base.compare(base.size() - 6, 6, "_start") == 0)
-    base.resize(base.size() - 6);
-  if (base == "all_reduce")
-    return CollectiveKind::AllReduce;
-  if (base == "reduce_scatter")
-    return CollectiveKind::ReduceScatter;
-  if (base == "all_gather")
-    return CollectiveKind::AllGather;
-  if (base == "all_to_all")
-    return CollectiveKind::AllToAll;
-  if (base == "broadcast")
-    return CollectiveKind::Broadcast;
-  if (base == "send" || base == "recv")
-    return CollectiveKind::SendRecv;
-  throw ClusterError("no cost formula for collective '" + op + "'");
-}
-
-GroupShape rt::groupShapeOf(const Cluster &c,
-                            const std::vector<int64_t> &members) {
+GroupShape cost::groupShapeOf(const Cluster &c,
+                              const std::vector<int64_t> &members) {
   GroupShape g;
   g.ranks = int64_t(members.size());
   std::vector<int64_t> perNode;
@@ -215,9 +236,9 @@ GroupShape rt::groupShapeOf(const Cluster &c,
   return g;
 }
 
-std::vector<AffineCost> rt::collectiveAlgorithms(const Cluster &c,
-                                                 CollectiveKind kind,
-                                                 const GroupShape &group) {
+std::vector<AffineCost> cost::collectiveAlgorithms(const Cluster &c,
+                                                   CollectiveKind kind,
+                                                   const GroupShape &group) {
   if (group.ranks <= 1)
     return {AffineCost()};
   double p = double(group.ranks), n = double(group.nodes),
@@ -261,15 +282,21 @@ std::vector<AffineCost> rt::collectiveAlgorithms(const Cluster &c,
   case CollectiveKind::Broadcast:
     return {{base + (p - 1) * (net ? c.networkLatency : c.nvlinkLatency),
              1 / (net ? bNet : bNv)}};
-  case CollectiveKind::SendRecv:
+  case CollectiveKind::Send:
+  case CollectiveKind::Recv:
+  case CollectiveKind::Permute:
+    // One transfer to one peer (a permute: every rank's at once, each link
+    // used in one direction by one transfer).
     return {{base + (net ? c.networkLatency : c.nvlinkLatency),
              1 / (net ? bNet : bNv)}};
+  case CollectiveKind::None:
+    return {AffineCost()};
   }
   return {AffineCost()};
 }
 
-double rt::collectiveSeconds(const Cluster &c, CollectiveKind kind,
-                             uint64_t bytes, const GroupShape &group) {
+double cost::collectiveSeconds(const Cluster &c, CollectiveKind kind,
+                               uint64_t bytes, const GroupShape &group) {
   double best = INFINITY;
   for (const AffineCost &a : collectiveAlgorithms(c, kind, group))
     best = std::min(best, a.at(double(bytes)));

@@ -1,13 +1,13 @@
 //===- PlanFormat.h - the plan file's header --------------------*- C++ -*-===//
 //
-// A plan file is this header followed by a FlatBuffer of schema/plan.fbs.
-// Shared by the compiler, which writes plans, and the runtime, which reads
-// them; it depends on zlib only (crc32).
+// A plan file is this header followed by a FlatBuffer of
+// common/schema/plan.fbs. Shared by the compiler, which writes plans, and the
+// runtime, which reads them; it depends on zlib only (crc32).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_RUNTIME_PLANFORMAT_H
-#define BRAID_RUNTIME_PLANFORMAT_H
+#ifndef BRAID_COMMON_PLANFORMAT_H
+#define BRAID_COMMON_PLANFORMAT_H
 
 #include <cstdint>
 #include <cstring>
@@ -22,7 +22,9 @@ inline constexpr char kMagic[8] = {'B', 'R', 'A', 'I', 'D', 'P', 'L', 'N'};
 
 /// The format version this build writes and reads. Bump it when the schema
 /// changes in a way older readers cannot follow.
-inline constexpr uint32_t kFormatVersion = 2;
+/// Version 3: ops by opcode with typed attribute ids (the generated op
+/// table), the cluster recorded.
+inline constexpr uint32_t kFormatVersion = 3;
 
 /// The fixed header, little-endian.
 struct FileHeader {
@@ -59,4 +61,4 @@ inline FileHeader makeHeader(const uint8_t *payload, uint64_t size) {
 
 } // namespace braid::plan
 
-#endif // BRAID_RUNTIME_PLANFORMAT_H
+#endif // BRAID_COMMON_PLANFORMAT_H

@@ -1,33 +1,29 @@
-//===- CostModel.h - what a kernel and a collective cost on a cluster -*- C++
+//===- CostModel.h - what kernels and collectives cost on a cluster -*- C++
 //-*-===//
 //
 // The one cost model of braid. The compiler's passes (bucket sizing) and the
 // simulator (braid-run --backend=sim) both time work through these
-// functions, from a cluster description (runtime/clusters/*.json, or a file
-// of the same form). Kernels: a roofline on the kernel's flops and bytes (as
-// CostOpInterface reports them) with efficiency factors and a launch
-// overhead. Collectives: NCCL-style ring and tree formulas, hierarchical
-// across nodes. docs/CostModel.md gives the formulas and the sources of the
-// numbers.
+// functions, from a cluster description (common/clusters/*.json, or a file
+// of the same form). A dependency-free library: no plan, no MPI, and no
+// exception crosses its API (errors are returned). Kernels: a roofline on the
+// kernel's flops and bytes (as CostOpInterface reports them) with efficiency
+// factors and a launch overhead. Collectives: NCCL-style ring and tree
+// formulas, hierarchical across nodes. docs/CostModel.md gives the formulas and
+// the sources of the numbers.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_RUNTIME_COSTMODEL_H
-#define BRAID_RUNTIME_COSTMODEL_H
+#ifndef BRAID_COMMON_COSTMODEL_H
+#define BRAID_COMMON_COSTMODEL_H
 
-#include "braid-runtime/Plan.h"
+#include "braid-common/CollectiveKind.h"
+#include "braid-common/DType.h"
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace braid::rt {
-
-/// A cluster description that cannot be read or is not valid.
-struct ClusterError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+namespace braid::cost {
 
 /// A homogeneous cluster: `nodes` nodes of `gpusPerNode` GPUs, NVLink
 /// inside a node, one network port per GPU between nodes. Rates are in
@@ -53,11 +49,18 @@ struct Cluster {
 
 /// The names of the bundled presets (a100-8, h100-8, ...).
 std::vector<std::string> clusterPresetNames();
-/// A preset by name, or a JSON file by path (anything with a '/' or ending
-/// in .json). Throws ClusterError naming the problem.
-Cluster loadCluster(const std::string &nameOrPath);
+/// The JSON text of a preset or of a JSON file by path (anything with a '/'
+/// or ending in .json): what a plan records. False, with `error` naming the
+/// problem, if there is none.
+bool readClusterText(const std::string &nameOrPath, std::string &text,
+                     std::string &error);
+/// A preset by name, or a JSON file by path. False, with `error` naming the
+/// problem, if it cannot be read or is not valid.
+bool loadCluster(const std::string &nameOrPath, Cluster &cluster,
+                 std::string &error);
 /// Parses a cluster description; `origin` names it in messages.
-Cluster parseCluster(const std::string &json, const std::string &origin);
+bool parseCluster(const std::string &json, const std::string &origin,
+                  Cluster &cluster, std::string &error);
 
 /// Seconds one kernel takes alone on one GPU of `cluster`: the launch
 /// overhead plus the larger of flops / (peak(dtype) * matmul efficiency) and
@@ -65,19 +68,6 @@ Cluster parseCluster(const std::string &json, const std::string &origin);
 /// no bytes (a view) takes no time and launches nothing.
 double kernelSeconds(const Cluster &cluster, uint64_t flops, uint64_t bytes,
                      DType dtype);
-
-enum class CollectiveKind {
-  AllReduce,
-  ReduceScatter,
-  AllGather,
-  AllToAll,
-  Broadcast,
-  SendRecv
-};
-
-/// The collective of a plan instruction ("all_reduce", "all_reduce_start",
-/// ...); throws ClusterError for an unknown name.
-CollectiveKind collectiveKindOf(const std::string &op);
 
 /// How a group of ranks sits on the cluster: `ranks` in all, on `nodes`
 /// nodes, at most `perNode` on one node.
@@ -105,11 +95,11 @@ std::vector<AffineCost> collectiveAlgorithms(const Cluster &cluster,
                                              const GroupShape &group);
 
 /// Seconds a collective alone takes, `bytes` being what one rank
-/// contributes (for all_gather: what it receives in all). The faster of a
-/// ring (hierarchical across nodes) and a tree, as NCCL chooses.
+/// moves (getCommBytes: for all_gather, what it receives in all). The faster of
+/// a ring (hierarchical across nodes) and a tree, as NCCL chooses.
 double collectiveSeconds(const Cluster &cluster, CollectiveKind kind,
                          uint64_t bytes, const GroupShape &group);
 
-} // namespace braid::rt
+} // namespace braid::cost
 
-#endif // BRAID_RUNTIME_COSTMODEL_H
+#endif // BRAID_COMMON_COSTMODEL_H

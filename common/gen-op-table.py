@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Generates braid's op tables from the ODS, the one source of op identity.
+
+usage: common/gen-op-table.py OPS.json OUT_DIR
+
+OPS.json is `llvm-tblgen --dump-json` of include/braid/Dialect/Braid/BraidOps.td.
+Every braid op there declares `opcode` (its stable number in plan files) and
+`instrKind`; collectives also `collectiveKind`, `isStartForm` and the def of
+their other form (Braid.td). Writes, into OUT_DIR:
+
+  BraidOpTable.h.inc    (no MLIR, no runtime) the Opcode enum, the enums the
+                        ops' attributes use, one struct of typed attributes a
+                        op (a start form shares its synchronous form's), the
+                        OpAttrs variant, and case lists for switches
+  BraidOpTable.cpp.inc  the OpInfo table: name, instruction kind, collective
+                        kind, the other form, operand/result counts and the
+                        attribute descriptors (index = the plan's attribute id)
+  BraidOpDecode.inc     the runtime's decoder of a plan instruction's
+                        attributes into its typed struct (a switch)
+  BraidOpEncode.inc     the compiler's map from an op class to its opcode
+  braid_ops.py          the same table for the Python package
+
+A missing or repeated opcode, an unknown attribute constraint or an
+instruction kind outside the list is an error naming the op.
+"""
+
+import json
+import os
+import sys
+
+INSTR_KINDS = ("Kernel", "Collective", "CollectiveStart", "Wait",
+               "RecordEvent", "WaitEvent")
+# Arguments that the plan keeps in its structure, not as attributes: the
+# collective's group.
+GROUP_ARGS = ("grid", "grid_axes")
+NON_TENSOR_TYPES = ("Braid_FutureType", "Braid_EventType")
+
+
+def fail(message):
+    sys.exit("gen-op-table: " + message)
+
+
+def camel(name):
+    return "".join(w[:1].upper() + w[1:] for w in name.split("_"))
+
+
+class Table:
+    def __init__(self, records):
+        self.r = records
+        self.enums = {}  # def name -> (class name, [(symbol, value, string)])
+        self.ops = []
+        defs = [n for n in records["!instanceof"]["Op"]
+                if records[n]["opDialect"]["def"] == "Braid_Dialect"]
+        seen = {}
+        for name in defs:
+            op = self.op(name)
+            if op["opcode"] in seen:
+                fail("%s and %s have the same opcode %d"
+                     % (seen[op["opcode"]], name, op["opcode"]))
+            seen[op["opcode"]] = name
+            self.ops.append(op)
+        self.ops.sort(key=lambda o: o["opcode"])
+        self.by_def = {o["def"]: o for o in self.ops}
+        for op in self.ops:
+            other = op["startForm"] or op["syncForm"]
+            if op["instrKind"] in ("Collective", "CollectiveStart"):
+                if other not in self.by_def:
+                    fail("%s names %r as its other form, which is not an op"
+                         % (op["def"], other))
+            op["other"] = self.by_def[other] if other else op
+        # A start form has the synchronous form's results in the plan (the
+        # wait's), and shares its attribute struct.
+        for op in self.ops:
+            if op["instrKind"] == "CollectiveStart":
+                op["numResults"] = op["other"]["numResults"]
+                op["struct"] = op["other"]["struct"]
+
+    def supers(self, name):
+        return self.r[name]["!superclasses"]
+
+    def attr(self, op, name, defname):
+        """(kind, cpp type, default, required, enum def) of an attribute."""
+        rec = self.r[defname]
+        sup = self.supers(defname)
+        optional = "OptionalAttr" in sup
+        default = None
+        if "DefaultValuedAttr" in sup:
+            default = rec["defaultValue"]
+        if optional or "DefaultValuedAttr" in sup:
+            base = rec["baseAttr"]["def"]
+            rec, sup = self.r[base], self.supers(base)
+            defname = base
+        enum = None
+        if defname == "UnitAttr":
+            kind, cpp, default = "Flag", "bool", "false"
+            optional = True
+        elif "EnumAttrInfo" in sup:
+            kind, enum = "Enum", defname
+            cls = self.enum(defname)
+            cpp = cls
+            if default is not None:
+                default = cls + "::" + default.split("::")[-1]
+        elif defname in ("I64Attr", "SI64Attr", "I32Attr", "SI32Attr"):
+            kind, cpp = "Int", "int64_t"
+        elif defname == "F64Attr":
+            kind, cpp = "Float", "double"
+        elif defname in ("DenseI64ArrayAttr",):
+            kind, cpp = "Ints", "std::vector<int64_t>"
+        elif defname == "StrArrayAttr":
+            kind, cpp = "Strings", "std::vector<std::string>"
+        elif defname == "ElementsAttr":
+            kind, cpp = "Data", "std::vector<uint8_t>"
+        else:
+            fail("%s: attribute '%s' has a constraint (%s) the plan cannot "
+                 "hold; add it to common/gen-op-table.py" % (op, name, defname))
+        required = not optional and default is None
+        if optional and default is None and kind in ("Int", "Float", "Ints"):
+            cpp = "std::optional<%s>" % cpp
+        return dict(name=name, kind=kind, cpp=cpp, default=default,
+                    required=required, optional=optional and default is None,
+                    enum=enum)
+
+    def enum(self, defname):
+        if defname not in self.enums:
+            rec = self.r[defname]
+            cases = []
+            for e in rec["enumerants"]:
+                c = self.r[e["def"]]
+                cases.append((c["symbol"], c["value"], c["str"]))
+            self.enums[defname] = (rec["className"], cases)
+        return self.enums[defname][0]
+
+    def op(self, name):
+        rec = self.r[name]
+        mnemonic = rec["opName"]
+        code = rec["opcode"]
+        if not isinstance(code, int) or code <= 0 or code > 0xFFFF:
+            fail("%s (braid.%s) has no opcode: set `let opcode = N;` to an "
+                 "unused number in 1..65535" % (name, mnemonic))
+        kind = rec["instrKind"]
+        if kind not in INSTR_KINDS:
+            fail("%s has instrKind %r, not one of %s"
+                 % (name, kind, ", ".join(INSTR_KINDS)))
+        operands, attrs, variadic = 0, [], False
+        for arg, argname in rec["arguments"]["args"]:
+            d = arg["def"]
+            sup = self.supers(d)
+            if "Attr" in sup or "AttrConstraint" in sup and "TypeConstraint" not in sup:
+                if argname in GROUP_ARGS:
+                    continue
+                attrs.append(self.attr(name, argname, d))
+            elif d in NON_TENSOR_TYPES:
+                continue
+            elif "Variadic" in sup:
+                variadic = True
+            else:
+                operands += 1
+        results, rvariadic = 0, False
+        for res, _ in rec["results"]["args"]:
+            d = res["def"]
+            if d in NON_TENSOR_TYPES:
+                continue
+            if "Variadic" in self.supers(d):
+                rvariadic = True
+            else:
+                results += 1
+        cls = name[len("Braid_"):] if name.startswith("Braid_") else name
+        cls = cls[:-2] if cls.endswith("Op") else cls
+        return dict(def_=name, **{"def": name}, mnemonic=mnemonic,
+                    opcode=code, enumName=cls, cppClass=cls + "Op",
+                    instrKind=kind, collectiveKind=rec["collectiveKind"],
+                    startForm=rec["startForm"], syncForm=rec["syncForm"],
+                    numOperands=-1 if variadic else operands,
+                    numResults=-1 if rvariadic else results,
+                    attrs=attrs, struct=(cls + "Attrs") if attrs else None,
+                    inPlace=rec["inPlaceOperands"])
+
+
+HEADER = "// Generated by common/gen-op-table.py from BraidOps.td. Do not edit.\n"
+
+
+def write_header(t, out):
+    w = [HEADER]
+    w.append("// Every op of the braid dialect, by its stable plan number.\n")
+    w.append("enum class Opcode : uint16_t {\n")
+    for o in t.ops:
+        w.append("  %s = %d, // braid.%s\n" % (o["enumName"], o["opcode"], o["mnemonic"]))
+    w.append("};\n\n")
+    w.append("/// The largest opcode.\ninline constexpr uint16_t kMaxOpcode = %d;\n\n"
+             % max(o["opcode"] for o in t.ops))
+    for defname, (cls, cases) in sorted(t.enums.items()):
+        w.append("enum class %s : uint32_t {\n" % cls)
+        for sym, val, _ in cases:
+            w.append("  %s = %d,\n" % (sym, val))
+        w.append("};\n")
+        w.append("inline constexpr uint32_t k%sCount = %d;\n" % (cls, len(cases)))
+        w.append("inline const char *stringify%s(%s value) {\n  switch (value) {\n" % (cls, cls))
+        for sym, _, s in cases:
+            w.append("  case %s::%s:\n    return \"%s\";\n" % (cls, sym, s))
+        w.append("  }\n  return \"?\";\n}\n\n")
+    w.append("// The typed attributes of each op (a start form shares its\n"
+             "// synchronous form's), as the plan holds them.\n")
+    structs = []
+    for o in t.ops:
+        if o["struct"] and o["instrKind"] != "CollectiveStart":
+            structs.append(o["struct"])
+            w.append("struct %s {\n" % o["struct"])
+            for a in o["attrs"]:
+                init = " = %s" % a["default"] if a["default"] is not None else (
+                    "{}" if not a["optional"] and a["kind"] in ("Int", "Float", "Enum") else "")
+                w.append("  %s %s%s;\n" % (a["cpp"], a["name"], init))
+            w.append("};\n")
+    w.append("\nusing OpAttrs = std::variant<std::monostate, %s>;\n\n" % ", ".join(structs))
+    w.append("/// The attribute struct of each opcode (std::monostate for none).\n")
+    w.append("template <Opcode> struct AttrsOf { using type = std::monostate; };\n")
+    for o in t.ops:
+        if o["struct"]:
+            w.append("template <> struct AttrsOf<Opcode::%s> { using type = %s; };\n"
+                     % (o["enumName"], o["struct"]))
+
+    def cases(pred):
+        return " \\\n  ".join("case ::braid::ops::Opcode::%s:" % o["enumName"]
+                              for o in t.ops if pred(o))
+    w.append("\n// Case lists for switches over Opcode, generated so that a new op of\n"
+             "// one of these kinds is handled where every op of the kind is alike.\n")
+    w.append("#define BRAID_CASE_KERNEL_OPCODES \\\n  %s\n" % cases(lambda o: o["instrKind"] == "Kernel"))
+    w.append("#define BRAID_CASE_COLLECTIVE_OPCODES \\\n  %s\n"
+             % cases(lambda o: o["instrKind"] in ("Collective", "CollectiveStart")))
+    w.append("#define BRAID_CASE_SCHEDULING_OPCODES \\\n  %s\n"
+             % cases(lambda o: o["instrKind"] in ("Wait", "RecordEvent", "WaitEvent")))
+    w.append("#define BRAID_CASE_NON_KERNEL_OPCODES \\\n  BRAID_CASE_COLLECTIVE_OPCODES \\\n"
+             "  BRAID_CASE_SCHEDULING_OPCODES\n")
+    open(os.path.join(out, "BraidOpTable.h.inc"), "w").write("".join(w))
+
+
+def write_table(t, out):
+    w = [HEADER]
+    for o in t.ops:
+        if o["attrs"]:
+            w.append("static const AttrInfo k%sAttrs[] = {\n" % o["enumName"])
+            for a in o["attrs"]:
+                enum = ("k%sCount" % t.enums[a["enum"]][0]) if a["enum"] else "0"
+                names = ("k%sNames" % t.enums[a["enum"]][0]) if a["enum"] else "nullptr"
+                w.append("    {\"%s\", AttrKind::%s, %s, %s, %s},\n"
+                         % (a["name"], a["kind"], "true" if a["required"] else "false",
+                            enum, names))
+            w.append("};\n")
+        if o["inPlace"]:
+            w.append("static const int8_t k%sInPlace[] = {%s};\n"
+                     % (o["enumName"], ", ".join(str(i) for i in o["inPlace"])))
+    w.append("\nstatic const OpInfo kOpInfos[] = {\n")
+    for o in t.ops:
+        ck = ("CollectiveKind::%s" % o["collectiveKind"]) if o["collectiveKind"] else "CollectiveKind::None"
+        w.append("    {Opcode::%s, \"%s\", InstrKind::%s, %s, Opcode::%s, %d, %d, %s, %d, %s, %d},\n"
+                 % (o["enumName"], o["mnemonic"], o["instrKind"], ck,
+                    o["other"]["enumName"], o["numOperands"], o["numResults"],
+                    ("k%sAttrs" % o["enumName"]) if o["attrs"] else "nullptr",
+                    len(o["attrs"]),
+                    ("k%sInPlace" % o["enumName"]) if o["inPlace"] else "nullptr",
+                    len(o["inPlace"])))
+    w.append("};\n")
+    out_path = os.path.join(out, "BraidOpTable.cpp.inc")
+    enums = []
+    for defname, (cls, cases) in sorted(t.enums.items()):
+        enums.append("static const char *const k%sNames[] = {%s};\n"
+                     % (cls, ", ".join('"%s"' % c[2] for c in cases)))
+    open(out_path, "w").write(HEADER + "".join(enums) + "".join(w[1:]))
+
+
+def write_decode(t, out):
+    w = [HEADER, "// The body of decodeOpAttrs(const OpInfo &info, const AttrReader &r).\n"]
+    w.append("switch (info.opcode) {\n")
+    for o in t.ops:
+        w.append("case Opcode::%s: {\n" % o["enumName"])
+        if not o["struct"]:
+            w.append("  return std::monostate();\n}\n")
+            continue
+        w.append("  %s a;\n" % o["struct"])
+        for i, a in enumerate(o["attrs"]):
+            get = {"Flag": "r.flag(%d)", "Int": "r.integer(%d)", "Float": "r.real(%d)",
+                   "Ints": "r.ints(%d)", "Strings": "r.strings(%d)", "Data": "r.data(%d)",
+                   "Enum": "%s(r.enumeration(%%d))" % a["cpp"]}[a["kind"]] % i
+            if a["kind"] == "Flag":
+                w.append("  a.%s = %s;\n" % (a["name"], get))
+            elif a["required"]:
+                w.append("  a.%s = %s;\n" % (a["name"], get))
+            else:
+                w.append("  if (r.has(%d))\n    a.%s = %s;\n" % (i, a["name"], get))
+        w.append("  return a;\n}\n")
+    w.append("}\n")
+    open(os.path.join(out, "BraidOpDecode.inc"), "w").write("".join(w))
+
+
+def write_encode(t, out):
+    w = [HEADER, "// The body of getOpcode(mlir::Operation *op).\n"]
+    w.append("static const llvm::DenseMap<mlir::TypeID, ::braid::ops::Opcode> opcodes = {\n")
+    for o in t.ops:
+        w.append("    {mlir::TypeID::get<::braid::%s>(), ::braid::ops::Opcode::%s},\n"
+                 % (o["cppClass"], o["enumName"]))
+    w.append("};\n")
+    open(os.path.join(out, "BraidOpEncode.inc"), "w").write("".join(w))
+
+
+def write_python(t, out):
+    w = ['"""%s"""\n\n' % HEADER.strip()[3:]]
+    w.append("# mnemonic -> (opcode, instruction kind, collective kind, operands, "
+             "results, attributes)\nOPS = {\n")
+    for o in t.ops:
+        w.append("    %r: (%d, %r, %r, %d, %d, %r),\n"
+                 % (o["mnemonic"], o["opcode"], o["instrKind"], o["collectiveKind"] or None,
+                    o["numOperands"], o["numResults"], tuple(a["name"] for a in o["attrs"])))
+    w.append("}\n")
+    open(os.path.join(out, "braid_ops.py"), "w").write("".join(w))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    records = json.load(open(sys.argv[1]))
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    t = Table(records)
+    write_header(t, out)
+    write_table(t, out)
+    write_decode(t, out)
+    write_encode(t, out)
+    write_python(t, out)
+
+
+if __name__ == "__main__":
+    main()

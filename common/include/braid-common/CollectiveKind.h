@@ -1,0 +1,82 @@
+//===- CollectiveKind.h - the kinds of collective and their bytes -*- C++
+//-*-===//
+//
+// One collective kind and one rule for the bytes a collective moves, shared
+// by the dialect (CollectiveOpInterface), the bucket cost of the passes and
+// the simulator. Each collective op of BraidOps.td names its kind
+// (`collectiveKind`); the generated op table carries it into the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_COMMON_COLLECTIVEKIND_H
+#define BRAID_COMMON_COLLECTIVEKIND_H
+
+#include <cstdint>
+
+namespace braid {
+
+enum class CollectiveKind : uint8_t {
+  /// Not a collective (in the op table).
+  None = 0,
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllToAll,
+  Broadcast,
+  Send,
+  Recv,
+  /// Every rank sends to the rank `offset` ahead and receives from the one
+  /// behind (braid.collective_permute).
+  Permute
+};
+
+inline const char *collectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::None:
+    return "none";
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
+  case CollectiveKind::Broadcast:
+    return "broadcast";
+  case CollectiveKind::Send:
+    return "send";
+  case CollectiveKind::Recv:
+    return "recv";
+  case CollectiveKind::Permute:
+    return "permute";
+  }
+  return "?";
+}
+
+/// The bytes a collective of `kind` moves for one rank, from the bytes of
+/// its inputs and of its results: what the cost formulas take
+/// (collectiveSeconds). An all-gather is timed by what it gathers, a
+/// receive by what it receives; every other kind by its input.
+inline uint64_t getCommBytes(CollectiveKind kind, uint64_t inputBytes,
+                             uint64_t resultBytes) {
+  switch (kind) {
+  case CollectiveKind::AllGather:
+  case CollectiveKind::Recv:
+    return resultBytes;
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllToAll:
+  case CollectiveKind::Broadcast:
+  case CollectiveKind::Send:
+  case CollectiveKind::Permute:
+    return inputBytes;
+  case CollectiveKind::None:
+    return 0;
+  }
+  return 0;
+}
+
+} // namespace braid
+
+#endif // BRAID_COMMON_COLLECTIVEKIND_H
