@@ -1,10 +1,13 @@
 # The simulator against the cost formulas, computed here independently from
 # the cluster's JSON: a step without communication takes exactly the sum of
 # its kernel times, and a step of one collective exactly the formula's time
-# (ring and tree all_reduce on 1, 8, 64 and 256 GPUs, reduce_scatter,
-# all_gather), to 1e-12 relative; two collectives on two streams share the
-# links (the sum of their times); a kernel under an all-reduce runs slower by
-# the contention factor until it ends.
+# (ring and tree all_reduce on 1, 8, 64 and 256 GPUs, reduce_scatter), to
+# 1e-12 relative; every other collective kind (all_gather, all_to_all,
+# collective_broadcast, collective_permute, send, recv) in its synchronous
+# and its start form, in a node and across nodes, to the same bound; two
+# collectives on two streams share the links (the sum of their times); a
+# kernel under an all-reduce runs slower by the contention factor until it
+# ends.
 #
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
 
@@ -51,6 +54,18 @@ def collective_seconds(c, kind, nbytes, ranks):
         tree = (base + 2 * (g - 1) * anv + 2 * math.ceil(math.log2(n)) *
                 c["tree_network_latency_us"] * 1e-6 + 2 * (g - 1) / g * s / bnv + 2 * (s / g) / bnet)
         return min((ring, "ring"), (tree, "tree"))
+    net = n > 1
+    hop = anet if net else anv
+    link = bnet if net else bnv
+    if kind == "all_to_all":
+        return base + (ranks - 1) * hop + s * max((g - 1) / ranks / bnv,
+                                                  (ranks - g) / ranks / bnet), "direct"
+    if kind == "collective_broadcast":
+        return base + (ranks - 1) * hop + s / link, "direct"
+    if kind in ("send", "recv", "collective_permute"):
+        return base + hop + s / link, "direct"
+    # reduce_scatter and all_gather: one ring pass (all_gather: s is what
+    # each rank ends with).
     return base + intra + inter, "ring"
 
 
@@ -140,6 +155,64 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
             "ok  " if ok else "FAIL", kind, nbytes, ranks, name, got["step_time"], algorithm,
             expected))
         failures += not ok
+    # 2b. Every other collective kind, synchronous (--no-overlap) and as a
+    # start and wait (the default pipeline). Bytes by braid::getCommBytes:
+    # all_gather by what it gathers, recv by what it receives, the others by
+    # their input. send and recv run over a group of two (the simulator
+    # times the group; peers matter to the cpu backend only).
+    for ranks, name in ((8, "h100-8"), (64, "h100-8x8")):
+        n = 1 << 18
+        nbytes = 4 * n
+        full, part = "tensor<%dxf32>" % n, "tensor<%dxf32>" % (n // ranks)
+        steps = {
+            "all_gather": ("%%0 = braid.all_gather %%x on @world grid_axes = [0] gather_dim = 0 "
+                           ": %s -> %s" % (part, full), part, full, nbytes),
+            "all_to_all": ("%%0 = braid.all_to_all %%x on @world grid_axes = [0] split_dim = 0 "
+                           "concat_dim = 0 : %s -> %s" % (full, full), full, full, nbytes),
+            "collective_broadcast": ("%%0 = braid.collective_broadcast %%x on @world grid_axes = [0] "
+                                     "root = 3 : %s -> %s" % (full, full), full, full, nbytes),
+            "collective_permute": ("%%0 = braid.collective_permute %%x on @world grid_axes = [0] "
+                                   "offset = 1 : %s -> %s" % (full, full), full, full, nbytes),
+        }
+        for kind, (op, itype, rtype, moved) in steps.items():
+            for flags, form in ((["--no-overlap"], "sync"), ([], "start")):
+                mlir = os.path.join(out, "%s-%d-%s.mlir" % (kind, ranks, form))
+                with open(mlir, "w") as f:
+                    f.write("shard.grid @world(shape = %d)\n"
+                            "func.func @step(%%x: %s {braid.role = #braid.role<batch \"x\">}) -> %s {\n"
+                            "  %s\n  return %%0 : %s\n}\n" % (ranks, itype, rtype, op, rtype))
+                plan = mlir.replace(".mlir", ".plan")
+                braidtest.compile_step(mlir, plan, "--cluster=" + name, *flags)
+                dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
+                started = (kind + "_start") in dump
+                got = simulate(plan, name, plan)
+                expected, _ = collective_seconds(cluster(name), kind, moved, ranks)
+                ok = (close(got["step_time"], expected) and close(got["comm_time"], expected)
+                      and started == (form == "start"))
+                print("%s %s (%s form) of %d bytes on %d GPUs: step %.12e s, formula %.12e s" % (
+                    "ok  " if ok else "FAIL", kind, form, moved, ranks, got["step_time"], expected))
+                failures += not ok
+        # send then recv, each over the group of the two ranks of a pair.
+        mlir = os.path.join(out, "send-recv-%d.mlir" % ranks)
+        pair = "tensor<%dxf32>" % n
+        with open(mlir, "w") as f:
+            f.write("""shard.grid @pairs(shape = %dx2)
+func.func @step(%%x: %s {braid.role = #braid.role<batch "x">}) -> %s {
+  braid.send %%x on @pairs grid_axes = [1] peer = 1 : %s
+  %%0 = braid.recv on @pairs grid_axes = [1] peer = 1 : %s
+  return %%0 : %s
+}
+""" % (ranks // 2, pair, pair, pair, pair, pair))
+        plan = mlir.replace(".mlir", ".plan")
+        braidtest.compile_step(mlir, plan, "--cluster=" + name, "--no-overlap")
+        got = simulate(plan, name, plan)
+        # The pair is on one node on both clusters (ranks 2k, 2k + 1).
+        t, _ = collective_seconds(cluster(name), "send", nbytes, 2)
+        ok = close(got["step_time"], 2 * t) and close(got["comm_time"], 2 * t)
+        print("%s send and recv of %d bytes in pairs of %d GPUs: step %.12e s, formula 2 x %.12e s" % (
+            "ok  " if ok else "FAIL", nbytes, ranks, got["step_time"], t))
+        failures += not ok
+
     # 3. Two collectives at once on two streams share the links: on a 2x4
     # grid, an all-reduce over each axis (different groups, so different
     # communication streams) ends after exactly the sum of their times.

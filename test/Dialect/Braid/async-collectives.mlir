@@ -75,3 +75,20 @@ func.func @no_collectives(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = braid.relu %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// Every collective kind has its start form (defm Braid_Collective), which
+// the pass builds from the synchronous op with its attributes (the group
+// over axis 1 keeps its order; the one over axis 0 may start in between).
+// CHECK-LABEL: func.func @every_kind
+// CHECK-DAG: braid.collective_permute_start %arg0 on @world grid_axes = [1] offset = 1 : tensor<8xf32> -> !braid.future<tensor<8xf32>>
+// CHECK-DAG: braid.reduce_scatter_start %arg0 on @world grid_axes = [0] reduction = sum scatter_dim = 0 : tensor<8xf32> -> !braid.future<tensor<2xf32>>
+// CHECK-DAG: braid.send_start %arg0 on @world grid_axes = [1] peer = 1 : tensor<8xf32> -> !braid.future<>
+// CHECK-DAG: braid.recv_start on @world grid_axes = [1] peer = 0 : !braid.future<tensor<8xf32>>
+// CHECK-NOT: braid.collective_permute %
+func.func @every_kind(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<2xf32>, tensor<8xf32>) {
+  %p = braid.collective_permute %x on @world grid_axes = [1] offset = 1 : tensor<8xf32> -> tensor<8xf32>
+  %s = braid.reduce_scatter %x on @world grid_axes = [0] reduction = sum scatter_dim = 0 : tensor<8xf32> -> tensor<2xf32>
+  braid.send %x on @world grid_axes = [1] peer = 1 : tensor<8xf32>
+  %r = braid.recv on @world grid_axes = [1] peer = 0 : tensor<8xf32>
+  return %p, %s, %r : tensor<8xf32>, tensor<2xf32>, tensor<8xf32>
+}

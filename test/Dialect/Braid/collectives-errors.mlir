@@ -351,3 +351,38 @@ func.func @grad_of_chunk_too_large(%w: tensor<2x2xf32> {braid.role = #braid.role
   %0 = braid.all_reduce %g on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<8xf32>
   return
 }
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @permute_type(%x: tensor<8xf32>) {
+  // expected-error @below {{yields 'tensor<8xbf16>', which differs from the input type 'tensor<8xf32>'}}
+  %0 = braid.collective_permute %x on @world grid_axes = [0] offset = 1 : tensor<8xf32> -> tensor<8xbf16>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @permute_start_future(%x: tensor<8xf32>) {
+  // expected-error @below {{yields '!braid.future<tensor<8xf32>, tensor<8xf32>>', which must hold exactly one tensor}}
+  %0 = braid.collective_permute_start %x on @world grid_axes = [0] offset = 1 : tensor<8xf32> -> !braid.future<tensor<8xf32>, tensor<8xf32>>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @permute_axis(%x: tensor<8xf32>) {
+  // expected-error @below {{grid axis 2 is out of range for grid @world of rank 2}}
+  %0 = braid.collective_permute %x on @world grid_axes = [2] offset = 1 : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_grad_of(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w">}, %x: tensor<8xf32>) {
+  // expected-error @below {{grad_of names 'x', which is not a parameter argument of @scatter_grad_of}}
+  %0 = braid.reduce_scatter %w on @world grid_axes = [0] reduction = sum scatter_dim = 0 grad_of = ["x"] : tensor<8xf32> -> tensor<2xf32>
+  return
+}

@@ -149,6 +149,10 @@ func.func @collectives(%w: tensor<16x8xf32> {braid.role = #braid.role<parameter 
   %6 = braid.all_to_all %x on @world grid_axes = [0] split_dim = 0 concat_dim = 1 : tensor<8x16xf32> -> tensor<2x64xf32>
   // CHECK: braid.collective_broadcast %{{.*}} on @world grid_axes = [0] root = 3 : tensor<8x16xf32> -> tensor<8x16xf32>
   %7 = braid.collective_broadcast %x on @world grid_axes = [0] root = 3 : tensor<8x16xf32> -> tensor<8x16xf32>
+  // CHECK: braid.collective_permute %{{.*}} on @world grid_axes = [1] offset = -1 : tensor<8x16xf32> -> tensor<8x16xf32>
+  %perm = braid.collective_permute %x on @world grid_axes = [1] offset = -1 : tensor<8x16xf32> -> tensor<8x16xf32>
+  // CHECK: braid.reduce_scatter %{{.*}} scatter_dim = 0 grad_of = ["w"] : tensor<16x8xf32> -> tensor<4x8xf32>
+  %rsg = braid.reduce_scatter %w on @world grid_axes = [0] reduction = avg scatter_dim = 0 grad_of = ["w"] : tensor<16x8xf32> -> tensor<4x8xf32>
   // CHECK: braid.send %{{.*}} on @world grid_axes = [1] peer = 1 : tensor<8x16xf32>
   braid.send %x on @world grid_axes = [1] peer = 1 : tensor<8x16xf32>
   // CHECK: braid.recv on @world grid_axes = [1] peer = 0 : tensor<8x16xf32>
@@ -175,6 +179,9 @@ func.func @async_collectives(%w: tensor<16x8xf32> {braid.role = #braid.role<para
   // CHECK: braid.collective_broadcast_start %{{.*}} root = 0 : tensor<8x16xf32> -> !braid.future<tensor<8x16xf32>>
   %f4 = braid.collective_broadcast_start %x on @world grid_axes = [0] root = 0 : tensor<8x16xf32> -> !braid.future<tensor<8x16xf32>>
   %r4 = braid.wait %f4 : !braid.future<tensor<8x16xf32>>
+  // CHECK: braid.collective_permute_start %{{.*}} offset = 1 : tensor<8x16xf32> -> !braid.future<tensor<8x16xf32>>
+  %f7 = braid.collective_permute_start %x on @world grid_axes = [0, 1] offset = 1 : tensor<8x16xf32> -> !braid.future<tensor<8x16xf32>>
+  %r7 = braid.wait %f7 : !braid.future<tensor<8x16xf32>>
   // CHECK: %[[S:.*]] = braid.send_start %{{.*}} peer = 1 : tensor<8x16xf32> -> !braid.future<>
   %f5 = braid.send_start %x on @world grid_axes = [1] peer = 1 : tensor<8x16xf32> -> !braid.future<>
   // CHECK: braid.wait %[[S]] : !braid.future<>
