@@ -8,13 +8,14 @@ bash "$root/utils/setup.sh"
 
 build="$root/build"
 if [ ! -f "$build/build.ninja" ]; then
+  mkdir -p "$build"
   cmake -G Ninja -S "$root" -B "$build" \
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DLLVM_USE_LINKER=lld \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >"$build.configure.log" 2>&1 || {
-      cat "$build.configure.log"
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >"$build/configure.log" 2>&1 || {
+      cat "$build/configure.log"
       echo "build: cmake configuration failed (log above)" >&2
       exit 1
     }

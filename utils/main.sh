@@ -13,14 +13,15 @@
 #   5. train 20 steps on 2 CPU ranks (mpirun -np 2 braid-run --backend=cpu),
 #      printing the loss of every step, and compare with PyTorch's own
 #      training on the same global batch.
-# Everything it writes goes to build/main/.
+# Everything it writes goes to build/main/ (or $BRAID_MAIN_OUT).
 #
 # Usage: utils/main.sh [SPEC]   SPEC as for `python3 -m braid.export`
 #                               (default examples/pytorch/gpt.py)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 spec=${1:-$root/examples/pytorch/gpt.py}
-main="$root/build/main"
+main=${BRAID_MAIN_OUT:-$root/build/main}
+shown=${main#"$root"/} # as the commands below print it
 bin="$root/build/bin"
 python=/usr/bin/python3 # Debian's, which sees Debian's torch and numpy
 export PYTHONPATH="$root/python"
@@ -34,13 +35,13 @@ bash "$root/utils/build.sh"
 mkdir -p "$main"
 
 stage 2 "export $(basename "$spec") with braid.export (PyTorch -> braid IR)"
-echo "\$ python3 -m braid.export $spec -o build/main/step64 --world-size $ranks"
+echo "\$ python3 -m braid.export $spec -o $shown/step64 --world-size $ranks"
 $python -m braid.export "$spec" -o "$main/step64" --world-size $ranks | sed 's/^/  /'
-echo "\$ python3 -m braid.export $spec -o build/main/step2 --world-size 2"
+echo "\$ python3 -m braid.export $spec -o $shown/step2 --world-size 2"
 $python -m braid.export "$spec" -o "$main/step2" --world-size 2 | sed 's/^/  /'
 
 stage 3 "compile for $cluster and print the schedule"
-echo "\$ braid-compile build/main/step64.mlir --cluster=$cluster --emit=mlir -o build/main/step64.scheduled.mlir"
+echo "\$ braid-compile $shown/step64.mlir --cluster=$cluster --emit=mlir -o $shown/step64.scheduled.mlir"
 "$bin/braid-compile" "$main/step64.mlir" --cluster=$cluster --report --emit=mlir \
   -o "$main/step64.scheduled.mlir" 2>&1 | sed -n 's/^.*remark: /  /p'
 $python -m braid.schedule "$main/step64.scheduled.mlir" | sed 's/^/  /'
@@ -71,9 +72,9 @@ $python -m braid.timeline "$main/sim-braid.trace.json" -o "$main/timeline.png" -
   --title "$(basename "$spec" .py), $ranks ranks on $cluster, braid's schedule" | sed 's/^/  /'
 
 stage 5 "train 20 steps on 2 CPU ranks"
-echo "\$ braid-compile build/main/step2.mlir -o build/main/step2.plan"
+echo "\$ braid-compile $shown/step2.mlir -o $shown/step2.plan"
 "$bin/braid-compile" "$main/step2.mlir" -o "$main/step2.plan"
-echo "\$ mpirun -np 2 braid-run --backend=cpu build/main/step2.plan --params build/main/step2.npz --data build/main/step2.batch.npz --steps 20"
+echo "\$ mpirun -np 2 braid-run --backend=cpu $shown/step2.plan --params $shown/step2.npz --data $shown/step2.batch.npz --steps 20"
 mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/braid-run" --backend=cpu \
   "$main/step2.plan" --params "$main/step2.npz" --data "$main/step2.batch.npz" \
   --steps 20 --save "$main/trained.npz" | tee "$main/train.txt" | sed -u 's/^/  /'
@@ -95,4 +96,4 @@ print("  the loss fell from %.6f to %.6f; PyTorch on the same global batch: %.6f
                                                                ref[-1], worst))
 PY
 echo
-echo "done in $((SECONDS - start)) s; outputs in build/main/ (timeline.png, step64.scheduled.mlir, sim-*.json, trained.npz)"
+echo "done in $((SECONDS - start)) s; outputs in $shown/ (timeline.png, step64.scheduled.mlir, sim-*.json, trained.npz)"
