@@ -16,6 +16,7 @@
 
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/Passes.h"
+#include "braid/Dialect/Braid/Pipelines.h"
 #include "braid/Target/Plan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -66,12 +67,18 @@ static cl::opt<std::string>
                      "JSON file (default: the input module's braid.cluster, "
                      "else h100-8); the plan records it"),
             cl::cat(category));
-static cl::opt<std::string> schedule(
-    "schedule",
-    cl::desc("braid (default): braid's overlap schedule; ddp: PyTorch DDP's "
-             "(25 MiB buckets, 1 MiB first, optimizer after every wait); "
-             "naive: one all-reduce after the backward"),
-    cl::init("braid"), cl::cat(category));
+static cl::opt<braid::OverlapSchedule> schedule(
+    "schedule", cl::desc("The schedule to make"),
+    cl::init(braid::OverlapSchedule::Braid),
+    cl::values(
+        clEnumValN(braid::OverlapSchedule::Braid, "braid",
+                   "braid's overlap schedule (default)"),
+        clEnumValN(braid::OverlapSchedule::Ddp, "ddp",
+                   "PyTorch DDP's (25 MiB buckets, 1 MiB first, optimizer "
+                   "after every wait)"),
+        clEnumValN(braid::OverlapSchedule::Naive, "naive",
+                   "one all-reduce after the backward")),
+    cl::cat(category));
 static cl::opt<double>
     firstBucketCapMb("first-bucket-cap-mb",
                      cl::desc("Cap of the first gradient bucket in MB"),
@@ -102,39 +109,21 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "braid-compile: a training step to a plan\n");
 
-  if (commStreams < 1 || commStreams > 64) {
-    llvm::errs() << "braid-compile: error: --comm-streams must be in 1..64, "
-                    "got "
-                 << commStreams.getValue() << "\n";
-    return 2;
-  }
-  double cap = 0;
-  if (bucketCapMb != "auto" &&
-      (StringRef(bucketCapMb).getAsDouble(cap) || !(cap > 0))) {
+  // The options are checked once, by the passes they reach; only the
+  // command line's own forms are checked here.
+  bool autoCap = bucketCapMb == "auto";
+  double cap = 25;
+  if (!autoCap && StringRef(bucketCapMb).getAsDouble(cap)) {
     llvm::errs() << "braid-compile: error: --bucket-cap-mb must be a "
-                    "positive number or 'auto', got '"
+                    "number of MiB or 'auto', got '"
                  << bucketCapMb << "'\n";
     return 2;
   }
-  if (!(firstBucketCapMb > 0)) {
-    llvm::errs() << "braid-compile: error: bucket caps must be positive\n";
-    return 2;
-  }
-  if (schedule != "braid" && schedule != "ddp" && schedule != "naive") {
-    llvm::errs() << "braid-compile: error: --schedule must be braid, ddp or "
-                    "naive, got '"
-                 << schedule << "'\n";
-    return 2;
-  }
-  if (noOverlap && schedule != "braid") {
+  if (noOverlap && schedule.getNumOccurrences()) {
     llvm::errs() << "braid-compile: error: --no-overlap keeps the written "
                     "schedule; it does not go with --schedule\n";
     return 2;
   }
-  // DDP's own settings, unless given.
-  std::string capText = bucketCapMb;
-  if (schedule == "ddp" && bucketCapMb.getNumOccurrences() == 0)
-    capText = "25";
 
   // --mlir-timing times parsing, each pass, verification and output.
   DefaultTimingManager tm;
@@ -175,17 +164,22 @@ int main(int argc, char **argv) {
   (*module)->setAttr(braid::BraidDialect::kClusterAttrName,
                      StringAttr::get(&context, clusterName));
 
-  std::string pipeline;
-  if (!noOverlap) {
-    llvm::raw_string_ostream os(pipeline);
-    os << "braid-overlap{comm-streams=" << commStreams.getValue()
-       << " bucket-cap-mb=" << capText << " schedule=" << schedule.getValue()
-       << " first-bucket-cap-mb=" << firstBucketCapMb.getValue()
-       << " verify=false" << (report ? " report=true" : "") << "},";
+  braid::OverlapPipelineOptions overlap;
+  overlap.schedule = schedule;
+  overlap.commStreams = commStreams;
+  overlap.firstBucketCapMb = firstBucketCapMb;
+  overlap.report = report;
+  if (schedule == braid::OverlapSchedule::Ddp &&
+      bucketCapMb.getNumOccurrences() == 0) {
+    // DDP's own bucket cap, unless given.
+    overlap.bucketCapMb = 25;
+  } else {
+    overlap.autoBucketCap = autoCap;
+    overlap.bucketCapMb = cap;
   }
-  pipeline += report ? "braid-plan-memory{report=true}" : "braid-plan-memory";
-  // Checks the schedule again, now with the memory plan.
-  pipeline += ",braid-verify-schedule";
+  braid::CompilePipelineOptions compile;
+  compile.overlap = !noOverlap;
+  compile.report = report;
   PassManager pm(&context);
   // The input is verified by the parser; the passes are trusted to keep it
   // valid (the test suite compiles with --verify-each, which verifies after
@@ -195,8 +189,7 @@ int main(int argc, char **argv) {
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
   pm.enableTiming(timing);
-  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
-    return 1;
+  braid::buildCompilePipeline(pm, overlap, compile);
   if (failed(pm.run(*module)))
     return 1;
   TimingScope outputTiming = timing.nest("Output");

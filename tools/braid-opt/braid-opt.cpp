@@ -7,6 +7,7 @@
 
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/Passes.h"
+#include "braid/Dialect/Braid/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
                   mlir::shard::ShardDialect, mlir::tensor::TensorDialect>();
   mlir::registerTransformsPasses();
   braid::registerBraidPasses();
+  braid::registerBraidPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "braid optimizer driver\n", registry));
 }

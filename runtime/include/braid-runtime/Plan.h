@@ -64,7 +64,7 @@ struct Instr {
   /// The attributes of an op whose struct is `T` (the loader made `attrs`
   /// the struct of `opcode`).
   template <typename T> const T &as() const { return std::get<T>(attrs); }
-  /// The op's name ("all_reduce_start").
+  /// The op's mnemonic without the dialect prefix, such as all_reduce_start.
   const char *name() const { return info ? info->name : "?"; }
   /// A collective's kind (None for other ops).
   CollectiveKind collective() const {

@@ -4,9 +4,10 @@
 // RUN: not braid-opt %s --braid-bucket-gradients=bucket-cap-mb=lots 2>&1 | FileCheck %s --check-prefix=WORD
 // RUN: braid-opt %s --split-input-file --verify-diagnostics --braid-bucket-gradients
 
-// CAP: error: bucket-cap-mb must be a positive number of MiB or 'auto', but is '0'
+// CAP: error: bucket-cap-mb must be a positive number of MiB, but is 0
 // FIRST: error: first-bucket-cap-mb must be positive, but is -1
-// WORD: error: bucket-cap-mb must be a positive number of MiB or 'auto', but is 'lots'
+// The option is a number: the option parser names a word.
+// WORD: for the --bucket-cap-mb option: 'lots' value invalid for floating point argument
 // TINY: error: bucket-cap-mb and first-bucket-cap-mb must be at least one byte
 
 // expected-error @below {{braid scheduling needs a function body of one block, but @two_blocks has 2}}

@@ -65,13 +65,13 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
     backward (at or before the last gradient producer) is left alone, and so
     is every collective without `grad_of`.
 
-    With `bucket-cap-mb=auto` the cost model of `cluster` (a preset such as
+    With `auto-bucket-cap` the cost model of `cluster` (a preset such as
     `h100-8x8`, or a JSON file; docs/CostModel.md) places every bucket end,
     the first too: dynamic programming over where buckets end, in ready
     order, minimising the predicted end of the step (each bucket starts
     when its last gradient is ready and the previous one is done, and slows
     the compute it overlaps). Bucket sizes then differ from bucket to
-    bucket. `split-large` does not combine with `auto`.
+    bucket. `split-large` does not combine with `auto-bucket-cap`.
 
     The bucket count and sizes are pass statistics (`--mlir-pass-statistics`,
     in an MLIR built with statistics; Debian's is not) and, with `report`, a
@@ -97,16 +97,18 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"bucketCapMb", "bucket-cap-mb", "std::string", /*default=*/"\"25\"",
-           "Most MiB of gradients in one bucket, or 'auto': sizes chosen "
-           "from the cost model of `cluster`">,
+    Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
+           "Most MiB of gradients in one bucket (inf: no cap)">,
+    Option<"autoBucketCap", "auto-bucket-cap", "bool", /*default=*/"false",
+           "Choose the bucket sizes from the cost model of `cluster` "
+           "(bucket-cap-mb is then not used)">,
     Option<"firstBucketCapMb", "first-bucket-cap-mb", "double",
            /*default=*/"1.0",
            "Most MiB of gradients in the first bucket of each group">,
     Option<"splitLarge", "split-large", "bool", /*default=*/"false",
            "Cut gradients larger than the cap into chunks of at most the cap">,
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
-           "The cluster bucket-cap-mb=auto optimizes for: a preset name or "
+           "The cluster auto-bucket-cap optimizes for: a preset name or "
            "a JSON file (default: the module's braid.cluster, else h100-8)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Report the buckets of each function as a remark">
@@ -346,68 +348,6 @@ def PlanMemory : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
               "Arena bytes, summed over functions">,
     Statistic<"totalBufferBytes", "total-buffer-bytes",
               "Bytes of all buffers before sharing, summed over functions">
-  ];
-}
-
-def Overlap : Pass<"braid-overlap", "mlir::ModuleOp"> {
-  let summary = "The overlap pipeline: bucket, async, schedule, assign streams, verify";
-  let description = [{
-    Runs `braid-bucket-gradients`, `braid-async-collectives`,
-    `braid-schedule`, `braid-assign-streams` and `braid-verify-schedule`,
-    forwarding the options below to the pass they belong to. The pipeline is
-    idempotent. docs/Overlap.md shows the MLP step before and after.
-
-    `schedule` picks the kind of schedule: `braid` (the above), `ddp`
-    (`braid-schedule ddp=true`: program order, every wait before the first
-    optimizer update, as PyTorch DDP runs) or `naive` (one synchronous
-    all-reduce per group after the backward: bucket caps of infinity, no
-    async-collectives, no schedule). The overlap benchmark compares the
-    three (docs/Benchmarks.md).
-
-    Before: per-gradient synchronous all-reduces, the optimizer at the end.
-    ```mlir
-    %dw = braid.matmul ...
-    %r = braid.all_reduce %dw on @world grid_axes = [0] reduction = avg grad_of = ["w"]
-    ...
-    %n:2 = braid.sgd %w, %r, %m ...
-    ```
-    After: buckets started on a communication stream as soon as their
-    gradients exist, waited on the compute stream just before their
-    optimizer updates.
-    ```mlir
-    %dw = braid.matmul ... {braid.stream = #braid.stream<compute, 0>}
-    %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
-    braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
-    %f = braid.all_reduce_start %dw, ... {braid.stream = #braid.stream<comm, 0>, bucket_bytes = ..., bucket_index = 0}
-    ...
-    %r:2 = braid.wait %f {braid.stream = #braid.stream<compute, 0>}
-    %n:2 = braid.sgd %w, %r#0, %m ... {braid.stream = #braid.stream<compute, 0>}
-    ```
-  }];
-  let options = [
-    Option<"bucketCapMb", "bucket-cap-mb", "std::string", /*default=*/"\"25\"",
-           "Most MiB of gradients in one bucket, or 'auto'">,
-    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
-           "The cluster for bucket-cap-mb=auto (default: the module's "
-           "braid.cluster, else h100-8)">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"braid\"",
-           "braid (bucket, start early, reorder, optimizer per bucket), ddp "
-           "(bucket, start early, optimizer after every wait, no reordering) "
-           "or naive (one all-reduce after the backward)">,
-    Option<"firstBucketCapMb", "first-bucket-cap-mb", "double",
-           /*default=*/"1.0",
-           "Most MiB of gradients in the first bucket of each group">,
-    Option<"splitLarge", "split-large", "bool", /*default=*/"false",
-           "Cut gradients larger than the cap into chunks of at most the cap">,
-    Option<"maxLiveIncrease", "max-live-increase", "double", /*default=*/"10.0",
-           "Largest allowed increase of peak live bytes, in percent">,
-    Option<"commStreams", "comm-streams", "unsigned", /*default=*/"1",
-           "Number of communication streams (1 to 64)">,
-    Option<"verify", "verify", "bool", /*default=*/"true",
-           "End with braid-verify-schedule (braid-compile runs it once, "
-           "after the memory plan)">,
-    Option<"report", "report", "bool", /*default=*/"false",
-           "Report buckets and peak live bytes as remarks">
   ];
 }
 

@@ -63,8 +63,8 @@ struct BucketGradientsPass
   using BucketGradientsBase::BucketGradientsBase;
 
   void runOnOperation() override {
-    double capMb = 0;
-    autoSize = bucketCapMb == "auto";
+    double capMb = bucketCapMb;
+    autoSize = autoBucketCap;
     if (autoSize) {
       FailureOr<cost::Cluster> loaded = loadClusterFor(getOperation(), cluster);
       if (failed(loaded))
@@ -72,23 +72,14 @@ struct BucketGradientsPass
       costs = *loaded;
       if (splitLarge) {
         getOperation().emitError()
-            << "split-large does not go with bucket-cap-mb=auto";
+            << "split-large does not go with auto-bucket-cap";
         return signalPassFailure();
       }
       capMb = INFINITY;
-    } else {
-      StringRef text = bucketCapMb;
-      if (text.getAsDouble(capMb, /*AllowInexact=*/true) &&
-          text.lower() != "inf")
-        capMb = NAN;
-      else if (text.lower() == "inf")
-        capMb = INFINITY;
-    }
-    if (!(capMb > 0)) {
+    } else if (!(capMb > 0)) {
       getOperation().emitError()
-          << "bucket-cap-mb must be a positive number of MiB or 'auto', "
-             "but is '"
-          << bucketCapMb << "'";
+          << "bucket-cap-mb must be a positive number of MiB, but is "
+          << bucketCapMb;
       return signalPassFailure();
     }
     if (!(firstBucketCapMb > 0)) {

@@ -1,0 +1,104 @@
+//===- Pipelines.h - braid's pass pipelines ---------------------*- C++ -*-===//
+//
+// The two pipelines, with typed options: braid-overlap (bucket, start early,
+// schedule, assign streams, verify) and the default pipeline of
+// braid-compile (braid-overlap, then the memory plan and a last check).
+// braid-opt registers braid-overlap; braid-compile fills the same options
+// from its command line and calls buildCompilePipeline. Each option is
+// checked once, by the pass it reaches (the enum by its parser).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_PIPELINES_H
+#define BRAID_DIALECT_BRAID_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace braid {
+
+/// The schedules braid-overlap makes.
+enum class OverlapSchedule {
+  /// Bucket, start early, reorder, each bucket's updates after its wait.
+  Braid,
+  /// PyTorch DDP's: bucket, start early, every wait before the updates.
+  Ddp,
+  /// One synchronous all-reduce per group after the backward.
+  Naive
+};
+
+struct OverlapPipelineOptions
+    : public mlir::PassPipelineOptions<OverlapPipelineOptions> {
+  Option<OverlapSchedule> schedule{
+      *this, "schedule", llvm::cl::desc("The kind of schedule"),
+      llvm::cl::init(OverlapSchedule::Braid),
+      llvm::cl::values(
+          clEnumValN(OverlapSchedule::Braid, "braid",
+                     "bucket, start early, reorder, optimizer per bucket"),
+          clEnumValN(OverlapSchedule::Ddp, "ddp",
+                     "bucket, start early, optimizer after every wait, no "
+                     "reordering (PyTorch DDP)"),
+          clEnumValN(OverlapSchedule::Naive, "naive",
+                     "one all-reduce per group after the backward"))};
+  Option<double> bucketCapMb{
+      *this, "bucket-cap-mb",
+      llvm::cl::desc("Most MiB of gradients in one bucket (inf: no cap)"),
+      llvm::cl::init(25.0)};
+  Option<bool> autoBucketCap{
+      *this, "auto-bucket-cap",
+      llvm::cl::desc("Size the buckets from the cost model of `cluster` "
+                     "(bucket-cap-mb is then not used)"),
+      llvm::cl::init(false)};
+  Option<std::string> cluster{
+      *this, "cluster",
+      llvm::cl::desc("The cluster for auto-bucket-cap (default: the "
+                     "module's braid.cluster, else h100-8)"),
+      llvm::cl::init("")};
+  Option<double> firstBucketCapMb{
+      *this, "first-bucket-cap-mb",
+      llvm::cl::desc("Most MiB of gradients in the first bucket of each group"),
+      llvm::cl::init(1.0)};
+  Option<bool> splitLarge{
+      *this, "split-large",
+      llvm::cl::desc(
+          "Cut gradients larger than the cap into chunks of at most the cap"),
+      llvm::cl::init(false)};
+  Option<double> maxLiveIncrease{
+      *this, "max-live-increase",
+      llvm::cl::desc("Largest allowed increase of peak live bytes, in percent"),
+      llvm::cl::init(10.0)};
+  Option<unsigned> commStreams{
+      *this, "comm-streams",
+      llvm::cl::desc("Number of communication streams (1 to 64)"),
+      llvm::cl::init(1)};
+  Option<bool> verify{
+      *this, "verify",
+      llvm::cl::desc("End with braid-verify-schedule (braid-compile runs it "
+                     "once, after the memory plan)"),
+      llvm::cl::init(true)};
+  Option<bool> report{
+      *this, "report",
+      llvm::cl::desc("Report buckets and peak live bytes as remarks"),
+      llvm::cl::init(false)};
+};
+
+/// Adds braid-overlap's passes, configured by `options`, to `pm`.
+void buildOverlapPipeline(mlir::OpPassManager &pm,
+                          const OverlapPipelineOptions &options);
+
+/// What braid-compile runs: braid-overlap (unless `overlap` is false: the
+/// schedule as written), braid-plan-memory and braid-verify-schedule.
+struct CompilePipelineOptions {
+  bool overlap = true;
+  bool report = false;
+};
+void buildCompilePipeline(mlir::OpPassManager &pm,
+                          const OverlapPipelineOptions &overlapOptions,
+                          const CompilePipelineOptions &options);
+
+/// Registers braid-overlap with braid-opt's pass pipelines.
+void registerBraidPipelines();
+
+} // namespace braid
+
+#endif // BRAID_DIALECT_BRAID_PIPELINES_H

@@ -1,0 +1,77 @@
+//===- Pipelines.cpp - braid-overlap and braid-compile's pipeline ---------===//
+//
+// braid-overlap runs bucket-gradients, async-collectives, schedule,
+// assign-streams and verify-schedule; its schedule option picks the kind
+// (docs/Overlap.md shows the MLP step before and after, docs/Benchmarks.md
+// compares the three). The pipeline is idempotent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/Pipelines.h"
+#include "braid/Dialect/Braid/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace braid;
+
+/// braid-overlap's passes, ending with braid-verify-schedule if `verify`.
+static void addOverlapPasses(OpPassManager &pm,
+                             const OverlapPipelineOptions &options,
+                             bool verify) {
+  bool naive = options.schedule == OverlapSchedule::Naive;
+  BucketGradientsOptions bucket;
+  bucket.bucketCapMb = options.bucketCapMb;
+  bucket.autoBucketCap = options.autoBucketCap;
+  bucket.firstBucketCapMb = options.firstBucketCapMb;
+  bucket.splitLarge = options.splitLarge;
+  bucket.cluster = options.cluster;
+  bucket.report = options.report;
+  if (naive) {
+    // One bucket per group, reduced synchronously after the backward.
+    bucket.bucketCapMb = INFINITY;
+    bucket.autoBucketCap = false;
+    bucket.firstBucketCapMb = INFINITY;
+    bucket.splitLarge = false;
+  }
+  pm.addPass(createBucketGradients(bucket));
+  if (!naive) {
+    pm.addPass(createAsyncCollectives());
+    ScheduleOptions schedule;
+    schedule.maxLiveIncrease = options.maxLiveIncrease;
+    schedule.ddp = options.schedule == OverlapSchedule::Ddp;
+    schedule.report = options.report;
+    pm.addPass(createSchedule(schedule));
+  }
+  AssignStreamsOptions streams;
+  streams.commStreams = options.commStreams;
+  pm.addPass(createAssignStreams(streams));
+  if (verify)
+    pm.addPass(createVerifySchedule());
+}
+
+void braid::buildOverlapPipeline(OpPassManager &pm,
+                                 const OverlapPipelineOptions &options) {
+  addOverlapPasses(pm, options, options.verify);
+}
+
+void braid::buildCompilePipeline(OpPassManager &pm,
+                                 const OverlapPipelineOptions &overlapOptions,
+                                 const CompilePipelineOptions &options) {
+  if (options.overlap)
+    // The schedule is checked once, below, with the memory plan.
+    addOverlapPasses(pm, overlapOptions, /*verify=*/false);
+  PlanMemoryOptions memory;
+  memory.report = options.report;
+  pm.addPass(createPlanMemory(memory));
+  pm.addPass(createVerifySchedule());
+}
+
+void braid::registerBraidPipelines() {
+  PassPipelineRegistration<OverlapPipelineOptions>(
+      "braid-overlap",
+      "The overlap pipeline: bucket, async, schedule, assign streams, verify",
+      buildOverlapPipeline);
+}
