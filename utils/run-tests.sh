@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds braid (and the runtime's sanitizer and fuzzer variants) and runs
-# every test suite: the regression tests (test/) and the
-# integration tests (integration_test/). Ends with one line
+# every test suite: the unit tests (unittests/, googletest), the regression
+# tests (test/) and the integration tests (integration_test/). Ends with one line
 # `N passed, N failed, N skipped` summed over all suites, and exits non-zero if
 # any test failed.
 #
@@ -16,7 +16,7 @@ bash "$root/utils/build-runtime-variants.sh" || { echo "0 passed, 1 failed"; exi
 
 status=0
 results=()
-for suite in test integration_test; do
+for suite in unittests test integration_test; do
   xml="$build/$suite-results.xml"
   rm -f "$xml"
   echo "== lit: $suite"

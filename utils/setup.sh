@@ -10,8 +10,9 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # Build tools: clang-14 + lld with ninja is the fastest build here.
   cmake ninja-build clang-14 lld
-  # The format check of the test suite (clang-format over `git ls-files`).
-  clang-format-14 git
+  # The format check of the test suite (clang-format over `git ls-files`);
+  # the unit tests (googletest).
+  clang-format-14 git libgtest-dev
   # lit runs under Debian's python3; the runtime tests compare with numpy.
   python3 python3-numpy
   # The runtime: the plan format (FlatBuffers, zlib's crc32), BLAS, MPI,

@@ -10,6 +10,7 @@
 
 #include "braid/Target/Plan.h"
 
+#include "braid/Dialect/Braid/Analysis/CollectiveGroup.h"
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 
@@ -160,7 +161,7 @@ private:
   std::vector<fb::Offset<plan::Buffer>> buffers;
   llvm::DenseMap<Value, uint32_t> bufferIds;
   std::vector<fb::Offset<plan::Group>> groups;
-  llvm::StringMap<int> groupIds;
+  llvm::DenseMap<CollectiveGroup, int> groupIds;
   llvm::StringMap<int64_t> gridSizes;
   int64_t worldSize = 0;
 };
@@ -181,11 +182,7 @@ LogicalResult PlanWriter::addBuffer(Value value, int64_t offset,
 }
 
 FailureOr<int> PlanWriter::getGroup(CollectiveOpInterface op) {
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  os << op.getGridAttr().getValue() << "[";
-  llvm::interleaveComma(op.getGridAxes(), os);
-  os << "]";
+  CollectiveGroup key = CollectiveGroup::of(op);
   auto it = groupIds.find(key);
   if (it != groupIds.end())
     return it->second;

@@ -8,12 +8,13 @@
 
 #include "ScheduleUtils.h"
 
+#include "braid/Dialect/Braid/Analysis/StreamOrder.h"
+
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
 
 #define DEBUG_TYPE "braid-assign-streams"
 
@@ -63,49 +64,45 @@ void AssignStreamsPass::runOnBlock(Block &body) {
   if (llvm::any_of(ops, [](Operation *op) { return getStreamIndex(op); }))
     return; // Already assigned: the pass is idempotent.
 
-  llvm::StringMap<unsigned> groupIndex;
+  DenseMap<CollectiveGroup, unsigned> groupIndex;
   auto streamOf = [&](Operation *op) -> unsigned {
     auto collective = dyn_cast<CollectiveOpInterface>(op);
     if (!collective)
       return 0;
     unsigned group =
-        groupIndex.try_emplace(getGroupKey(collective), groupIndex.size())
+        groupIndex
+            .try_emplace(CollectiveGroup::of(collective), groupIndex.size())
             .first->second;
     return 1 + group % commStreams;
   };
 
-  // Per op: its stream, its position, and the clock of its stream after it.
-  DenseMap<Operation *, unsigned> streamOfOp, positionOf;
-  DenseMap<Operation *, VectorClock> clockAfter;
+  StreamOrder order;
   DenseMap<Operation *, Value> eventAfter;
-  SmallVector<VectorClock> clock(numStreams, VectorClock(numStreams, 0));
-  unsigned position = 0;
-
   for (Operation *op : ops) {
     unsigned s = streamOf(op);
     op->setAttr(BraidDialect::kStreamAttrName, getStreamAttr(context, s));
     // A wait orders its stream after the collective.
     if (auto wait = dyn_cast<WaitOp>(op))
       if (Operation *start = wait.getFuture().getDefiningOp())
-        if (auto it = clockAfter.find(start); it != clockAfter.end())
-          mergeInto(clock[s], it->second);
-    // The latest producer on each other stream that this op reads from.
+        order.waitFor(s, start);
+    // The latest producer on each other stream that this op reads from and
+    // that is not yet ordered before it.
     SmallVector<Operation *> needed(numStreams, nullptr);
     for (Value operand : op->getOperands()) {
       if (isa<FutureType, EventType>(operand.getType()))
         continue;
       Operation *producer = operand.getDefiningOp();
-      if (!producer || !streamOfOp.count(producer))
+      std::optional<unsigned> t =
+          producer ? order.getStream(producer) : std::nullopt;
+      if (!t || *t == s)
         continue; // Block arguments are ready before the step starts.
-      unsigned t = streamOfOp[producer];
-      if (t == s)
-        continue;
-      if (clock[s][t] >= positionOf[producer]) {
+      if (order.isOrderedBefore(producer, s)) {
         ++numElided;
         continue;
       }
-      if (!needed[t] || positionOf[needed[t]] < positionOf[producer])
-        needed[t] = producer;
+      if (!needed[*t] ||
+          order.getPosition(needed[*t]) < order.getPosition(producer))
+        needed[*t] = producer;
     }
     for (unsigned t = 0; t < numStreams; ++t) {
       Operation *producer = needed[t];
@@ -123,13 +120,10 @@ void AssignStreamsPass::runOnBlock(Block &body) {
       auto waitEvent = WaitEventOp::create(builder, op->getLoc(), event);
       waitEvent->setAttr(BraidDialect::kStreamAttrName,
                          getStreamAttr(context, s));
-      mergeInto(clock[s], clockAfter[producer]);
+      order.waitFor(s, producer);
       ++numEvents;
     }
-    clock[s][s] = ++position;
-    streamOfOp[op] = s;
-    positionOf[op] = position;
-    clockAfter[op] = clock[s];
+    order.issue(op, s);
   }
 }
 

@@ -86,11 +86,12 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
 
   // 2. Hoist each start after the last producer of its operands and after
   // the previous start of its group, which keeps each group's issue order.
-  llvm::StringMap<Operation *> previousStart;
+  DenseMap<CollectiveGroup, Operation *> previousStart;
   DenseMap<Operation *, Operation *> lastPlaced;
   unsigned placed = 0;
   for (auto [start, wait] : splits) {
-    std::string group = getGroupKey(cast<CollectiveOpInterface>(start));
+    CollectiveGroup group =
+        CollectiveGroup::of(cast<CollectiveOpInterface>(start));
     Operation *anchor = previousStart.lookup(group);
     for (Value operand : start->getOperands()) {
       Operation *producer = operand.getDefiningOp();

@@ -6,7 +6,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "CostUtils.h"
+
 #include "ScheduleUtils.h"
+#include "braid-common/BucketPlan.h"
 
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/Passes.h"
@@ -51,6 +53,15 @@ struct GroupState {
   Bucket open;
   unsigned closed = 0;
 };
+
+/// Gradients share a bucket only with the same group, reduction and element
+/// type: one collective call reduces them all.
+using BucketKey = std::tuple<CollectiveGroup, unsigned, Type>;
+
+BucketKey getBucketKey(AllReduceOp op) {
+  return {CollectiveGroup::of(cast<CollectiveOpInterface>(op.getOperation())),
+          unsigned(op.getReduction()), getElementTypeOrSelf(op.getInputs()[0])};
+}
 
 /// A gradient cut into chunks: the pieces, and the bucket results to join.
 struct SplitGradient {
@@ -152,112 +163,32 @@ BucketGradientsPass::autoBoundaries(Block &body,
     return seconds;
   };
   // Group the gradients as buckets are grouped, keeping ready order.
-  llvm::StringMap<SmallVector<AllReduceOp>> groups;
-  SmallVector<std::string> order;
+  DenseMap<BucketKey, SmallVector<AllReduceOp>> groups;
+  SmallVector<BucketKey> order;
   for (AllReduceOp op : gradients) {
-    std::string key =
-        getGroupKey(cast<CollectiveOpInterface>(op.getOperation())) + " " +
-        stringifyReductionKind(op.getReduction()).str() + " ";
-    llvm::raw_string_ostream(key) << getElementTypeOrSelf(op.getInputs()[0]);
+    BucketKey key = getBucketKey(op);
     if (!groups.count(key))
       order.push_back(key);
     groups[key].push_back(op);
   }
   DenseSet<Operation *> boundaries;
-  for (const std::string &key : order) {
+  for (const BucketKey &key : order) {
     SmallVector<AllReduceOp> grads = groups[key];
-    size_t m = grads.size();
-    // A bucket of gradients (i, j] starts when its last gradient is ready
-    // and the previous bucket is done (one stream serializes a group), and
-    // takes the collective's time. done[j]: the earliest end of the buckets
-    // covering the first j gradients; the last bucket adds the optimizer
-    // work that waits for it. O(m * window).
-    std::vector<double> ready(m), update(m);
-    std::vector<uint64_t> prefix(m + 1, 0);
-    for (size_t k = 0; k < m; ++k) {
-      ready[k] = readyOf(grads[k]);
-      update[k] = updateOf(grads[k]);
-      prefix[k + 1] =
-          prefix[k] + getTensorBytes(grads[k].getInputs()[0].getType());
+    // The dynamic program over where buckets end (braid-common/BucketPlan.h).
+    cost::BucketProblem problem;
+    for (AllReduceOp grad : grads) {
+      problem.ready.push_back(readyOf(grad));
+      problem.update.push_back(updateOf(grad));
+      problem.bytes.push_back(getTensorBytes(grad.getInputs()[0].getType()));
     }
-    // The all-reduce of `bytes` in this group (all share one group).
+    // The all-reduce of this group (all share one group).
     cost::GroupShape shape = getGroupShape(
         cast<CollectiveOpInterface>(grads[0].getOperation()), costs);
-    std::vector<cost::AffineCost> algorithms =
+    problem.algorithms =
         cost::collectiveAlgorithms(costs, CollectiveKind::AllReduce, shape);
-    auto seconds = [&](uint64_t bytes) {
-      double best = INFINITY;
-      for (const cost::AffineCost &a : algorithms)
-        best = std::min(best, a.at(double(bytes)));
-      return best;
-    };
-    // Communication that overlaps compute slows it: by a / (1 + a) of
-    // its time (compute runs at 1 / (1 + a) meanwhile), so every bucket
-    // delays the gradients after it; and it runs 1 + b times slower.
-    double a = costs.computeSlowdownDuringComm;
-    double slow = a / (1 + a), stretch = 1 + costs.commSlowdownDuringCompute;
-    constexpr size_t window = 256;
-    // The model's step end for buckets ending at `ends` (ascending): each
-    // starts when its last gradient is ready (later by the slowdown that
-    // the buckets before it caused) and the previous bucket is done; the
-    // last one adds its optimizer work.
-    auto evaluate = [&](ArrayRef<size_t> ends) {
-      double commEnd = 0, busy = 0;
-      size_t begin = 0;
-      for (size_t j : ends) {
-        double t = seconds(prefix[j] - prefix[begin]) * stretch;
-        commEnd = std::max(commEnd, ready[j - 1] + slow * busy) + t;
-        busy += t;
-        if (j == m)
-          for (size_t k = begin; k < m; ++k)
-            commEnd += update[k];
-        begin = j;
-      }
-      return commEnd;
-    };
-    // Dynamic programming over where buckets end, O(m * window): the key
-    // of a prefix is its buckets' end plus lambda times their busy time, so
-    // lambda trades starting early (small buckets) against fewer, cheaper
-    // collectives; a few lambdas are tried and the model picks.
-    // The last bucket's end counts the optimizer work that waits for it,
-    // as in `evaluate`: that is what a small last bucket saves.
-    std::vector<double> updateFrom(m + 1, 0);
-    for (size_t k = m; k > 0; --k)
-      updateFrom[k - 1] = updateFrom[k] + update[k - 1];
-    auto partition = [&](double lambda) {
-      std::vector<double> done(m + 1, 0), busy(m + 1, 0);
-      std::vector<size_t> from(m + 1, 0);
-      for (size_t j = 1; j <= m; ++j) {
-        double key = INFINITY;
-        for (size_t i = j > window ? j - window : 0; i < j; ++i) {
-          double t = seconds(prefix[j] - prefix[i]) * stretch;
-          double end = std::max(done[i], ready[j - 1] + slow * busy[i]) + t +
-                       (j == m ? updateFrom[i] : 0);
-          double k = end + lambda * (busy[i] + t);
-          if (k < key) {
-            key = k;
-            done[j] = end;
-            busy[j] = busy[i] + t;
-            from[j] = i;
-          }
-        }
-      }
-      SmallVector<size_t> ends;
-      for (size_t j = m; j > 0; j = from[j])
-        ends.push_back(j);
-      std::reverse(ends.begin(), ends.end());
-      return ends;
-    };
-    SmallVector<size_t> bestEnds = {m};
-    double best = evaluate(bestEnds);
-    for (double lambda : {0.0, 0.5, 1.0, 2.0, 4.0}) {
-      SmallVector<size_t> ends = partition(lambda * slow);
-      double end = evaluate(ends);
-      if (end < best) {
-        best = end;
-        bestEnds = ends;
-      }
-    }
+    problem.computeSlowdown = costs.computeSlowdownDuringComm;
+    problem.commSlowdown = costs.commSlowdownDuringCompute;
+    std::vector<size_t> bestEnds = cost::planBuckets(problem);
     for (size_t j : bestEnds)
       boundaries.insert(grads[j - 1]);
   }
@@ -358,7 +289,7 @@ void BucketGradientsPass::runOnBlock(Block &body) {
   std::deque<SplitGradient> splitStorage;
   DenseMap<Operation *, SplitGradient *> splits;
   std::deque<GroupState> groups;
-  llvm::StringMap<GroupState *> groupOf;
+  DenseMap<BucketKey, GroupState *> groupOf;
   SmallVector<Bucket> buckets;
   DenseMap<Operation *, Operation *> lastPlaced;
   DenseSet<Operation *> boundaries;
@@ -370,11 +301,7 @@ void BucketGradientsPass::runOnBlock(Block &body) {
     auto type = cast<RankedTensorType>(grad.getType());
     // Gradients share a bucket only with the same group, reduction and
     // element type: one collective call reduces them all.
-    std::string key =
-        getGroupKey(cast<CollectiveOpInterface>(op.getOperation())) + " " +
-        stringifyReductionKind(op.getReduction()).str() + " ";
-    llvm::raw_string_ostream(key) << type.getElementType();
-    GroupState *&slot = groupOf[key];
+    GroupState *&slot = groupOf[getBucketKey(op)];
     if (!slot)
       slot = &groups.emplace_back();
     GroupState &state = *slot;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ArenaPacking.h"
 #include "ScheduleUtils.h"
 
 #include "braid/Dialect/Braid/BraidDialect.h"
@@ -17,9 +18,6 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
-
-#include <map>
-#include <set>
 
 #define DEBUG_TYPE "braid-plan-memory"
 
@@ -69,117 +67,6 @@ static SmallVector<Value> getCollectiveResults(Operation *op, WaitOp &waitOut) {
 static bool isOnComputeStream(Operation *op) {
   std::optional<unsigned> stream = getStreamIndex(op);
   return !stream || *stream == 0;
-}
-
-/// Up to how many allocations greedy-by-size packing is tried.
-constexpr size_t kGreedyLimit = 4096;
-
-/// Greedy by size: the largest allocation first, each at the lowest offset
-/// free during its whole lifetime. Sizes are multiples of the alignment, so
-/// every offset is aligned. Returns the arena size.
-uint64_t packGreedyBySize(ArrayRef<Allocation> allocations,
-                          ArrayRef<unsigned> live,
-                          MutableArrayRef<uint64_t> offsets) {
-  SmallVector<unsigned> order(live);
-  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-    return allocations[a].bytes > allocations[b].bytes;
-  });
-  SmallVector<unsigned> placed;
-  uint64_t arenaBytes = 0;
-  SmallVector<std::pair<uint64_t, uint64_t>> busy;
-  for (unsigned i : order) {
-    const Allocation &a = allocations[i];
-    busy.clear();
-    for (unsigned j : placed) {
-      const Allocation &b = allocations[j];
-      if (b.begin <= a.end && a.begin <= b.end)
-        busy.push_back({offsets[j], offsets[j] + b.bytes});
-    }
-    llvm::sort(busy);
-    uint64_t offset = 0;
-    for (auto [lo, hi] : busy) {
-      if (lo >= offset + a.bytes)
-        break;
-      offset = std::max(offset, hi);
-    }
-    offsets[i] = offset;
-    arenaBytes = std::max(arenaBytes, offset + a.bytes);
-    placed.push_back(i);
-  }
-  return arenaBytes;
-}
-
-/// A sweep in program order: at each allocation's first position, the
-/// ranges of allocations that ended before it are free (coalesced), and the
-/// allocation takes the smallest free range that fits, or the top of the
-/// arena. Returns the arena size.
-uint64_t packBySweep(ArrayRef<Allocation> allocations, ArrayRef<unsigned> live,
-                     MutableArrayRef<uint64_t> offsets) {
-  SmallVector<unsigned> byBegin(live), byEnd(live);
-  llvm::stable_sort(byBegin, [&](unsigned a, unsigned b) {
-    const Allocation &x = allocations[a], &y = allocations[b];
-    return x.begin != y.begin ? x.begin < y.begin : x.bytes > y.bytes;
-  });
-  llvm::stable_sort(byEnd, [&](unsigned a, unsigned b) {
-    return allocations[a].end < allocations[b].end;
-  });
-  std::map<uint64_t, uint64_t> freeByOffset; // offset -> size
-  // (size, offset): best fit is the smallest size, then the lowest offset;
-  // a range is erased by its key, not by scanning its size's ranges.
-  std::set<std::pair<uint64_t, uint64_t>> freeBySize;
-  auto eraseFree = [&](std::map<uint64_t, uint64_t>::iterator it) {
-    freeBySize.erase({it->second, it->first});
-    return freeByOffset.erase(it);
-  };
-  auto addFree = [&](uint64_t offset, uint64_t size) {
-    // Coalesce with the neighbours.
-    auto next = freeByOffset.lower_bound(offset);
-    if (next != freeByOffset.end() && offset + size == next->first) {
-      size += next->second;
-      next = eraseFree(next);
-    }
-    if (next != freeByOffset.begin()) {
-      auto prev = std::prev(next);
-      if (prev->first + prev->second == offset) {
-        offset = prev->first;
-        size += prev->second;
-        eraseFree(prev);
-      }
-    }
-    freeByOffset[offset] = size;
-    freeBySize.insert({size, offset});
-  };
-  uint64_t top = 0;
-  size_t released = 0;
-  for (unsigned i : byBegin) {
-    const Allocation &a = allocations[i];
-    while (released < byEnd.size() &&
-           allocations[byEnd[released]].end < a.begin) {
-      unsigned j = byEnd[released++];
-      addFree(offsets[j], allocations[j].bytes);
-    }
-    auto fit = freeBySize.lower_bound({a.bytes, 0});
-    if (fit != freeBySize.end()) {
-      uint64_t size = fit->first, offset = fit->second;
-      eraseFree(freeByOffset.find(offset));
-      if (size > a.bytes)
-        addFree(offset + a.bytes, size - a.bytes);
-      offsets[i] = offset;
-      continue;
-    }
-    // Nothing fits: grow the arena, starting in a free range at its top.
-    uint64_t offset = top;
-    if (!freeByOffset.empty()) {
-      auto last = std::prev(freeByOffset.end());
-      if (last->first + last->second == top) {
-        offset = last->first;
-        eraseFree(last);
-      }
-    }
-    offsets[i] = offset;
-    top = offset + a.bytes;
-  }
-  return top;
 }
 
 struct PlanMemoryPass : public braid::impl::PlanMemoryBase<PlanMemoryPass> {
@@ -372,11 +259,14 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
   // ranges (O(n log n)), and, for steps small enough, greedy by size (the
   // largest allocation first, each at the lowest offset free during its
   // lifetime; O(n^2)). The smaller arena wins.
+  SmallVector<Lifetime> lifetimes;
+  for (const Allocation &a : allocations)
+    lifetimes.push_back({a.bytes, a.begin, a.end});
   SmallVector<uint64_t> offsets(allocations.size(), 0);
-  uint64_t arenaBytes = packBySweep(allocations, order, offsets);
+  uint64_t arenaBytes = packBySweep(lifetimes, order, offsets);
   if (order.size() <= kGreedyLimit) {
     SmallVector<uint64_t> greedy(allocations.size(), 0);
-    uint64_t greedyBytes = packGreedyBySize(allocations, order, greedy);
+    uint64_t greedyBytes = packGreedyBySize(lifetimes, order, greedy);
     if (greedyBytes < arenaBytes) {
       arenaBytes = greedyBytes;
       offsets = std::move(greedy);

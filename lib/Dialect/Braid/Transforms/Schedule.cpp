@@ -126,7 +126,7 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
     preds[to].push_back(from);
     succs[from].push_back(to);
   };
-  llvm::StringMap<unsigned> lastOfGroup;
+  DenseMap<CollectiveGroup, unsigned> lastOfGroup;
   std::optional<unsigned> lastEffect;
   for (unsigned i = 0, e = ops.size(); i < e; ++i) {
     Operation *op = ops[i];
@@ -138,7 +138,8 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
               addEdge(position[ancestor], i);
     });
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
-      auto [it, inserted] = lastOfGroup.try_emplace(getGroupKey(collective), i);
+      auto [it, inserted] =
+          lastOfGroup.try_emplace(CollectiveGroup::of(collective), i);
       if (!inserted) {
         addEdge(it->second, i);
         it->second = i;

@@ -7,15 +7,6 @@
 
 using namespace mlir;
 
-std::string braid::getGroupKey(CollectiveOpInterface op) {
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  os << "@" << op.getGridAttr().getValue() << "[";
-  llvm::interleaveComma(op.getGridAxes(), os);
-  os << "]";
-  return key;
-}
-
 LogicalResult braid::forEachSchedulableBody(
     ModuleOp module,
     function_ref<LogicalResult(FunctionOpInterface, Block &)> fn) {
@@ -47,13 +38,6 @@ void braid::placeAfter(Operation *op, Operation *anchor, Block &body,
   else
     op->moveBefore(&body, body.begin());
   last = op;
-}
-
-void braid::mergeInto(VectorClock &into, const VectorClock &from) {
-  if (into.size() < from.size())
-    into.resize(from.size(), 0);
-  for (auto [a, b] : llvm::zip(into, from))
-    a = std::max(a, b);
 }
 
 std::optional<unsigned> braid::getStreamIndex(Operation *op) {

@@ -3,6 +3,7 @@
 #ifndef BRAID_LIB_DIALECT_BRAID_TRANSFORMS_SCHEDULEUTILS_H
 #define BRAID_LIB_DIALECT_BRAID_TRANSFORMS_SCHEDULEUTILS_H
 
+#include "braid/Dialect/Braid/Analysis/CollectiveGroup.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -13,10 +14,6 @@
 #include <string>
 
 namespace braid {
-
-/// The device group of a collective, `@world[0, 1]`: collectives with the
-/// same key run on the same communicator.
-std::string getGroupKey(CollectiveOpInterface op);
 
 /// Calls `fn` on the body of every function of `module` that has one. The
 /// overlap passes schedule one block: a function with several blocks is an
@@ -35,14 +32,6 @@ mlir::LogicalResult forEachSchedulableBody(
 void placeAfter(
     mlir::Operation *op, mlir::Operation *anchor, mlir::Block &body,
     llvm::DenseMap<mlir::Operation *, mlir::Operation *> &lastPlaced);
-
-/// A vector clock over streams (indexed as by getStreamIndex): entry t is
-/// the position, in issue order, of the last op of stream t known to have
-/// completed before the next op of the clock's stream.
-using VectorClock = llvm::SmallVector<unsigned, 4>;
-
-/// Raises each entry of `into` to at least that of `from`.
-void mergeInto(VectorClock &into, const VectorClock &from);
 
 /// The dense index of a stream: 0 for `#braid.stream<compute, 0>`, 1 + i for
 /// `#braid.stream<comm, i>`; std::nullopt without a `braid.stream`. (braid

@@ -7,13 +7,14 @@
 
 #include "ScheduleUtils.h"
 
+#include "braid/Dialect/Braid/Analysis/StreamOrder.h"
+
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringMap.h"
 
 #include <map>
 
@@ -252,21 +253,8 @@ LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
       llvm::any_of(ops, [](Operation *op) { return getStreamIndex(op); });
   bool ok = true;
 
-  DenseMap<Operation *, unsigned> streamOf, positionOf;
-  DenseMap<Operation *, VectorClock> clockAfter;
-  DenseMap<Value, VectorClock> eventClock;
-  SmallVector<VectorClock> clock;
-  auto clockOf = [&](unsigned s) -> VectorClock & {
-    if (clock.size() <= s)
-      clock.resize(s + 1);
-    return clock[s];
-  };
-  auto known = [&](unsigned s, unsigned t) -> unsigned {
-    VectorClock &c = clockOf(s);
-    return t < c.size() ? c[t] : 0;
-  };
-  llvm::StringMap<Operation *> lastOfGroup;
-  unsigned position = 0;
+  StreamOrder order;
+  DenseMap<CollectiveGroup, Operation *> lastOfGroup;
 
   for (Operation *op : ops) {
     ++numChecked;
@@ -282,16 +270,13 @@ LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
     // Synchronization this op performs.
     if (auto wait = dyn_cast<WaitOp>(op)) {
       if (Operation *start = wait.getFuture().getDefiningOp())
-        if (auto it = clockAfter.find(start); it != clockAfter.end())
-          mergeInto(clockOf(s), it->second);
+        order.waitFor(s, start);
     } else if (auto waitEvent = dyn_cast<WaitEventOp>(op)) {
-      auto it = eventClock.find(waitEvent.getEvent());
-      if (it == eventClock.end()) {
+      Operation *record = waitEvent.getEvent().getDefiningOp();
+      if (!record || !order.waitFor(s, record)) {
         op->emitError() << "waits for an event that no braid.record_event "
                            "of this function recorded";
         ok = false;
-      } else {
-        mergeInto(clockOf(s), it->second);
       }
     }
 
@@ -300,14 +285,13 @@ LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
       if (isa<FutureType, EventType>(operand.getType()))
         continue;
       Operation *producer = operand.getDefiningOp();
-      if (!producer || !streamOf.count(producer))
-        continue;
-      unsigned t = streamOf[producer];
-      if (t == s || known(s, t) >= positionOf[producer])
+      std::optional<unsigned> t =
+          producer ? order.getStream(producer) : std::nullopt;
+      if (!t || order.isOrderedBefore(producer, s))
         continue;
       InFlightDiagnostic diag =
           op->emitError() << "uses a value produced on stream "
-                          << getStreamAttr(op->getContext(), t)
+                          << getStreamAttr(op->getContext(), *t)
                           << " with no synchronization after its producer "
                              "(a braid.wait_event on an event recorded after "
                              "it)";
@@ -318,33 +302,23 @@ LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
     // Collectives of one group must be ordered, so every rank issues them in
     // the same order.
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
-      std::string group = getGroupKey(collective);
+      CollectiveGroup group = CollectiveGroup::of(collective);
       Operation *&previous = lastOfGroup[group];
-      if (previous && streamOf[previous] != s &&
-          known(s, streamOf[previous]) < positionOf[previous]) {
+      if (previous && !order.isOrderedBefore(previous, s)) {
         InFlightDiagnostic diag =
             op->emitError()
             << "is a collective on group " << group << " issued on stream "
             << getStreamAttr(op->getContext(), s)
             << " with no synchronization after the previous collective of "
                "that group on stream "
-            << getStreamAttr(op->getContext(), streamOf[previous])
+            << getStreamAttr(op->getContext(), *order.getStream(previous))
             << "; ranks may run them in different orders and deadlock";
         diag.attachNote(previous->getLoc()) << "previous collective here";
         ok = false;
       }
       previous = op;
     }
-
-    VectorClock &mine = clockOf(s);
-    if (mine.size() <= s)
-      mine.resize(s + 1, 0);
-    mine[s] = ++position;
-    streamOf[op] = s;
-    positionOf[op] = position;
-    clockAfter[op] = mine;
-    if (auto record = dyn_cast<RecordEventOp>(op))
-      eventClock[record.getEvent()] = mine;
+    order.issue(op, s);
   }
   return success(ok);
 }
