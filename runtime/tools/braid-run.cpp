@@ -13,17 +13,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "braid-runtime/CpuBackend.h"
+#include "braid-runtime/BackendRegistry.h"
 #include "braid-runtime/Executor.h"
 #include "braid-runtime/Npz.h"
 #include "braid-runtime/Plan.h"
 #include "braid-runtime/SimBackend.h"
-#ifdef BRAID_HAVE_CUDA
-#include "braid-runtime/CudaBackend.h"
-#endif
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -114,8 +112,15 @@ Options parseOptions(int argc, char **argv) {
       o.checkMemory = true;
     } else if (is("--backend")) {
       o.backend = value(i, arg, "--backend");
-      if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "sim")
-        usageError("unknown backend '" + o.backend + "' (cpu, cuda or sim)");
+      std::vector<std::string> known = registeredBackends();
+      known.push_back("sim");
+      if (std::find(known.begin(), known.end(), o.backend) == known.end()) {
+        std::string list;
+        for (const std::string &n : known)
+          list += (list.empty() ? "" : ", ") + n;
+        usageError("unknown backend '" + o.backend + "' (this braid-run has " +
+                   list + ")");
+      }
     } else if (is("--cluster")) {
       o.cluster = value(i, arg, "--cluster");
     } else if (is("--trace")) {
@@ -481,6 +486,7 @@ int simulate(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  registerBuiltinBackends();
   Options o = parseOptions(argc, argv);
   if (o.dump) {
     try {
@@ -540,36 +546,27 @@ int main(int argc, char **argv) {
       error = "stopping: another rank failed to start";
     return false;
   };
-  bool ready =
-      phase([&] {
-        plan = loadPlanFile(o.plan);
-        if (plan.worldSize != uint32_t(world))
-          throw PlanError(
-              o.plan + " was compiled for " + std::to_string(plan.worldSize) +
-              " ranks, but runs on " + std::to_string(world) + " (mpirun -np " +
-              std::to_string(plan.worldSize) + ")");
-        inputs = prepareInputs(plan, o, rank, world);
-      }) &&
-      phase([&] {
-        if (o.backend == "cpu") {
-          backend = std::make_unique<CpuBackend>(MPI_COMM_WORLD, o.timeout,
-                                                 o.checkMemory);
-        } else {
-#ifdef BRAID_HAVE_CUDA
-          if (o.checkMemory)
-            throw std::runtime_error("--check-memory is a cpu backend option");
-          backend = std::make_unique<CudaBackend>(MPI_COMM_WORLD, o.timeout,
-                                                  localRank);
-#else
-          throw std::runtime_error(
-              "this braid-run was built without the cuda backend");
-#endif
-        }
-        backend->prepare(plan);
-        for (auto &[id, bytes] : inputs.state)
-          backend->write(plan.buffers[id], bytes.data());
-      }) &&
-      phase([&] { backend->connect(); });
+  bool ready = phase([&] {
+                 plan = loadPlanFile(o.plan);
+                 if (plan.worldSize != uint32_t(world))
+                   throw PlanError(o.plan + " was compiled for " +
+                                   std::to_string(plan.worldSize) +
+                                   " ranks, but runs on " +
+                                   std::to_string(world) + " (mpirun -np " +
+                                   std::to_string(plan.worldSize) + ")");
+                 inputs = prepareInputs(plan, o, rank, world);
+               }) &&
+               phase([&] {
+                 BackendOptions options;
+                 options.timeoutSeconds = o.timeout;
+                 options.localRank = localRank;
+                 options.checkMemory = o.checkMemory;
+                 backend = createBackend(o.backend, options);
+                 backend->prepare(plan);
+                 for (auto &[id, bytes] : inputs.state)
+                   backend->write(plan.buffers[id], bytes.data());
+               }) &&
+               phase([&] { backend->connect(); });
   if (!ready) {
     int code = fail(rank, error);
     backend.reset();

@@ -5,6 +5,7 @@
 
 #include "braid-runtime/Executor.h"
 #include "braid-runtime/MemoryChecker.h"
+#include "braid-runtime/MpiCommunicator.h"
 #include "braid-runtime/Watchdog.h"
 
 #include <mpi.h>
@@ -36,7 +37,7 @@ public:
 
 private:
   struct Pending {
-    std::vector<MPI_Request> requests;
+    MpiWork work;
     int64_t sequence = 0;
   };
   void post(unsigned stream, const Instr &instr, Pending &pending);
@@ -57,7 +58,7 @@ private:
   Watchdog watchdog;
   const Plan *plan = nullptr;
   uint8_t *arena = nullptr;
-  std::map<std::pair<int, unsigned>, MPI_Comm> comms;
+  std::map<std::pair<int, unsigned>, std::unique_ptr<MpiCommunicator>> comms;
   std::map<int, std::vector<int>> groupMembers;
   std::vector<Pending> inFlight, syncPending;
 };

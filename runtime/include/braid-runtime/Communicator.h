@@ -1,0 +1,82 @@
+//===- Communicator.h - a device group's collectives, typed -----*- C++ -*-===//
+//
+// The boundary between the plan and a communication library: one typed
+// method per collective (as c10d's Backend has), counts in elements of
+// `dtype`. The cpu backend implements it over MPI (MpiCommunicator), the
+// cuda backend over NCCL (NcclCommunicator). What a plan instruction means
+// is decoded once, by issueCollective, for both; a backend only says how a
+// collective is issued and when it has completed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_COMMUNICATOR_H
+#define BRAID_RUNTIME_COMMUNICATOR_H
+
+#include "braid-runtime/Plan.h"
+
+#include <cstdint>
+#include <functional>
+
+namespace braid::rt {
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+
+  /// This rank's index in the group, and the group's size.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Reduces `count` elements at `buffer` across the group, in place.
+  virtual void allReduce(void *buffer, int64_t count, DType dtype,
+                         ops::ReductionKind reduction) = 0;
+  /// Reduces `input` (size() x `outputCount` elements); rank i keeps block i
+  /// in `output`.
+  virtual void reduceScatter(const void *input, void *output,
+                             int64_t outputCount, DType dtype,
+                             ops::ReductionKind reduction) = 0;
+  /// Concatenates every rank's `inputCount` elements, by rank, in `output`.
+  virtual void allGather(const void *input, void *output, int64_t inputCount,
+                         DType dtype) = 0;
+  /// Sends block j of `input` (`chunkCount` elements each) to rank j;
+  /// block i of `output` comes from rank i.
+  virtual void allToAll(const void *input, void *output, int64_t chunkCount,
+                        DType dtype) = 0;
+  /// Every rank's `buffer` becomes rank `root`'s.
+  virtual void broadcast(void *buffer, int64_t count, DType dtype,
+                         int root) = 0;
+  virtual void send(const void *input, int64_t count, DType dtype,
+                    int peer) = 0;
+  virtual void recv(void *output, int64_t count, DType dtype, int peer) = 0;
+  /// Sends `input` to rank `to` and receives `output` from rank `from`, at
+  /// once (a collective permute).
+  virtual void sendRecv(const void *input, void *output, int64_t count,
+                        DType dtype, int to, int from) = 0;
+
+  /// Calls between these two form one operation (NCCL's group calls: a
+  /// bucket's runs, an all-to-all's sends and receives). No-ops by default.
+  virtual void groupStart() {}
+  virtual void groupEnd() {}
+};
+
+/// Copies `bytes` within a backend's arena (memcpy, cudaMemcpyAsync).
+using ArenaCopy =
+    std::function<void(uint8_t *dst, const uint8_t *src, uint64_t bytes)>;
+
+/// Issues the collective `instr` on `comm`, over a backend's arena at
+/// `arena`: the one decoding of a collective instruction. An all-reduce runs
+/// in place over its results (inputs elsewhere are copied in first), one
+/// call per run of adjacent results of one type, so a bucket is one call.
+void issueCollective(const Plan &plan, const Instr &instr, uint8_t *arena,
+                     Communicator &comm, const ArenaCopy &copy);
+
+/// Calls `fn(group, stream)` once for each communicator the plan needs (one
+/// per device group and stream that issues its collectives), in plan order:
+/// the same order on every rank, so that backends create them collectively.
+void forEachCommunicator(
+    const Plan &plan,
+    const std::function<void(int group, unsigned stream)> &fn);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_COMMUNICATOR_H
