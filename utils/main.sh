@@ -41,10 +41,11 @@ echo "\$ python3 -m braid.export $spec -o $shown/step2 --world-size 2"
 $python -m braid.export "$spec" -o "$main/step2" --world-size 2 | sed 's/^/  /'
 
 stage 3 "compile for $cluster and print the schedule"
-echo "\$ braid-compile $shown/step64.mlir --cluster=$cluster --emit=mlir -o $shown/step64.scheduled.mlir"
+echo "\$ braid-compile $shown/step64.mlir --cluster=$cluster --emit=mlir -o $shown/step64.scheduled.mlir --schedule-report=$shown/step64.schedule.json"
 "$bin/braid-compile" "$main/step64.mlir" --cluster=$cluster --report --emit=mlir \
-  -o "$main/step64.scheduled.mlir" 2>&1 | sed -n 's/^.*remark: /  /p'
-$python -m braid.schedule "$main/step64.scheduled.mlir" | sed 's/^/  /'
+  -o "$main/step64.scheduled.mlir" --schedule-report="$main/step64.schedule.json" \
+  2>&1 | sed -n 's/^.*remark: /  /p'
+$python -m braid.schedule "$main/step64.schedule.json" | sed 's/^/  /'
 
 stage 4 "simulate on $cluster: naive, ddp and braid schedules"
 for s in naive ddp braid; do

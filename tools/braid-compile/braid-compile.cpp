@@ -4,6 +4,7 @@
 //       [--no-overlap | --schedule=braid|ddp|naive] [--cluster=NAME|FILE.json]
 //       [--comm-streams=N] [--bucket-cap-mb=X|auto]
 //       [--first-bucket-cap-mb=Y] [--emit=plan|mlir] [--report]
+//       [--schedule-report=FILE.json]
 //       [--mlir-print-ir-after=PASS | --mlir-print-ir-after-all]
 //       [--mlir-timing]
 //
@@ -18,6 +19,7 @@
 #include "braid/Dialect/Braid/Passes.h"
 #include "braid/Dialect/Braid/Pipelines.h"
 #include "braid/Target/Plan.h"
+#include "braid/Target/ScheduleReport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -90,6 +92,11 @@ static cl::opt<bool> verifyEach(
     "verify-each",
     cl::desc("Verify the IR after every pass (default: after parsing only)"),
     cl::init(false), cl::cat(category));
+static cl::opt<std::string> scheduleReport(
+    "schedule-report",
+    cl::desc("Also write the schedule's streams and gradient buckets as JSON "
+             "(python3 -m braid.schedule prints it)"),
+    cl::value_desc("file"), cl::cat(category));
 enum class Emit { Plan, Mlir };
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to write"), cl::init(Emit::Plan),
@@ -193,6 +200,16 @@ int main(int argc, char **argv) {
   if (failed(pm.run(*module)))
     return 1;
   TimingScope outputTiming = timing.nest("Output");
+  if (!scheduleReport.empty()) {
+    auto file = openOutputFile(scheduleReport, &message);
+    if (!file) {
+      llvm::errs() << "braid-compile: error: " << message << "\n";
+      return 1;
+    }
+    if (failed(braid::writeScheduleReport(*module, file->os())))
+      return 1;
+    file->keep();
+  }
 
   auto output = openOutputFile(outputFilename, &message);
   if (!output) {
