@@ -18,7 +18,9 @@ their other form (Braid.td). Writes, into OUT_DIR:
   BraidOpDecode.inc     the runtime's decoder of a plan instruction's
                         attributes into its typed struct (a switch)
   BraidOpEncode.inc     the compiler's map from an op class to its opcode
-  braid_ops.py          the same table for the Python package
+  braid_ops.py          the same table for the Python package (checked in as
+                        python/braid/op_table.py by utils/update-docs.sh;
+                        a test keeps the two equal)
 
 A missing or repeated opcode, an unknown attribute constraint or an
 instruction kind outside the list is an error naming the op.
@@ -302,7 +304,7 @@ def write_encode(t, out):
 
 
 def write_python(t, out):
-    w = ['"""%s"""\n\n' % HEADER.strip()[3:]]
+    w = ['"""%s\n\nThe braid ops as the Python package knows them (braid.ir checks every op\nit writes against this table).\n"""\n\n' % HEADER.strip()[3:]]
     w.append("# mnemonic -> (opcode, instruction kind, collective kind, operands, "
              "results, attributes)\nOPS = {\n")
     for o in t.ops:

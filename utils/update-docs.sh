@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Copies the reference docs that mlir-tblgen generates from the ODS and
 # Passes.td (build/docs/Braid) into docs/reference, where they are read on
-# the web. The test suite fails while the two differ.
+# the web, and the generated op table into python/braid/op_table.py. The
+# test suite fails while they differ from what the build generates.
 #
 # Usage: utils/update-docs.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bash "$root/utils/build.sh" braid-doc
+bash "$root/utils/build.sh" braid-doc braid-op-table-gen
 mkdir -p "$root/docs/reference"
 cp "$root"/build/docs/Braid/*.md "$root/docs/reference/"
 echo "docs/reference updated from build/docs/Braid"
+# The op table for the Python package, generated from the ODS with the
+# runtime's (common/gen-op-table.py).
+cp "$root/build/common/include/braid-common/braid_ops.py" "$root/python/braid/op_table.py"
+echo "python/braid/op_table.py updated from the ODS"

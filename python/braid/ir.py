@@ -1,11 +1,29 @@
 """A small builder that writes graph-level braid IR as text.
 
 It tracks shapes so that each op's result type is computed, not typed by
-hand; braid-opt's verifiers check the result. Only the standard library is
-used, so any python3 runs it.
+hand; braid-opt's verifiers check the result. Every op it writes is checked
+against the op table generated from the ODS (braid.op_table): an op the
+dialect does not have, or a result count it does not give, is an error
+here, not a parse error later. Only the standard library is used, so any
+python3 runs it.
 """
 
 import math
+
+from braid.op_table import OPS
+
+
+def _check_op(text, results):
+    """`text` starts with a braid op that yields `results` values."""
+    name = text.split(None, 1)[0]
+    if not name.startswith("braid."):
+        raise ValueError("not a braid op: %r" % text)
+    entry = OPS.get(name[len("braid."):])
+    if entry is None:
+        raise ValueError("%s is not an op of the braid dialect" % name)
+    kind, count = entry[1], entry[4]
+    if kind == "Kernel" and count >= 0 and count != results:
+        raise ValueError("%s yields %d values, not %d" % (name, count, results))
 
 
 class Value:
@@ -57,11 +75,13 @@ class StepBuilder:
         return "%%%s%s" % (hint, "" if n == 0 else "_%d" % n)
 
     def _emit(self, hint, shape, dtype, text):
+        _check_op(text, 1)
         v = Value(self._fresh(hint), shape, dtype)
         self.body.append("%s = %s" % (v.name, text))
         return v
 
     def _emit_multi(self, hints, shapes, dtypes, text):
+        _check_op(text, len(hints))
         vals = [Value(self._fresh(h), s, d) for h, s, d in zip(hints, shapes, dtypes)]
         self.body.append("%s = %s" % (", ".join(v.name for v in vals), text))
         return vals
