@@ -24,7 +24,7 @@ CASES = [
     ("runtime/lib/cpu/CpuKernels.cpp", "  case Opcode::AdamW:", "AdamW"),
     ("runtime/lib/Collectives.cpp", "  case CollectiveKind::Permute: {", "Permute"),
     ("runtime/lib/cpu/MpiCommunicator.cpp", "  case ops::ReductionKind::Max:", "Max"),
-    ("runtime/lib/Plan.cpp", "      case InstrKind::Wait:", "Wait"),
+    ("runtime/lib/PlanDump.cpp", "      case InstrKind::Wait:", "Wait"),
 ]
 
 

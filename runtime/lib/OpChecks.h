@@ -9,7 +9,12 @@ namespace braid::rt {
 
 /// Checks a kernel or collective instruction: operand and result counts,
 /// element types, shapes and attributes. Throws PlanError naming the problem.
+/// The rules of one op (counts from the op table, shapes, types, overlap).
 void checkOp(const Plan &plan, const Instr &instr);
+
+/// Every fact the executor relies on, after decoding (PlanChecks.cpp); a
+/// PlanError names the first that fails.
+void checkPlan(const Plan &plan);
 
 } // namespace braid::rt
 

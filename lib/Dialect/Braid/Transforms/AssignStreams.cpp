@@ -16,6 +16,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "braid-assign-streams"
 
 namespace braid {
@@ -125,6 +127,9 @@ void AssignStreamsPass::runOnBlock(Block &body) {
     }
     order.issue(op, s);
   }
+  LLVM_DEBUG(llvm::dbgs() << ops.size() << " ops on " << numStreams
+                          << " streams, " << eventAfter.size()
+                          << " events recorded\n");
 }
 
 } // namespace

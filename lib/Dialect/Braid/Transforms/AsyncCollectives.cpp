@@ -15,6 +15,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "braid-async-collectives"
 
 namespace braid {
@@ -83,6 +85,8 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
     splits.emplace_back(start, wait);
     ++numSplit;
   }
+  LLVM_DEBUG(llvm::dbgs() << "split " << splits.size()
+                          << " collectives into start and wait\n");
 
   // 2. Hoist each start after the last producer of its operands and after
   // the previous start of its group, which keeps each group's issue order.

@@ -14,6 +14,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "braid-cost-summary"
 
 namespace braid {
@@ -87,6 +89,7 @@ struct CostSummaryPass : public braid::impl::CostSummaryBase<CostSummaryPass> {
     for (auto func : getOperation().getOps<FunctionOpInterface>()) {
       if (func.isExternal())
         continue;
+      LLVM_DEBUG(llvm::dbgs() << "summarizing @" << func.getName() << "\n");
       print(func, summarize(func), llvm::outs());
     }
   }

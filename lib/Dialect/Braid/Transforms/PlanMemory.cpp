@@ -19,6 +19,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "braid-plan-memory"
 
 namespace braid {
@@ -306,6 +308,10 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
   func->setAttr(BraidDialect::kArenaBytesAttrName,
                 builder.getI64IntegerAttr(arenaBytes));
 
+  LLVM_DEBUG(llvm::dbgs() << "@" << func.getName() << ": arena " << arenaBytes
+                          << " bytes for " << totalBytes
+                          << " bytes of buffers, live-bytes bound " << bound
+                          << "\n");
   peakArenaBytes += arenaBytes;
   totalBufferBytes += totalBytes;
   if (report) {

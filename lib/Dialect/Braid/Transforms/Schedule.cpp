@@ -17,6 +17,8 @@
 
 #include <queue>
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "braid-schedule"
 
 namespace braid {
@@ -212,6 +214,9 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
 
   uint64_t before = getPeakLiveBytes(body, ops);
   uint64_t after = getPeakLiveBytes(body, order);
+  LLVM_DEBUG(llvm::dbgs() << "@" << func.getName() << ": peak live bytes "
+                          << before << " as written, " << after
+                          << " scheduled\n");
   peakLiveBefore += before;
   if (report)
     emitRemark(func.getLoc())

@@ -18,6 +18,8 @@
 
 #include <map>
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "braid-verify-schedule"
 
 namespace braid {
@@ -320,6 +322,8 @@ LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
     }
     order.issue(op, s);
   }
+  LLVM_DEBUG(llvm::dbgs() << "checked the stream order of " << ops.size()
+                          << " ops: " << (ok ? "ok" : "errors") << "\n");
   return success(ok);
 }
 

@@ -1,0 +1,218 @@
+"""Capturing a PyTorch training step for braid.export: the model's
+parameters (tied ones once), the optimizer's groups, the module each fx
+node comes from, and the joint forward and backward graph that AOT
+autograd traces."""
+
+import contextlib
+import inspect
+
+import torch
+
+from braid.aten import DTYPES, ExportError
+
+# Marks the fx nodes that a module's forward creates (see _module_paths).
+_TAG = "braid-module: "
+
+
+def _tensors(xs, what):
+    if isinstance(xs, torch.Tensor):
+        xs = (xs,)
+    if not isinstance(xs, (tuple, list)) or not all(isinstance(x, torch.Tensor) for x in xs):
+        raise ExportError("%s must be a tuple of tensors" % what)
+    for x in xs:
+        if x.dtype not in DTYPES or x.dtype == torch.bool:
+            raise ExportError("%s: a tensor of dtype %s (braid takes float and integer "
+                              "tensors)" % (what, x.dtype))
+    # Clones: AOT autograd merges arguments that are the same tensor.
+    return [x.detach().clone() for x in xs]
+
+
+def _names(given, fn, skip, count, stem, what):
+    if given is not None:
+        names = list(given)
+        if len(names) != count:
+            raise ExportError("%s has %d names for %d tensors" % (what, len(names), count))
+        return names
+    try:
+        sig = [p.name for p in inspect.signature(fn).parameters.values()
+               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][skip:]
+    except (TypeError, ValueError):
+        sig = []
+    if len(sig) >= count:
+        return sig[:count]
+    return [stem if count == 1 else "%s%d" % (stem, i) for i in range(count)]
+
+
+def _parameters(model):
+    """Unique parameters in order, and alias name -> the name it shares."""
+    params, seen, aliases = [], {}, {}
+    every = [(path + "." + n if path else n, p) for path, mod in model.named_modules()
+             for n, p in mod._parameters.items() if p is not None]
+    for n, p in every:
+        if id(p) in seen:
+            aliases[n] = seen[id(p)]
+        else:
+            seen[id(p)] = n
+            params.append((n, p))
+    if not params:
+        raise ExportError("the model has no parameters to train")
+    return params, aliases
+
+
+def _optimizer_groups(optimizer, params):
+    """name -> the param_group of the optimizer that holds the parameter."""
+    kind = type(optimizer).__name__
+    if not isinstance(optimizer, (torch.optim.SGD, torch.optim.AdamW, torch.optim.Adam)):
+        raise ExportError("optimizer %s is not supported: braid exports torch.optim.SGD "
+                          "(with or without momentum) and AdamW" % kind)
+    by_id = {}
+    for g in optimizer.param_groups:
+        for p in g["params"]:
+            by_id[id(p)] = g
+    groups = {}
+    for n, p in params:
+        g = by_id.get(id(p))
+        if g is None:
+            raise ExportError("parameter %s is not in the optimizer: braid trains every "
+                              "parameter of the model" % n)
+        if g.get("maximize", False):
+            raise ExportError("%s(maximize=True) is not supported" % kind)
+        if kind == "SGD" and g["dampening"] and optimizer.state.get(p, {}).get(
+                "momentum_buffer") is None:
+            raise ExportError("SGD with dampening needs its momentum buffers: torch fills "
+                              "them with the first gradient undamped; step the optimizer "
+                              "once before exporting, or use dampening=0")
+        if kind in ("AdamW", "Adam") and g.get("amsgrad", False):
+            raise ExportError("%s(amsgrad=True) is not supported" % kind)
+        if kind == "Adam" and g["weight_decay"]:
+            raise ExportError("Adam with weight_decay (L2 in the gradient) is not supported; "
+                              "use AdamW")
+        groups[n] = g
+    return groups
+
+
+# -- tracing -----------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _module_paths(model):
+    """Tags each fx node that a module's forward creates with the module's
+    path. AOT autograd keeps the tag (an fx stack trace) through its
+    functionalizing retrace; backward nodes carry none."""
+    stack, handles = [], []
+
+    def push(label):
+        def hook(module, args):
+            stack.append(label)
+        return hook
+
+    def pop(module, args, out):
+        if stack:
+            stack.pop()
+
+    for path, mod in model.named_modules():
+        label = "%s (%s)" % (path or "the model's own forward", type(mod).__name__)
+        handles.append(mod.register_forward_pre_hook(push(label)))
+        handles.append(mod.register_forward_hook(pop))
+    original = torch.fx.Graph.create_node
+
+    def create_node(self, *args, **kwargs):
+        node = original(self, *args, **kwargs)
+        if stack and not node.stack_trace:
+            node.stack_trace = _TAG + stack[-1]
+        return node
+
+    torch.fx.Graph.create_node = create_node
+    try:
+        yield
+    finally:
+        torch.fx.Graph.create_node = original
+        for h in handles:
+            h.remove()
+
+
+def _functional_call(model, mapping, args):
+    func = getattr(torch, "func", None)
+    if func is not None and hasattr(func, "functional_call"):
+        return func.functional_call(model, mapping, args)
+    from torch.nn.utils import stateless
+    return stateless.functional_call(model, mapping, args)
+
+
+def _trace(model, params, aliases, inputs, targets, loss_fn):
+    """The joint forward+backward fx graph of loss_fn(model(*inputs), *targets)."""
+    from functorch.compile import aot_function, default_partition, make_boxed_func
+
+    names = [n for n, _ in params]
+    buffers = list(model.named_buffers())
+    P, B, I = len(params), len(buffers), len(inputs)
+
+    def step(*flat):
+        mapping = dict(zip(names, flat[:P]))
+        mapping.update({a: mapping[c] for a, c in aliases.items()})
+        mapping.update(zip([n for n, _ in buffers], flat[P:P + B]))
+        out = _functional_call(model, mapping, tuple(flat[P + B:P + B + I]))
+        return loss_fn(out, *flat[P + B + I:])
+
+    captured = {}
+
+    def partition(joint, joint_inputs, **kwargs):
+        captured["graph"] = joint
+        return default_partition(joint, joint_inputs, **kwargs)
+
+    def compiler(gm, example):
+        return make_boxed_func(gm.forward)
+
+    flat = [p.detach().clone().requires_grad_(True) for _, p in params] + \
+        [t.detach().clone() for _, t in buffers] + inputs + targets
+    traced = aot_function(step, fw_compiler=compiler, bw_compiler=compiler,
+                          partition_fn=partition)
+    with _module_paths(model):
+        try:
+            out = traced(*flat)
+        except ExportError:
+            raise
+        except Exception as e:  # the model or the loss failed under tracing
+            raise ExportError("tracing the step failed: %s: %s" % (type(e).__name__, e)) from e
+    if not isinstance(out, torch.Tensor) or out.dim() != 0 or not out.dtype.is_floating_point:
+        raise ExportError("loss_fn must return a scalar float tensor, not %s"
+                          % (tuple(out.shape) if isinstance(out, torch.Tensor) else type(out)))
+    if "graph" not in captured:
+        raise ExportError("AOT autograd produced no joint graph (do the parameters "
+                          "reach the loss?)")
+    return captured["graph"], len(flat)
+
+
+def _describe(node):
+    """Where a node came from: its module, or the module whose forward values
+    a backward node reads."""
+    def tag(n):
+        s = getattr(n, "stack_trace", None) or ""
+        at = s.rfind(_TAG)
+        if at >= 0:
+            return s[at + len(_TAG):].splitlines()[0]
+        stack = n.meta.get("nn_module_stack") if hasattr(n, "meta") else None
+        if stack:  # torch 2.x tracers
+            path, kind = list(stack.values())[-1]
+            return "%s (%s)" % (path, getattr(kind, "__name__", kind))
+        return None
+
+    found = tag(node)
+    if found:
+        return "from " + found
+    seen, frontier = set(), [node]
+    while frontier:
+        nxt = []
+        for n in frontier:
+            for a in n.all_input_nodes:
+                if a in seen:
+                    continue
+                seen.add(a)
+                t = tag(a)
+                if t:
+                    return "in the backward of " + t
+                nxt.append(a)
+        frontier = nxt
+    return "not from any module's forward"
+
+
+# -- lowering ------------------------------------------------------------------------

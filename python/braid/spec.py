@@ -1,0 +1,108 @@
+"""Specs (the function a user's FILE.py gives braid.export) and PyTorch's
+own training of a spec, which the tests and the main job compare braid
+with. braid.export re-exports load_spec and torch_reference."""
+
+import copy
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+
+import numpy as np
+
+from braid.aten import ExportError
+
+
+def load_spec(spec, world_size=None, **kwargs):
+    """The dict that SPEC's function returns: SPEC is FILE.py[:FUNC] or
+    package.module[:FUNC] (FUNC defaults to `build`), called with `kwargs`,
+    and with `world_size` when it is given and FUNC takes it (a spec sizes
+    its global batch by it). Raises ExportError on a bad spec."""
+    fn = _load_spec(spec)
+    try:
+        accepts = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        accepts = {}
+    if world_size is not None and "world_size" in accepts and "world_size" not in kwargs:
+        kwargs["world_size"] = world_size
+    try:
+        result = fn(**kwargs)
+    except TypeError as e:
+        raise ExportError("calling %s: %s" % (spec, e)) from e
+    if not isinstance(result, dict):
+        raise ExportError("%s must return a dict, not %s" % (spec, type(result).__name__))
+    missing = [k for k in ("model", "example_inputs", "example_targets", "loss_fn",
+                           "optimizer") if k not in result]
+    if missing:
+        raise ExportError("%s's dict lacks %s" % (spec, ", ".join(missing)))
+    return result
+
+
+def torch_reference(spec, inputs, targets, steps, double=False):
+    """PyTorch's own training, to compare braid with: a copy of spec's model
+    and an optimizer of the same class, defaults and state train on
+    (inputs, targets) for `steps` steps (in float64 with `double`). Returns
+    the loss of every step and the final parameters and optimizer state,
+    named as export() names them. The spec's model and optimizer are not
+    changed."""
+    model = copy.deepcopy(spec["model"])
+    if double:
+        model = model.double()
+        inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
+    opt = spec["optimizer"]
+    ref_opt = type(opt)(model.parameters(), **opt.defaults)
+    # The same state, if the optimizer has stepped (parameters in one order).
+    ref_opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+    losses = []
+    for _ in range(steps):
+        ref_opt.zero_grad()
+        loss = spec["loss_fn"](model(*inputs), *targets)
+        loss.backward()
+        ref_opt.step()
+        losses.append(float(loss))
+    state = {}
+    names = {id(p): n for n, p in model.named_parameters()}
+    for p in model.parameters():
+        n = names[id(p)]
+        state[n] = p.detach().numpy()
+        st = ref_opt.state[p]
+        if st.get("momentum_buffer") is not None:
+            state[n + ".momentum"] = st["momentum_buffer"].numpy()
+        if "exp_avg" in st:
+            state[n + ".exp_avg"] = st["exp_avg"].numpy()
+            state[n + ".exp_avg_sq"] = st["exp_avg_sq"].numpy()
+            state["step"] = np.array(float(st["step"]))
+    return losses, state
+
+
+def _load_spec(spec):
+    """FILE.py[:FUNC] or package.module[:FUNC]; FUNC defaults to `build`."""
+    target, _, func = spec.partition(":") if not os.path.exists(spec) else (spec, "", "")
+    func = func or "build"
+    if target.endswith(".py") or os.path.exists(target):
+        if not os.path.exists(target):
+            raise ExportError("no such file: %s" % target)
+        mod_name = "_braid_spec_" + os.path.splitext(os.path.basename(target))[0]
+        loader = importlib.util.spec_from_file_location(mod_name, target)
+        module = importlib.util.module_from_spec(loader)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+        loader.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as e:
+            raise ExportError("cannot import %s: %s" % (target, e)) from e
+    fn = getattr(module, func, None)
+    if not callable(fn):
+        raise ExportError("%s has no function %s" % (target, func))
+    return fn
+
+
+def _parse_value(text):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text

@@ -1,0 +1,172 @@
+//===- PlanChecks.cpp - the facts a loaded plan must satisfy --------------===//
+//
+// After decoding: buffer ranges inside the arena, ids in range, futures
+// started and waited once, events recorded once, every op's own rules
+// (OpChecks.cpp), and streams that cannot deadlock on their events and
+// futures.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpChecks.h"
+
+#include <set>
+
+using namespace braid;
+using namespace braid::rt;
+
+static void checkProgress(const Plan &plan) {
+  std::vector<size_t> next(plan.streams.size(), 0);
+  std::vector<bool> recorded(plan.numEvents, false),
+      started(plan.numFutures, false);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t s = 0; s < plan.streams.size(); ++s) {
+      const std::vector<Instr> &instrs = plan.streams[s].instrs;
+      while (next[s] < instrs.size()) {
+        const Instr &i = instrs[next[s]];
+        if ((i.kind == InstrKind::WaitEvent && !recorded[i.event]) ||
+            (i.kind == InstrKind::Wait && !started[i.future]))
+          break;
+        if (i.kind == InstrKind::RecordEvent)
+          recorded[i.event] = true;
+        if (i.kind == InstrKind::CollectiveStart)
+          started[i.future] = true;
+        ++next[s];
+        moved = true;
+      }
+    }
+  }
+  for (size_t s = 0; s < plan.streams.size(); ++s)
+    if (next[s] < plan.streams[s].instrs.size())
+      throw PlanError("the streams deadlock: stream " + plan.streams[s].name() +
+                      " waits forever at " +
+                      plan.streams[s].instrs[next[s]].describe());
+}
+
+/// Structural checks of the decoded plan: ranges, ids, bindings; then each
+/// instruction's own rules (OpChecks).
+void braid::rt::checkPlan(const Plan &plan) {
+  if (plan.worldSize == 0)
+    throw PlanError("the plan's world size is 0");
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const Buffer &b = plan.buffers[i];
+    std::string what = "buffer #" + std::to_string(i) + " ('" + b.name + "')";
+    if (static_cast<unsigned>(b.dtype) > static_cast<unsigned>(DType::I64))
+      throw PlanError(what + " has an unknown element type");
+    if (b.shape.size() > 16)
+      throw PlanError(what + " has rank " + std::to_string(b.shape.size()) +
+                      ", more than 16");
+    uint64_t elements = 1;
+    for (int64_t d : b.shape) {
+      if (d < 0 || d > (int64_t(1) << 40))
+        throw PlanError(what + " has a bad dimension " + std::to_string(d));
+      if (d && elements > (uint64_t(1) << 50) / uint64_t(d))
+        throw PlanError(what + " is too large");
+      elements *= uint64_t(d);
+    }
+    if (elements * dtypeBytes(b.dtype) != b.bytes)
+      throw PlanError(what + " holds " + std::to_string(b.bytes) +
+                      " bytes, but its shape and type need " +
+                      std::to_string(elements * dtypeBytes(b.dtype)));
+    if (b.offset > plan.arenaBytes || b.bytes > plan.arenaBytes - b.offset)
+      throw PlanError(what + " [" + std::to_string(b.offset) + ", " +
+                      std::to_string(b.offset + b.bytes) +
+                      ") lies outside the arena of " +
+                      std::to_string(plan.arenaBytes) + " bytes");
+  }
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    const Group &g = plan.groups[i];
+    std::string what = "group #" + std::to_string(i) + " (@" + g.grid + ")";
+    int64_t size = 1;
+    for (int64_t d : g.gridShape) {
+      if (d <= 0 || d > (1 << 20))
+        throw PlanError(what + " has a bad grid dimension " +
+                        std::to_string(d));
+      size *= d;
+      if (size > (1 << 24))
+        throw PlanError(what + " has too many ranks");
+    }
+    if (size != int64_t(plan.worldSize))
+      throw PlanError(what + " spans " + std::to_string(size) +
+                      " ranks, but the plan is for " +
+                      std::to_string(plan.worldSize));
+    std::set<int64_t> seen;
+    for (int64_t axis : g.axes)
+      if (axis < 0 || axis >= int64_t(g.gridShape.size()) ||
+          !seen.insert(axis).second)
+        throw PlanError(what + " has a bad axis " + std::to_string(axis));
+  }
+  auto checkBinding = [&](const Binding &b, const char *kind) {
+    if (b.buffer >= plan.buffers.size())
+      throw PlanError(std::string(kind) + " '" + b.name + "' names buffer #" +
+                      std::to_string(b.buffer) + ", but the plan has " +
+                      std::to_string(plan.buffers.size()));
+    if (static_cast<unsigned>(b.role) > static_cast<unsigned>(Role::Loss))
+      throw PlanError(std::string(kind) + " '" + b.name +
+                      "' has an unknown role");
+  };
+  for (const Binding &b : plan.arguments)
+    checkBinding(b, "argument");
+  for (const Binding &b : plan.results)
+    checkBinding(b, "result");
+
+  std::vector<int> futureStarts(plan.numFutures, 0),
+      futureWaits(plan.numFutures, 0);
+  std::vector<int> eventRecords(plan.numEvents, 0);
+  if (plan.streams.empty())
+    throw PlanError("the plan has no streams");
+  std::set<std::pair<bool, unsigned>> streamKeys;
+  for (const Stream &s : plan.streams) {
+    if (!streamKeys.insert({s.comm, s.index}).second)
+      throw PlanError("stream " + s.name() + " appears twice");
+    for (const Instr &instr : s.instrs) {
+      for (uint32_t id : instr.operands)
+        if (id >= plan.buffers.size())
+          throw PlanError(instr.describe() + " reads buffer #" +
+                          std::to_string(id) + ", which does not exist");
+      for (uint32_t id : instr.results)
+        if (id >= plan.buffers.size())
+          throw PlanError(instr.describe() + " writes buffer #" +
+                          std::to_string(id) + ", which does not exist");
+      bool collective = instr.kind == InstrKind::Collective ||
+                        instr.kind == InstrKind::CollectiveStart;
+      if (collective &&
+          (instr.group < 0 || instr.group >= int(plan.groups.size())))
+        throw PlanError(instr.describe() + " names group " +
+                        std::to_string(instr.group) + ", but the plan has " +
+                        std::to_string(plan.groups.size()));
+      if ((instr.kind == InstrKind::CollectiveStart ||
+           instr.kind == InstrKind::Wait) &&
+          (instr.future < 0 || instr.future >= int(plan.numFutures)))
+        throw PlanError(instr.describe() + " names future " +
+                        std::to_string(instr.future) + ", but the plan has " +
+                        std::to_string(plan.numFutures));
+      if ((instr.kind == InstrKind::RecordEvent ||
+           instr.kind == InstrKind::WaitEvent) &&
+          (instr.event < 0 || instr.event >= int(plan.numEvents)))
+        throw PlanError(instr.describe() + " names event " +
+                        std::to_string(instr.event) + ", but the plan has " +
+                        std::to_string(plan.numEvents));
+      if (instr.kind == InstrKind::CollectiveStart)
+        ++futureStarts[instr.future];
+      if (instr.kind == InstrKind::Wait)
+        ++futureWaits[instr.future];
+      if (instr.kind == InstrKind::RecordEvent)
+        ++eventRecords[instr.event];
+      if (instr.kind == InstrKind::Kernel || collective)
+        checkOp(plan, instr);
+    }
+  }
+  for (uint32_t f = 0; f < plan.numFutures; ++f)
+    if (futureStarts[f] != 1 || futureWaits[f] != 1)
+      throw PlanError("future " + std::to_string(f) + " is started " +
+                      std::to_string(futureStarts[f]) + " and waited " +
+                      std::to_string(futureWaits[f]) +
+                      " times; each must be once");
+  for (uint32_t e = 0; e < plan.numEvents; ++e)
+    if (eventRecords[e] != 1)
+      throw PlanError("event " + std::to_string(e) + " is recorded " +
+                      std::to_string(eventRecords[e]) +
+                      " times; each must be once");
+  checkProgress(plan);
+}

@@ -1,0 +1,54 @@
+//===- SimItems.h - a recorded step, as the simulator plays it --*- C++ -*-===//
+//
+// The sim backend records what each stream issues (Item: a kernel or a
+// collective with its uncontended time or bytes, and what it must wait for)
+// while the executor runs the step; the player (SimPlayer.h) then plays the
+// recording on every rank in virtual time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_LIB_SIM_SIMITEMS_H
+#define BRAID_RUNTIME_LIB_SIM_SIMITEMS_H
+
+#include "braid-runtime/Plan.h"
+
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+namespace braid::rt::sim {
+
+/// A position in a stream: item `index` of stream `stream`.
+struct Pos {
+  unsigned stream = 0;
+  int64_t index = -1;
+};
+
+/// One thing a stream does: a kernel, or a collective (sync or start).
+struct Item {
+  bool comm = false;
+  const Instr *instr = nullptr;
+  double seconds = 0; // uncontended; for a collective, set per group color
+  uint64_t commBytes = 0;
+  /// The position among this stream's collectives of the same group.
+  int64_t groupSeq = 0;
+  /// Items (of this rank) that must have ended before this one starts.
+  std::vector<Pos> deps;
+};
+
+/// A span of the trace: an item of a rank's stream, from start to end.
+struct TraceEvent {
+  int64_t rank;
+  unsigned stream;
+  const Item *item;
+  double start, end;
+};
+
+/// Writes the Chrome trace of `events` (a process per rank, a thread per
+/// stream) for the first `ranks` ranks (SimReport.cpp).
+void writeTrace(std::ostream &os, const Plan &plan,
+                const std::vector<TraceEvent> &events, int64_t ranks);
+
+} // namespace braid::rt::sim
+
+#endif // BRAID_RUNTIME_LIB_SIM_SIMITEMS_H

@@ -1,0 +1,108 @@
+//===- SimReport.cpp - the simulator's report and trace
+//--------------------===//
+
+#include "SimItems.h"
+#include "braid-runtime/SimBackend.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+using namespace braid;
+using namespace braid::rt;
+using namespace braid::rt::sim;
+using namespace braid::cost;
+
+void braid::rt::sim::writeTrace(std::ostream &os, const Plan &plan,
+                                const std::vector<TraceEvent> &events,
+                                int64_t ranks) {
+  os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  auto sep = [&] {
+    if (!first)
+      os << ",\n";
+    first = false;
+  };
+  auto quoted = [](const std::string &s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\')
+        q += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20)
+        q += c;
+    }
+    return q + "\"";
+  };
+  for (int64_t r = 0; r < ranks; ++r) {
+    sep();
+    os << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << r
+       << ",\"args\":{\"name\":\"rank " << r << "\"}}";
+    for (size_t s = 0; s < plan.streams.size(); ++s) {
+      sep();
+      os << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << r
+         << ",\"tid\":" << s
+         << ",\"args\":{\"name\":" << quoted(plan.streams[s].name()) << "}}";
+    }
+  }
+  os << std::setprecision(12);
+  for (const TraceEvent &e : events) {
+    sep();
+    const Instr &i = *e.item->instr;
+    os << "{\"ph\":\"X\",\"pid\":" << e.rank << ",\"tid\":" << e.stream
+       << ",\"name\":" << quoted(i.name()) << ",\"cat\":\""
+       << (e.item->comm ? "comm" : "compute") << "\",\"ts\":" << e.start * 1e6
+       << ",\"dur\":" << (e.end - e.start) * 1e6
+       << ",\"args\":{\"location\":" << quoted(i.location);
+    if (e.item->comm)
+      os << ",\"bytes\":" << e.item->commBytes;
+    else
+      os << ",\"flops\":" << i.flops
+         << ",\"bytes\":" << i.bytesRead + i.bytesWritten;
+    os << "}}";
+  }
+  os << "\n]}\n";
+}
+
+void braid::rt::printSimReport(std::ostream &os, const SimReport &r,
+                               const Cluster &cluster) {
+  auto ms = [](double s) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(6) << s * 1e3 << " ms";
+    return o.str();
+  };
+  os << "simulated on " << cluster.name << " (" << cluster.gpus() << " x "
+     << cluster.gpu << "), " << r.ranks << " ranks, " << r.kernels
+     << " kernels and " << r.collectives << " collectives a rank\n";
+  os << "  step time              " << ms(r.stepTime) << "\n";
+  os << "  compute time           " << ms(r.computeTime) << "\n";
+  os << "  communication time     " << ms(r.commTime) << "\n";
+  os << "  exposed communication  " << ms(r.exposedComm) << "\n";
+  os << "  overlap fraction       " << std::fixed << std::setprecision(4)
+     << r.overlapFraction << "\n";
+  os << "  peak memory            " << r.peakMemoryBytes << " bytes ("
+     << std::setprecision(2) << double(r.peakMemoryBytes) / (1 << 30)
+     << " GiB, the plan's arena)\n";
+  os << "  lower bound            " << ms(r.bound) << " (compute "
+     << ms(r.computeBound) << ", communication " << ms(r.commBound)
+     << ", last bucket " << ms(r.tailBound) << ")\n";
+  os << "  efficiency             " << std::setprecision(4) << r.efficiency
+     << "\n";
+}
+
+void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
+                                   const Cluster &cluster) {
+  os << std::setprecision(17);
+  os << "{\"cluster\": \"" << cluster.name << "\", \"ranks\": " << r.ranks
+     << ", \"kernels\": " << r.kernels << ", \"collectives\": " << r.collectives
+     << ", \"step_time\": " << r.stepTime
+     << ", \"compute_time\": " << r.computeTime
+     << ", \"comm_time\": " << r.commTime
+     << ", \"exposed_comm\": " << r.exposedComm
+     << ", \"comm_wall_time\": " << r.commWallTime
+     << ", \"overlap_fraction\": " << r.overlapFraction
+     << ", \"peak_memory_bytes\": " << r.peakMemoryBytes
+     << ", \"bound\": " << r.bound << ", \"compute_bound\": " << r.computeBound
+     << ", \"comm_bound\": " << r.commBound
+     << ", \"tail_bound\": " << r.tailBound
+     << ", \"efficiency\": " << r.efficiency << "}\n";
+}

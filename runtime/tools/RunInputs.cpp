@@ -1,0 +1,257 @@
+//===- RunInputs.cpp - what a rank loads before its first step ------------===//
+
+#include "RunInputs.h"
+
+#include "braid-runtime/Npz.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <set>
+#include <string>
+
+using namespace braid;
+using namespace braid::rt;
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// Converts `n` elements between the wide and the narrow type of one kind.
+template <typename Wide, typename Narrow>
+void convertWidth(const NpyArray &array, bool fromWide, bool toWide, size_t n,
+                  std::vector<uint8_t> &out) {
+  for (size_t i = 0; i < n; ++i) {
+    Wide v = fromWide
+                 ? reinterpret_cast<const Wide *>(array.data.data())[i]
+                 : Wide(reinterpret_cast<const Narrow *>(array.data.data())[i]);
+    if (toWide)
+      reinterpret_cast<Wide *>(out.data())[i] = v;
+    else
+      reinterpret_cast<Narrow *>(out.data())[i] = Narrow(v);
+  }
+}
+
+/// The bytes of `array` converted to `buffer`'s element type (float widths
+/// and integer widths convert; floats and integers do not mix).
+std::vector<uint8_t> convert(const NpyArray &array, const Buffer &buffer,
+                             const std::string &what) {
+  std::string want = descrOf(buffer.dtype);
+  if (array.descr == want)
+    return array.data;
+  auto isFloat = [](const std::string &d) { return d == "<f4" || d == "<f8"; };
+  auto isInt = [](const std::string &d) { return d == "<i4" || d == "<i8"; };
+  size_t n = buffer.numElements();
+  std::vector<uint8_t> out(buffer.bytes);
+  if (isFloat(array.descr) && isFloat(want)) {
+    convertWidth<double, float>(array, array.descr == "<f8", want == "<f8", n,
+                                out);
+    return out;
+  }
+  if (isInt(array.descr) && isInt(want)) {
+    convertWidth<int64_t, int32_t>(array, array.descr == "<i8", want == "<i8",
+                                   n, out);
+    return out;
+  }
+  throw NpzError(what + " has dtype '" + array.descr +
+                 "', but the plan holds " + dtypeName(buffer.dtype));
+}
+
+/// The largest valid index for a batch input that holds indices: the table
+/// size of an embedding or the class count of a loss that reads it,
+/// following reshapes and other data movement.
+int64_t indexLimit(const Plan &plan, uint32_t buffer,
+                   std::set<uint32_t> &visited) {
+  if (!visited.insert(buffer).second)
+    return INT64_MAX;
+  int64_t limit = INT64_MAX;
+  uint64_t offset = plan.buffers[buffer].offset;
+  for (const Stream &s : plan.streams)
+    for (const Instr &i : s.instrs)
+      for (size_t k = 0; k < i.operands.size(); ++k) {
+        if (plan.buffers[i.operands[k]].offset != offset ||
+            i.operands[k] != buffer)
+          continue;
+        const auto &in = [&](size_t j) -> const Buffer & {
+          return plan.buffers[i.operands[j]];
+        };
+        Opcode op = i.opcode;
+        if (op == Opcode::Embedding && k == 1)
+          limit = std::min(limit, in(0).shape[0]);
+        else if (op == Opcode::EmbeddingBackward && k == 1)
+          limit = std::min(limit, plan.buffers[i.results[0]].shape[0]);
+        else if ((op == Opcode::NllLoss || op == Opcode::CrossEntropy) &&
+                 k == 1)
+          limit = std::min(limit, in(0).shape[1]);
+        else if ((op == Opcode::NllLossBackward ||
+                  op == Opcode::CrossEntropyBackward) &&
+                 k == 2)
+          limit = std::min(limit, in(1).shape[1]);
+        else if (op == Opcode::Reshape || op == Opcode::Transpose ||
+                 op == Opcode::Slice || op == Opcode::Broadcast ||
+                 op == Opcode::Concat)
+          for (uint32_t r : i.results)
+            limit = std::min(limit, indexLimit(plan, r, visited));
+      }
+  return limit;
+}
+
+/// Fills a batch input with seeded synthetic data.
+std::vector<uint8_t> synthesize(const Plan &plan, const Binding &binding,
+                                uint64_t seed, int rank) {
+  const Buffer &b = plan.buffers[binding.buffer];
+  std::seed_seq seq{seed, uint64_t(rank) + 1,
+                    uint64_t(std::hash<std::string>()(binding.name))};
+  std::mt19937_64 rng(seq);
+  std::vector<uint8_t> out(b.bytes);
+  int64_t n = b.numElements();
+  if (b.dtype == DType::F32) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (int64_t i = 0; i < n; ++i)
+      reinterpret_cast<float *>(out.data())[i] = dist(rng);
+  } else if (b.dtype == DType::I32 || b.dtype == DType::I64) {
+    std::set<uint32_t> visited;
+    int64_t limit = indexLimit(plan, binding.buffer, visited);
+    if (limit == INT64_MAX)
+      limit = 2;
+    std::uniform_int_distribution<int64_t> dist(0, std::max<int64_t>(limit, 1) -
+                                                       1);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t v = dist(rng);
+      if (b.dtype == DType::I32)
+        reinterpret_cast<int32_t *>(out.data())[i] = int32_t(v);
+      else
+        reinterpret_cast<int64_t *>(out.data())[i] = v;
+    }
+  } else {
+    throw PlanError("cannot synthesize batch input '" + binding.name +
+                    "' of type " + dtypeName(b.dtype) + "; pass --data");
+  }
+  return out;
+}
+
+/// Seeded initial values of a parameter: weights uniform in
+/// +-1/sqrt(fan_in), vectors 1 for scales (".weight", "gamma") and 0 for
+/// biases; optimizer state zero.
+std::vector<uint8_t> initialize(const Plan &plan, const Binding &binding,
+                                uint64_t seed) {
+  const Buffer &b = plan.buffers[binding.buffer];
+  std::vector<uint8_t> out(b.bytes, 0);
+  if (binding.role != Role::Parameter || b.dtype != DType::F32)
+    return out;
+  float *x = reinterpret_cast<float *>(out.data());
+  int64_t n = b.numElements();
+  auto endsWith = [&](const std::string &suffix) {
+    return binding.name.size() >= suffix.size() &&
+           binding.name.compare(binding.name.size() - suffix.size(),
+                                suffix.size(), suffix) == 0;
+  };
+  if (b.shape.size() >= 2) {
+    std::seed_seq seq{seed, uint64_t(std::hash<std::string>()(binding.name))};
+    std::mt19937_64 rng(seq);
+    float bound = 1.0f / std::sqrt(float(std::max<int64_t>(b.shape.back(), 1)));
+    std::uniform_real_distribution<float> dist(-bound, bound);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = dist(rng);
+  } else if (b.shape.size() == 1 &&
+             (endsWith(".weight") || endsWith("gamma"))) {
+    std::fill(x, x + n, 1.0f);
+  }
+  return out;
+}
+
+} // namespace
+
+std::string braid::rt::descrOf(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "<f4";
+  case DType::F64:
+    return "<f8";
+  case DType::I32:
+    return "<i4";
+  case DType::I64:
+    return "<i8";
+  case DType::I1:
+    return "|b1";
+  case DType::F16:
+  case DType::BF16:
+    // The cpu and cuda backends refuse these types before any file is read.
+    return "";
+  }
+  return "";
+}
+
+Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
+                                int world) {
+  Inputs inputs;
+  std::map<std::string, NpyArray> params, data;
+  if (!o.params.empty())
+    params = readNpz(o.params);
+  if (!o.data.empty())
+    data = readNpz(o.data);
+  std::set<std::string> known;
+  for (const Binding &b : plan.arguments) {
+    const Buffer &buffer = plan.buffers[b.buffer];
+    std::string expected =
+        shapeText(buffer.shape) + " " + dtypeName(buffer.dtype);
+    if (b.role == Role::Parameter || b.role == Role::OptimizerState) {
+      known.insert(b.name);
+      auto it = params.find(b.name);
+      if (it == params.end()) {
+        if (!o.params.empty() && b.role == Role::Parameter)
+          throw NpzError(o.params + " has no array '" + b.name +
+                         "' (parameter, expected " + expected + ")");
+        inputs.state[b.buffer] = initialize(plan, b, o.seed);
+        continue;
+      }
+      if (it->second.shape != buffer.shape)
+        throw NpzError(o.params + ": '" + b.name + "' has shape " +
+                       shapeText(it->second.shape) + ", but the plan expects " +
+                       expected);
+      inputs.state[b.buffer] =
+          convert(it->second, buffer, o.params + ": '" + b.name + "'");
+    } else if (b.role == Role::Batch || b.role == Role::Temporary) {
+      auto it = data.find(b.name);
+      if (it == data.end()) {
+        if (!o.data.empty())
+          throw NpzError(o.data + " has no array '" + b.name +
+                         "' (batch input, expected " + expected +
+                         " per rank, or the global batch along dimension 0)");
+        inputs.batch[b.buffer] = synthesize(plan, b, o.seed, rank);
+        continue;
+      }
+      NpyArray array = it->second;
+      if (array.shape != buffer.shape) {
+        // The global batch: rank r takes the r-th slice along dimension 0.
+        std::vector<int64_t> global = buffer.shape;
+        if (!global.empty())
+          global[0] *= world;
+        if (global.empty() || array.shape != global)
+          throw NpzError(o.data + ": '" + b.name + "' has shape " +
+                         shapeText(array.shape) + ", but the plan expects " +
+                         expected + " per rank or " + shapeText(global) +
+                         " for all ranks");
+        size_t bytesPerRank = array.data.size() / world;
+        array.data = std::vector<uint8_t>(
+            array.data.begin() + rank * bytesPerRank,
+            array.data.begin() + (rank + 1) * bytesPerRank);
+        array.shape = buffer.shape;
+      }
+      inputs.batch[b.buffer] =
+          convert(array, buffer, o.data + ": '" + b.name + "'");
+    }
+  }
+  for (const auto &[name, array] : params)
+    if (!known.count(name))
+      throw NpzError(o.params + " has '" + name +
+                     "', which is not a parameter or optimizer state of the "
+                     "plan (a file for another model?)");
+  return inputs;
+}

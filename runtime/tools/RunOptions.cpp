@@ -1,0 +1,128 @@
+//===- RunOptions.cpp - braid-run's command line --------------------------===//
+
+#include "RunOptions.h"
+
+#include "braid-runtime/BackendRegistry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using namespace braid;
+using namespace braid::rt;
+
+const char *const braid::rt::kUsage =
+    "usage: mpirun -np N braid-run [--backend=cpu|cuda] PLAN [--steps K]\n"
+    "           [--params P.npz] [--data D.npz] [--save OUT.npz] [--seed S]\n"
+    "           [--timeout SECONDS] [--check-memory]\n"
+    "       braid-run --backend=sim PLAN [--cluster=NAME|FILE.json]\n"
+    "           [--trace OUT.json] [--trace-ranks N] [--report OUT.json]\n"
+    "       braid-run --dump PLAN\n";
+
+void braid::rt::usageError(const std::string &message) {
+  std::fprintf(stderr, "braid-run: error: %s\n%s", message.c_str(), kUsage);
+  std::exit(2);
+}
+
+Options braid::rt::parseOptions(int argc, char **argv) {
+  Options o;
+  auto value = [&](int &i, const std::string &arg,
+                   const std::string &name) -> std::string {
+    if (arg.size() > name.size() && arg[name.size()] == '=')
+      return arg.substr(name.size() + 1);
+    if (i + 1 >= argc)
+      usageError(name + " needs a value");
+    return argv[++i];
+  };
+  auto number = [&](const std::string &text, const std::string &name) {
+    try {
+      size_t used = 0;
+      double v = std::stod(text, &used);
+      if (used != text.size())
+        throw std::invalid_argument(text);
+      return v;
+    } catch (const std::exception &) {
+      usageError(name + " expects a number, got '" + text + "'");
+    }
+  };
+  // An integer option of at least `least` ("non-negative" or "positive").
+  auto integer = [&](int &i, const std::string &arg, const std::string &name,
+                     int64_t least) {
+    double v = number(value(i, arg, name), name);
+    if (v < double(least) || v != std::floor(v))
+      usageError(name + " must be a " +
+                 (least > 0 ? "positive" : "non-negative") + " integer");
+    return int64_t(v);
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto is = [&](const std::string &name) {
+      return arg == name || arg.rfind(name + "=", 0) == 0;
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--dump") {
+      o.dump = true;
+    } else if (arg == "--check-memory") {
+      o.checkMemory = true;
+    } else if (is("--backend")) {
+      o.backend = value(i, arg, "--backend");
+      std::vector<std::string> known = registeredBackends();
+      known.push_back("sim");
+      if (std::find(known.begin(), known.end(), o.backend) == known.end()) {
+        std::string list;
+        for (const std::string &n : known)
+          list += (list.empty() ? "" : ", ") + n;
+        usageError("unknown backend '" + o.backend + "' (this braid-run has " +
+                   list + ")");
+      }
+    } else if (is("--cluster")) {
+      o.cluster = value(i, arg, "--cluster");
+    } else if (is("--trace")) {
+      o.trace = value(i, arg, "--trace");
+    } else if (is("--report")) {
+      o.report = value(i, arg, "--report");
+    } else if (is("--trace-ranks")) {
+      o.traceRanks = integer(i, arg, "--trace-ranks", 1);
+    } else if (is("--steps")) {
+      o.steps = integer(i, arg, "--steps", 0);
+      o.stepsGiven = true;
+    } else if (is("--seed")) {
+      o.seed = uint64_t(integer(i, arg, "--seed", 0));
+    } else if (is("--timeout")) {
+      o.timeout = number(value(i, arg, "--timeout"), "--timeout");
+      if (!(o.timeout > 0))
+        usageError("--timeout must be positive");
+    } else if (is("--params")) {
+      o.params = value(i, arg, "--params");
+    } else if (is("--data")) {
+      o.data = value(i, arg, "--data");
+    } else if (is("--save")) {
+      o.save = value(i, arg, "--save");
+    } else if (is("--inject-fault")) {
+      o.fault = value(i, arg, "--inject-fault");
+      char kind[8] = {0};
+      int rank = -1;
+      long long step = -1;
+      if (std::sscanf(o.fault.c_str(), "%7[a-z]:%d:%lld", kind, &rank, &step) !=
+              3 ||
+          (std::string(kind) != "hang" && std::string(kind) != "kill"))
+        usageError("--inject-fault expects hang:RANK:STEP or kill:RANK:STEP");
+      o.fault = kind;
+      o.faultRank = rank;
+      o.faultStep = step;
+    } else if (!arg.empty() && arg[0] == '-') {
+      usageError("unknown option '" + arg + "'");
+    } else if (o.plan.empty()) {
+      o.plan = arg;
+    } else {
+      usageError("more than one plan file: '" + o.plan + "' and '" + arg + "'");
+    }
+  }
+  if (o.plan.empty())
+    usageError("no plan file");
+  return o;
+}

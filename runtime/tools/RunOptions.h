@@ -1,0 +1,39 @@
+//===- RunOptions.h - braid-run's command line ------------------*- C++ -*-===//
+
+#ifndef BRAID_RUNTIME_TOOLS_RUNOPTIONS_H
+#define BRAID_RUNTIME_TOOLS_RUNOPTIONS_H
+
+#include <cstdint>
+#include <string>
+
+namespace braid::rt {
+
+/// braid-run's options, as given.
+struct Options {
+  std::string plan, backend = "cpu", params, data, save;
+  /// --backend=sim: the cluster, the trace file and how many ranks it shows.
+  std::string cluster, trace, report;
+  int64_t traceRanks = -1;
+  int64_t steps = 1;
+  bool stepsGiven = false;
+  uint64_t seed = 0;
+  double timeout = 60;
+  bool dump = false;
+  bool checkMemory = false;
+  /// Testing aid: "hang:RANK:STEP" or "kill:RANK:STEP".
+  std::string fault;
+  int faultRank = -1;
+  int64_t faultStep = -1;
+};
+
+extern const char *const kUsage;
+
+/// Prints `message` and the usage, and exits with status 2.
+[[noreturn]] void usageError(const std::string &message);
+
+/// Parses and checks the command line; exits through usageError.
+Options parseOptions(int argc, char **argv);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_TOOLS_RUNOPTIONS_H
