@@ -62,7 +62,7 @@ struct AttrInfo {
 
 struct OpInfo {
   Opcode opcode;
-  /// The mnemonic without the dialect prefix ("all_reduce_start").
+  /// The mnemonic without the dialect prefix, such as all_reduce_start.
   const char *name;
   InstrKind instrKind;
   CollectiveKind collective;

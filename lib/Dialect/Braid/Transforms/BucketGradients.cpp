@@ -179,7 +179,9 @@ BucketGradientsPass::autoBoundaries(Block &body,
     for (AllReduceOp grad : grads) {
       problem.ready.push_back(readyOf(grad));
       problem.update.push_back(updateOf(grad));
-      problem.bytes.push_back(getTensorBytes(grad.getInputs()[0].getType()));
+      // What the collective moves, by the one rule (getCommBytes).
+      problem.bytes.push_back(
+          cast<CollectiveOpInterface>(grad.getOperation()).getCommBytes());
     }
     // The all-reduce of this group (all share one group).
     cost::GroupShape shape = getGroupShape(
