@@ -8,23 +8,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="$root/build/compiler-only"
-jobs=$(nproc 2>/dev/null || echo 2)
-if [ ! -f "$dir/build.ninja" ]; then
-  mkdir -p "$dir"
-  cmake -G Ninja -S "$root" -B "$dir" \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DLLVM_USE_LINKER=lld \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DBRAID_ENABLE_RUNTIME=OFF >"$dir/configure.log" 2>&1 || {
-      cat "$dir/configure.log"
-      echo "build-compiler-only: configuring failed" >&2
-      exit 1
-    }
-fi
+BRAID_BUILD_DIR="$dir" BRAID_CMAKE_FLAGS="-DBRAID_ENABLE_RUNTIME=OFF" \
+  bash "$root/utils/build.sh" braid-opt braid-translate braid-compile braid-doc \
+  BraidUnitTests
 if grep -q "braid runtime" "$dir/configure.log"; then
   echo "build-compiler-only: the configure added the runtime" >&2
   exit 1
 fi
-ninja -C "$dir" -j"$jobs" braid-opt braid-translate braid-compile braid-doc BraidUnitTests

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Configures (once) and builds braid in build/. Installs what is missing first.
+# BRAID_BUILD_DIR and BRAID_CMAKE_FLAGS configure another build (as
+# utils/build-compiler-only.sh does).
 #
 # Usage: utils/build.sh [ninja targets...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/utils/setup.sh"
 
-build="$root/build"
+build=${BRAID_BUILD_DIR:-$root/build}
 if [ ! -f "$build/build.ninja" ]; then
   mkdir -p "$build"
   cmake -G Ninja -S "$root" -B "$build" \
@@ -14,7 +16,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DLLVM_USE_LINKER=lld \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >"$build/configure.log" 2>&1 || {
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit ${BRAID_CMAKE_FLAGS:-} \
+    >"$build/configure.log" 2>&1 || {
       cat "$build/configure.log"
       echo "build: cmake configuration failed (log above)" >&2
       exit 1

@@ -319,6 +319,19 @@ static LogicalResult verifyGroupScaledDim(Operation *op, StringRef what,
   return success();
 }
 
+/// The number of ranks in the group of `op`, after checking its grid; 0 if
+/// the grid is dynamic (nothing to check against), failure after an error.
+template <typename Op>
+static FailureOr<int64_t> getStaticGroupSize(Op op,
+                                             SymbolTableCollection &table) {
+  bool failedCheck;
+  std::optional<int64_t> n = verifyGridUse(
+      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
+  if (failedCheck)
+    return failure();
+  return n.value_or(0);
+}
+
 template <typename Op>
 static LogicalResult verifyGridOnly(Op op, SymbolTableCollection &table) {
   bool failedCheck;
@@ -341,11 +354,9 @@ static LogicalResult verifyCollectivePermuteGrid(Op op,
 template <typename Op>
 static LogicalResult verifyReduceScatterGrid(Op op,
                                              SymbolTableCollection &table) {
-  bool failedCheck;
-  std::optional<int64_t> n = verifyGridUse(
-      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
-  if (failedCheck || !n)
-    return failure(failedCheck);
+  FailureOr<int64_t> n = getStaticGroupSize(op, table);
+  if (failed(n) || *n == 0)
+    return failure(failed(n));
   int64_t dim = op.getScatterDim();
   return verifyGroupScaledDim(
       op, "scatter_dim", dim, tensorType(op.getInput()).getDimSize(dim),
@@ -354,11 +365,9 @@ static LogicalResult verifyReduceScatterGrid(Op op,
 
 template <typename Op>
 static LogicalResult verifyAllGatherGrid(Op op, SymbolTableCollection &table) {
-  bool failedCheck;
-  std::optional<int64_t> n = verifyGridUse(
-      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
-  if (failedCheck || !n)
-    return failure(failedCheck);
+  FailureOr<int64_t> n = getStaticGroupSize(op, table);
+  if (failed(n) || *n == 0)
+    return failure(failed(n));
   int64_t dim = op.getGatherDim();
   return verifyGroupScaledDim(
       op, "gather_dim", dim, tensorType(op.getInput()).getDimSize(dim),
@@ -367,11 +376,9 @@ static LogicalResult verifyAllGatherGrid(Op op, SymbolTableCollection &table) {
 
 template <typename Op>
 static LogicalResult verifyAllToAllGrid(Op op, SymbolTableCollection &table) {
-  bool failedCheck;
-  std::optional<int64_t> n = verifyGridUse(
-      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
-  if (failedCheck || !n)
-    return failure(failedCheck);
+  FailureOr<int64_t> n = getStaticGroupSize(op, table);
+  if (failed(n) || *n == 0)
+    return failure(failed(n));
   RankedTensorType input = tensorType(op.getInput());
   RankedTensorType result = getYieldedTensor(op, op.getResult());
   SmallVector<int64_t> expected(input.getShape());
@@ -394,11 +401,9 @@ static LogicalResult verifyAllToAllGrid(Op op, SymbolTableCollection &table) {
 template <typename Op>
 static LogicalResult verifyRankInGroup(Op op, SymbolTableCollection &table,
                                        StringRef what, int64_t rank) {
-  bool failedCheck;
-  std::optional<int64_t> n = verifyGridUse(
-      cast<CollectiveOpInterface>(op.getOperation()), table, failedCheck);
-  if (failedCheck || !n)
-    return failure(failedCheck);
+  FailureOr<int64_t> n = getStaticGroupSize(op, table);
+  if (failed(n) || *n == 0)
+    return failure(failed(n));
   if (rank >= *n)
     return op.emitOpError()
            << what << " " << rank << " is out of range for a group of " << *n
