@@ -515,6 +515,14 @@ void braid::rt::checkComputeTypes(const Plan &plan, const char *backend) {
         }
 }
 
+/// "lhs, rhs" from a list ended by "".
+static std::string joinNames(const char *const *names) {
+  std::string s;
+  for (; **names; ++names)
+    s += (s.empty() ? "" : ", ") + std::string(*names);
+  return s;
+}
+
 void braid::rt::checkOp(const Plan &plan, const Instr &instr) {
   Checker c{plan, instr};
   // The counts the op table gives (from the ODS), then the op's rules.
@@ -522,8 +530,10 @@ void braid::rt::checkOp(const Plan &plan, const Instr &instr) {
   if ((info.numOperands >= 0 &&
        instr.operands.size() != size_t(info.numOperands)) ||
       (info.numResults >= 0 && instr.results.size() != size_t(info.numResults)))
-    c.fail("expected " + std::to_string(info.numOperands) + " operands and " +
-           std::to_string(info.numResults) + " results, got " +
+    c.fail("expected " + std::to_string(info.numOperands) + " operands (" +
+           joinNames(info.operandNames) + ") and " +
+           std::to_string(info.numResults) + " results (" +
+           joinNames(info.resultNames) + "), got " +
            std::to_string(instr.operands.size()) + " and " +
            std::to_string(instr.results.size()));
   if (info.isCollective())

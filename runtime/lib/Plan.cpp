@@ -2,6 +2,7 @@
 
 #include "braid-runtime/Plan.h"
 #include "OpChecks.h"
+#include "braid-common/DeviceGroup.h"
 #include "braid-common/PlanFormat.h"
 
 #include "plan_generated.h"
@@ -45,21 +46,7 @@ int64_t Group::size() const {
 }
 
 void Group::locate(int64_t rank, int64_t &color, int64_t &index) const {
-  std::vector<int64_t> coord(gridShape.size());
-  for (size_t d = gridShape.size(); d-- > 0;) {
-    coord[d] = rank % gridShape[d];
-    rank /= gridShape[d];
-  }
-  std::vector<bool> onAxis(gridShape.size(), false);
-  index = 0;
-  for (int64_t axis : axes) {
-    onAxis[axis] = true;
-    index = index * gridShape[axis] + coord[axis];
-  }
-  color = 0;
-  for (size_t d = 0; d < gridShape.size(); ++d)
-    if (!onAxis[d])
-      color = color * gridShape[d] + coord[d];
+  locateInGroup(gridShape, axes, rank, color, index);
 }
 
 std::vector<int64_t> rt::stridesOf(const std::vector<int64_t> &shape) {

@@ -72,6 +72,10 @@ struct OpInfo {
   /// Tensor operands and results as a plan instruction has them (a start
   /// form: those of its synchronous form); -1 for variadic.
   int8_t numOperands, numResults;
+  /// Their names in the ODS, each list ended by "" ("inputs..." for a
+  /// variadic operand).
+  const char *const *operandNames;
+  const char *const *resultNames;
   /// The attributes, in the order of their plan ids.
   const AttrInfo *attrs;
   uint8_t numAttrs;

@@ -2,6 +2,7 @@
 
 #include "SimPlayer.h"
 
+#include "braid-common/DeviceGroup.h"
 #include "braid-runtime/Executor.h"
 
 #include <algorithm>
@@ -16,17 +17,11 @@ using namespace braid::cost;
 
 double sim::commSeconds(const Plan &plan, const Cluster &cluster,
                         const Item &item, int64_t color) {
-  std::vector<int64_t> full;
   // The shape on the whole cluster: the group's world ranks.
   const Group &g = plan.groups[size_t(item.instr->group)];
-  for (int64_t r = 0; r < int64_t(plan.worldSize); ++r) {
-    int64_t c = 0, index = 0;
-    g.locate(r, c, index);
-    if (c == color)
-      full.push_back(r);
-  }
-  return collectiveSeconds(cluster, item.instr->collective(), item.commBytes,
-                           groupShapeOf(cluster, full));
+  return collectiveSeconds(
+      cluster, item.instr->collective(), item.commBytes,
+      groupShapeOf(cluster, groupMembers(g.gridShape, g.axes, color)));
 }
 
 int64_t sim::colorOf(const Plan &plan, int group, int64_t rank) {

@@ -2,6 +2,8 @@
 
 #include "CostUtils.h"
 
+#include "braid-common/DeviceGroup.h"
+
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -70,26 +72,12 @@ cost::GroupShape braid::getGroupShape(CollectiveOpInterface op,
       SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
   if (!grid)
     return cost::GroupShape();
-  // Rank 0's group: the ranks whose coordinates off the axes are 0.
-  ArrayRef<int64_t> shape = grid.getShape();
-  std::vector<bool> onAxis(shape.size(), false);
-  for (int16_t axis : op.getGridAxes())
-    if (axis >= 0 && size_t(axis) < shape.size())
-      onAxis[axis] = true;
-  int64_t world = 1;
-  for (int64_t d : shape)
-    world *= d;
-  std::vector<int64_t> members;
-  for (int64_t rank = 0; rank < world; ++rank) {
-    int64_t rest = rank;
-    bool inGroup = true;
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (!onAxis[d] && rest % shape[d] != 0)
-        inGroup = false;
-      rest /= shape[d];
-    }
-    if (inGroup)
-      members.push_back(rank);
-  }
+  // Rank 0's group (color 0).
+  std::vector<int64_t> shape(grid.getShape().begin(), grid.getShape().end());
+  std::vector<int64_t> axes(op.getGridAxes().begin(), op.getGridAxes().end());
+  for (int64_t axis : axes)
+    if (axis < 0 || size_t(axis) >= shape.size())
+      return cost::GroupShape(); // The verifier rules this out.
+  std::vector<int64_t> members = groupMembers(shape, axes, 0);
   return cost::groupShapeOf(cluster, members);
 }
