@@ -8,7 +8,7 @@
 
 namespace braid {
 
-/// Writes the plan file (runtime/schema/plan.fbs behind a checksummed header)
+/// Writes the plan file (common/schema/plan.fbs behind a checksummed header)
 /// of the one step function of `module`. The function must have a memory
 /// plan (braid-plan-memory); emits an error on the offending op otherwise.
 mlir::LogicalResult translateToPlan(mlir::ModuleOp module,
