@@ -143,3 +143,15 @@ func.func @collectives(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w"
   %2 = braid.recv on @world grid_axes = [0] peer = 1 : tensor<16xf32>
   return
 }
+
+// A reduce-scatter of gradients (a sharded optimizer's) counts as gradient
+// bytes too, in either form: 32 + 32.
+// CHECK-LABEL: braid cost summary: @sharded
+// CHECK:        collectives               2 (1 reduce_scatter, 1 reduce_scatter_start)
+// CHECK-NEXT:   collective bytes          64 (64.00 B)
+// CHECK:        gradient bytes to reduce  64 (64.00 B)
+func.func @sharded(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w">}) {
+  %0 = braid.reduce_scatter %w on @world grid_axes = [0] reduction = avg scatter_dim = 0 grad_of = ["w"] : tensor<8xf32> -> tensor<4xf32>
+  %1 = braid.reduce_scatter_start %w on @world grid_axes = [0] reduction = avg scatter_dim = 0 grad_of = ["w"] : tensor<8xf32> -> !braid.future<tensor<4xf32>>
+  return
+}

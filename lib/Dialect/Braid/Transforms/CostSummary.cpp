@@ -72,14 +72,14 @@ std::string humanBytes(uint64_t bytes) {
   return llvm::formatv("{0:f2} {1}", value, units[unit]).str();
 }
 
-/// The gradient bytes an op reduces: the inputs of an all-reduce that names
-/// the parameters they are gradients of.
+/// The gradient bytes an op reduces: the inputs of a gradient collective
+/// (either form of all-reduce or reduce-scatter) that names the parameters
+/// they are gradients of.
 uint64_t getGradientBytes(Operation *op) {
-  if (auto allReduce = dyn_cast<AllReduceOp>(op))
-    return allReduce.getGradOf() ? sumTensorBytes(op->getOperandTypes()) : 0;
-  if (auto start = dyn_cast<AllReduceStartOp>(op))
-    return start.getGradOf() ? sumTensorBytes(op->getOperandTypes()) : 0;
-  return 0;
+  auto gradient = dyn_cast<GradientCollectiveOpInterface>(op);
+  return gradient && gradient.getGradOf()
+             ? sumTensorBytes(op->getOperandTypes())
+             : 0;
 }
 
 struct CostSummaryPass : public braid::impl::CostSummaryBase<CostSummaryPass> {
