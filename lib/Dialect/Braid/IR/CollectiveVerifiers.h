@@ -351,27 +351,31 @@ static LogicalResult verifyCollectivePermuteGrid(Op op,
   return verifyGridOnly(op, table);
 }
 
+/// Checks that dimension `dim` of a reduce-scatter or all-gather is the
+/// input's divided (`divide`) or multiplied by the group size.
 template <typename Op>
-static LogicalResult verifyReduceScatterGrid(Op op,
-                                             SymbolTableCollection &table) {
+static LogicalResult verifyResizedDimGrid(Op op, SymbolTableCollection &table,
+                                          StringRef what, int64_t dim,
+                                          bool divide) {
   FailureOr<int64_t> n = getStaticGroupSize(op, table);
   if (failed(n) || *n == 0)
     return failure(failed(n));
-  int64_t dim = op.getScatterDim();
   return verifyGroupScaledDim(
-      op, "scatter_dim", dim, tensorType(op.getInput()).getDimSize(dim),
-      getYieldedTensor(op, op.getResult()).getDimSize(dim), *n, true);
+      op, what, dim, tensorType(op.getInput()).getDimSize(dim),
+      getYieldedTensor(op, op.getResult()).getDimSize(dim), *n, divide);
+}
+
+template <typename Op>
+static LogicalResult verifyReduceScatterGrid(Op op,
+                                             SymbolTableCollection &table) {
+  return verifyResizedDimGrid(op, table, "scatter_dim", op.getScatterDim(),
+                              /*divide=*/true);
 }
 
 template <typename Op>
 static LogicalResult verifyAllGatherGrid(Op op, SymbolTableCollection &table) {
-  FailureOr<int64_t> n = getStaticGroupSize(op, table);
-  if (failed(n) || *n == 0)
-    return failure(failed(n));
-  int64_t dim = op.getGatherDim();
-  return verifyGroupScaledDim(
-      op, "gather_dim", dim, tensorType(op.getInput()).getDimSize(dim),
-      getYieldedTensor(op, op.getResult()).getDimSize(dim), *n, false);
+  return verifyResizedDimGrid(op, table, "gather_dim", op.getGatherDim(),
+                              /*divide=*/false);
 }
 
 template <typename Op>
