@@ -69,6 +69,9 @@ std::string Stream::name() const {
 }
 
 std::string Instr::describe() const {
+  // An instruction a backend makes for itself (the end of a step) has no op.
+  if (!info)
+    return location;
   return std::string("'") + name() + "' at " + location;
 }
 

@@ -70,7 +70,8 @@ struct Instr {
   CollectiveKind collective() const {
     return info ? info->collective : CollectiveKind::None;
   }
-  /// "'op' at location", for messages.
+  /// "'op' at location", for messages (the location alone for an
+  /// instruction without an op).
   std::string describe() const;
 };
 

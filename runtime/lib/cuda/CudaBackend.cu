@@ -185,7 +185,7 @@ void CudaBackend::synchronize() {
   // Poll rather than block, so that a hung NCCL call becomes an error.
   Watchdog watchdog(MPI_COMM_SELF, s.timeout);
   Instr end;
-  end.location = "the GPU streams";
+  end.location = "the end of the step on the GPU streams";
   for (cudaStream_t stream : s.streams)
     watchdog.poll(end, 0, {}, [&] {
       cudaError_t e = cudaStreamQuery(stream);
