@@ -24,4 +24,6 @@ if [ ! -f "$build/build.ninja" ]; then
     }
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
-ninja -C "$build" -j"$jobs" "$@"
+# The compilers' output is kept for build-warnings.test (a fresh build
+# compiles every file: no warning may come from braid's own sources).
+ninja -C "$build" -j"$jobs" "$@" 2>&1 | tee "$build/build-output.log"
