@@ -205,7 +205,9 @@ template <typename Op> static LogicalResult verifyAllToAll(Op op) {
   return success();
 }
 
-template <typename Op> static LogicalResult verifyCollectiveBroadcast(Op op) {
+/// Checks the grid axes and that a collective yields its input's type
+/// (broadcast, permute).
+template <typename Op> static LogicalResult verifyYieldsInputType(Op op) {
   if (failed(verifyGridAxes(op, op.getGridAxes())))
     return failure();
   RankedTensorType result = getYieldedTensor(op, op.getResult());
@@ -215,6 +217,12 @@ template <typename Op> static LogicalResult verifyCollectiveBroadcast(Op op) {
     return op.emitOpError()
            << "yields " << result << ", which differs from the input type "
            << op.getInput().getType();
+  return success();
+}
+
+template <typename Op> static LogicalResult verifyCollectiveBroadcast(Op op) {
+  if (failed(verifyYieldsInputType(op)))
+    return failure();
   // I64Attr accessors return uint64_t; read the root as signed.
   int64_t root = op.getRoot();
   if (root < 0)
@@ -250,16 +258,7 @@ template <typename Op> static LogicalResult verifyRecv(Op op) {
 }
 
 template <typename Op> static LogicalResult verifyCollectivePermute(Op op) {
-  if (failed(verifyGridAxes(op, op.getGridAxes())))
-    return failure();
-  RankedTensorType result = getYieldedTensor(op, op.getResult());
-  if (!result)
-    return failure();
-  if (result != op.getInput().getType())
-    return op.emitOpError()
-           << "yields " << result << ", which differs from the input type "
-           << op.getInput().getType();
-  return success();
+  return verifyYieldsInputType(op);
 }
 
 //===----------------------------------------------------------------------===//
