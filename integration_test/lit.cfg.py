@@ -1,10 +1,14 @@
 # The braid integration tests: tests that need more than the build (Python
 # with torch and numpy, MPI, a GPU). Each feature is detected here; a test
 # that needs a missing one reports UNSUPPORTED (skipped) with lit's reason.
+# Under utils/run-tests.sh (BRAID_REQUIRE_FEATURES=1) and in CI (CI=true),
+# a missing feature that utils/setup.sh installs (numpy, torch, mpirun) is
+# an error naming it instead: only a missing GPU may skip there.
 
 import os
 import shutil
 import subprocess
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -16,8 +20,9 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.braid_obj_root, "integration_test")
 
-# Debian's python3, which sees Debian's torch, numpy and pytest.
-python = "/usr/bin/python3"
+# Debian's python3, which sees Debian's torch, numpy and pytest; BRAID_PYTHON
+# names another interpreter (a venv's).
+python = os.environ.get("BRAID_PYTHON", "/usr/bin/python3")
 config.substitutions.append(("%python", python))
 config.substitutions.append(("%examples", os.path.join(config.braid_src_root, "examples")))
 config.substitutions.append(("%braid_src", config.braid_src_root))
@@ -30,6 +35,8 @@ llvm_config.add_tool_substitutions(
     [config.braid_tools_dir])
 config.substitutions.append(("%braid_bin", config.braid_tools_dir))
 config.substitutions.append(("%braid_obj", config.braid_obj_root))
+# lit itself, for the test of this file's requirement check.
+config.substitutions.append(("%lit", os.path.abspath(sys.argv[0])))
 # Sanitizers: OpenMPI's own allocations are not leaks of braid's.
 config.environment["ASAN_OPTIONS"] = "detect_leaks=0"
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1"
@@ -40,12 +47,21 @@ def python_has(module):
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
 
-if python_has("numpy"):
-    config.available_features.add("numpy")
-if python_has("torch"):
-    config.available_features.add("torch")
-if shutil.which("mpirun"):
-    config.available_features.add("mpi")
+strict = (os.environ.get("CI", "").lower() == "true" or
+          os.environ.get("BRAID_REQUIRE_FEATURES", "") not in ("", "0"))
+missing = []
+for feature, found, what in (
+        ("numpy", python_has("numpy"), "numpy (python3-numpy) for %s" % python),
+        ("torch", python_has("torch"), "torch (python3-torch) for %s" % python),
+        ("mpi", shutil.which("mpirun") is not None, "mpirun (openmpi-bin) on PATH")):
+    if found:
+        config.available_features.add(feature)
+    else:
+        missing.append(what)
+if missing and strict:
+    lit_config.fatal("missing test requirements: %s. utils/setup.sh installs them; "
+                     "under CI=true and utils/run-tests.sh a missing requirement is an "
+                     "error, not a skip" % "; ".join(missing))
 if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("gpu")

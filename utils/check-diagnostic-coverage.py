@@ -3,8 +3,12 @@
 
 For each `emitOpError`/`emitError`/`emitOptionalError` statement in the
 dialect's C++ sources, takes the longest string literal of the message and
-looks for it in the expected diagnostics of the lit tests. Prints each
-untested message and exits 1 if there is any.
+looks for it in the expected diagnostics of the lit tests: an
+`expected-error`/`expected-warning`/`expected-remark` annotation, or a
+positive FileCheck directive (CHECK:, or another prefix, with -NEXT, -SAME,
+-DAG, -LABEL). A RUN line, a CHECK-NOT (which asserts a message is absent)
+or a lit keyword (REQUIRES:, UNSUPPORTED:, XFAIL:) does not count. Prints
+each untested message and exits 1 if there is any.
 
 Usage: check-diagnostic-coverage.py TEST_DIR SRC_DIR...
 """
@@ -35,13 +39,31 @@ def messages(src_dir):
                 yield "%s:%d" % (path.name, line), max(literals, key=len)
 
 
+EXPECTED = re.compile(r"expected-(error|warning|remark)")
+DIRECTIVE = re.compile(r"\s*(//|#|;)?\s*([A-Z][A-Z0-9_]*(?:-[A-Z][A-Z0-9_]*)*)\s*:")
+LIT_KEYWORDS = {"RUN", "REQUIRES", "UNSUPPORTED", "XFAIL", "ALLOW_RETRIES", "END"}
+
+
+def is_expectation(line):
+    """True for a line that asserts a message appears."""
+    if EXPECTED.search(line):
+        return True
+    m = DIRECTIVE.match(line)
+    if not m:
+        return False
+    name = m.group(2)
+    if name in LIT_KEYWORDS or name.endswith("-NOT") or name.endswith("-COUNT"):
+        return False
+    return True
+
+
 def expectations(test_dir):
     found = []
     for path in pathlib.Path(test_dir).rglob("*"):
         if path.suffix not in (".mlir", ".test") or not path.is_file():
             continue
         for line in path.read_text().splitlines():
-            if "expected-error" in line or re.match(r"\s*(//|#)?\s*[A-Z-]+:", line):
+            if is_expectation(line):
                 found.append(line)
     return "\n".join(found)
 
