@@ -1,0 +1,158 @@
+"""Comparing a braid training run with PyTorch's, as braid's tests and its
+main job do.
+
+The reference is PyTorch in float64 on the same global batch. PyTorch's own
+float32 training is measured against the same reference, and braid is
+judged by that spread: float32 rounding, amplified by training (AdamW turns
+the rounding of a near-zero gradient into an lr-sized step), moves any
+float32 implementation that far, and no correct one much farther.
+
+    losses within `loss_tol` relative of float64 at every step;
+    each final parameter and optimizer-state array no farther from float64
+    than SPREAD_FACTOR x float32 PyTorch's distance (or `state_floor`).
+"""
+
+import argparse
+import sys
+
+import numpy as np
+
+# Below this fraction of an array's largest magnitude, an entry's error is
+# judged against that fraction instead of the entry itself. float32 rounds
+# an entry computed as a sum to about 2^-24 x (the sum of |terms|), which for
+# an entry that cancels to almost nothing is any multiple of the entry; at
+# one hundredth of the largest entry it is at most ~1e-5 of the entry after
+# tens of steps, and every entry larger than that is held to its own bound.
+REL_FLOOR = 1e-2
+
+# braid and float32 PyTorch are two float32 summation orders: their
+# distances from float64 are draws of the same size. 4x leaves room for the
+# unlucky draw; a wrong term (a missing bias correction, a swapped gradient)
+# moves an array by 1e-2 and more, hundreds of times the spread.
+SPREAD_FACTOR = 4.0
+
+
+class ShapeMismatch(AssertionError):
+    pass
+
+
+def max_rel_diff(a, b, floor=REL_FLOOR):
+    """The largest elementwise relative difference of `a` from the reference
+    `b`: max |a - b| / max(|b|, floor x max |b|). Shapes must be equal (no
+    broadcasting); NaN or infinity in either is an infinite difference."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ShapeMismatch("shape %s compared with reference shape %s" % (a.shape, b.shape))
+    if not a.size:
+        return 0.0
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return float("inf")
+    scale = np.abs(b).max()
+    denom = np.maximum(np.abs(b), max(floor * scale, 1e-30))
+    return float((np.abs(a - b) / denom).max())
+
+
+def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floor=1e-5):
+    """Compares braid's `losses` (one per step) and final `state` (parameters
+    and optimizer state, as braid-run --save writes them) with PyTorch
+    training spec's model on `batch` = (inputs, targets) for `steps` steps.
+    Returns a dict: `ok`, `problems` (what failed, in words), `loss_diff`
+    (braid vs float64, worst step), `torch_loss_diff` (float32 PyTorch vs
+    float64), `state_diff`/`torch_state_diff` (worst array, with its name),
+    `torch_losses`."""
+    from braid.spec import torch_reference
+    inputs, targets = batch
+    ref32_losses, ref32 = torch_reference(spec, inputs, targets, steps)
+    ref64_losses, ref64 = torch_reference(spec, inputs, targets, steps, double=True)
+    problems = []
+    if len(losses) != steps:
+        problems.append("%d losses for %d steps" % (len(losses), steps))
+        losses = (list(losses) + [float("nan")] * steps)[:steps]
+    loss_diff = max_rel_diff(losses, ref64_losses)
+    torch_loss_diff = max_rel_diff(ref32_losses, ref64_losses)
+    if not loss_diff <= loss_tol:
+        problems.append("losses differ from float64 PyTorch by %.2e relative (at most %.0e)"
+                        % (loss_diff, loss_tol))
+    if sorted(state) != sorted(ref64):
+        problems.append("arrays %s, PyTorch has %s" % (sorted(state), sorted(ref64)))
+    worst, worst_torch = ("", 0.0), ("", 0.0)
+    for k in sorted(set(state) & set(ref64)):
+        try:
+            d = max_rel_diff(state[k], ref64[k])
+        except ShapeMismatch as e:
+            problems.append("%s: %s" % (k, e))
+            continue
+        t = max_rel_diff(ref32[k], ref64[k])
+        bound = max(SPREAD_FACTOR * t, state_floor)
+        if not d <= bound:
+            problems.append("%s is %.2e from float64 PyTorch, float32 PyTorch %.2e "
+                            "(bound %.2e)" % (k, d, t, bound))
+        if d >= worst[1]:
+            worst = (k, d)
+        if t >= worst_torch[1]:
+            worst_torch = (k, t)
+    return {"ok": not problems, "problems": problems, "loss_diff": loss_diff,
+            "torch_loss_diff": torch_loss_diff, "state_diff": worst,
+            "torch_state_diff": worst_torch, "torch_losses": ref32_losses}
+
+
+def describe(result):
+    """One line per figure of against_pytorch's result."""
+    return ["losses vs float64 PyTorch: %.2e relative at worst (float32 PyTorch %.2e)" % (
+                result["loss_diff"], result["torch_loss_diff"]),
+            "final parameters and state vs float64 PyTorch: %.2e at worst (%s); float32 "
+            "PyTorch %.2e (%s)" % (result["state_diff"][1], result["state_diff"][0],
+                                   result["torch_state_diff"][1], result["torch_state_diff"][0])]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python3 -m braid.compare",
+        description="Compares a braid-run training (its printed losses and its --save file) "
+                    "with PyTorch training the spec's model on the spec's global batch; exits 1 "
+                    "when braid differs beyond the tolerance.")
+    parser.add_argument("spec", help="the spec, as for python3 -m braid.export")
+    parser.add_argument("--world-size", type=int, required=True,
+                        help="the ranks braid-run trained on")
+    parser.add_argument("--losses", required=True,
+                        help="braid-run's output (its 'step K/N loss L' lines)")
+    parser.add_argument("--state", required=True, help="braid-run --save's .npz")
+    args = parser.parse_args(argv)
+    from braid.spec import load_spec
+    try:
+        with open(args.losses) as f:
+            losses = [float(l.split()[-1]) for l in f if l.startswith("step ")]
+        with np.load(args.state) as f:
+            state = {k: f[k] for k in f.files if k != "loss"}
+    except (OSError, ValueError) as e:
+        print("braid.compare: error: %s" % e, file=sys.stderr)
+        return 2
+    if not losses:
+        print("braid.compare: error: %s has no 'step K/N loss L' line" % args.losses,
+              file=sys.stderr)
+        return 2
+    spec = load_spec(args.spec, world_size=args.world_size)
+    if "global_batch" not in spec:
+        print("braid.compare: error: the spec has no global_batch to train PyTorch on",
+              file=sys.stderr)
+        return 2
+    r = against_pytorch(spec, spec["global_batch"], losses, state, len(losses))
+    print("the loss fell from %.6f to %.6f; PyTorch on the same global batch: %.6f -> %.6f"
+          % (losses[0], losses[-1], r["torch_losses"][0], r["torch_losses"][-1]))
+    for line in describe(r):
+        print(line)
+    if not r["ok"]:
+        for p in r["problems"]:
+            print("MISMATCH " + p)
+        print("braid.compare: error: braid's training differs from PyTorch's beyond the "
+              "tolerance (losses within 1e-5 relative of float64 PyTorch, each array within "
+              "%gx float32 PyTorch's distance)" % SPREAD_FACTOR, file=sys.stderr)
+        return 1
+    print("braid matches PyTorch: losses within 1e-5 relative of float64 PyTorch at every "
+          "step, every final array within %gx float32 PyTorch's own distance" % SPREAD_FACTOR)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
