@@ -134,6 +134,20 @@ def main():
     ints["wte"] = params["wte"].astype(np.int64)
     expect_error("params: wrong dtype", [run, plan, "--params", npz("ints.npz", ints)],
                  ["dtype '<i8'"], ranks=2)
+    # Same width, other kind: the bits of an int32 are not a float32 (nor
+    # a float64's an int64); each is refused by its dtype, not converted or
+    # reinterpreted.
+    same_width = dict(params)
+    same_width["wte"] = params["wte"].astype(np.int32)
+    expect_error("params: int32 into a float32 parameter",
+                 [run, plan, "--params", npz("int32.npz", same_width)],
+                 ["'wte' has dtype '<i4', but the plan holds f32"], ranks=2)
+    rng = np.random.default_rng(5)
+    expect_error("data: float64 into int64 tokens",
+                 [run, plan, "--data", npz("f64.npz", {
+                     "tokens": rng.integers(0, 64, (4, 32)).astype(np.float64),
+                     "labels": rng.integers(0, 64, (4, 32))})],
+                 ["'tokens' has dtype '<f8', but the plan holds i64"], ranks=2)
     expect_error("params: missing file", [run, plan, "--params", os.path.join(out, "none.npz")],
                  ["cannot read"], ranks=2)
     expect_error("params: not an npz", [run, plan, "--params", plan],

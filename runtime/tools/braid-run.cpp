@@ -277,7 +277,15 @@ int main(int argc, char **argv) {
   }
   MPI_Comm_free(&lossComm);
 
-  if (!o.save.empty() && rank == 0) {
+  // --save: rank 0 writes OUT.npz; a path with {rank} is written by every
+  // rank, {rank} replaced by its number.
+  const std::string rankField = "{rank}";
+  size_t field = o.save.find(rankField);
+  if (!o.save.empty() && (rank == 0 || field != std::string::npos)) {
+    std::string savePath = o.save;
+    for (size_t at = field; at != std::string::npos;
+         at = savePath.find(rankField, at))
+      savePath.replace(at, rankField.size(), std::to_string(rank));
     try {
       std::map<std::string, NpyArray> out;
       auto save = [&](const Binding &b) {
@@ -298,7 +306,7 @@ int main(int argc, char **argv) {
       for (const Binding &b : plan.results)
         if (!isState(b) && !out.count(b.name))
           save(b);
-      writeNpz(o.save, out);
+      writeNpz(savePath, out);
     } catch (const std::exception &e) {
       fail(rank, e.what());
       MPI_Abort(MPI_COMM_WORLD, 1);
