@@ -2,7 +2,12 @@
 # the scheduled IR independently of the passes:
 #   - every bucket but one holding a single oversized gradient is at most
 #     the cap, and the first bucket is at most first-bucket-cap-mb;
-#   - every gradient is reduced exactly once;
+#   - every gradient is reduced exactly once, read from the data flow and not
+#     from the labels the pass writes: each parameter's update reads a
+#     result of a wait, whose start reduced, at that position, a value that
+#     computes the same expression (ops and operands back to the function's
+#     arguments) as the gradient the unscheduled step all-reduces for that
+#     parameter; and no start operand feeds two updates;
 #   - no wait sits before a compute op that does not need its result (the
 #     optimizer phase, which needs the waits, follows the backward);
 #   - each start comes right after the last producer of its gradients
@@ -96,7 +101,95 @@ def main(braid_opt, example, cap_mb, first_cap_mb):
             continue
         raise AssertionError("wait %r sits before %r, which needs no wait"
                              % (ops[first_wait][3][:60], line[:60]))
+    check_data_flow(graph, out)
     print("ok: %d buckets, %d gradients" % (len(starts), len(reduced)))
+
+
+VALUE = re.compile(r"%[\w.$-]+(?:#\d+)?")
+# What the overlap passes add to an op: its stream, bucket labels.
+SCHEDULE_ATTRS = re.compile(r"braid\.stream = #braid\.stream<[^>]*>(, )?|"
+                            r"bucket_(bytes|index) = \d+ : i64(, )?|grad_of = \[[^\]]*\]")
+UPDATES = ("braid.sgd", "braid.adamw")
+
+
+def values(text):
+    """Defining op of each value, with its operand values (`%x#k` kept for
+    results of multi-result ops): {value: (name, canonical text, operands)}."""
+    body = text[text.index("func.func"):]
+    body = body[body.index("{\n") + 2:]
+    defs, ops = {}, []
+    for line in body.splitlines():
+        line = line.strip()
+        if not line or line == "}":
+            continue
+        lhs, eq, rhs = line.partition(" = ")
+        if not (eq and lhs.startswith("%")):
+            lhs, rhs = "", line
+        name = rhs.split()[0]
+        operands = VALUE.findall(rhs.split(" : ")[0])
+        # The op's own text without value names, labels or schedule attributes.
+        canon = SCHEDULE_ATTRS.sub("", rhs).replace(", }", "}").replace(" {}", "")
+        canon = VALUE.sub("%", canon)
+        results = []
+        for r in lhs.split(", ") if lhs else []:
+            base, _, count = r.partition(":")
+            results += ["%s#%d" % (base, k) for k in range(int(count))] if count else [base]
+        for k, r in enumerate(results):
+            defs[r] = (name, canon, operands, k)
+        ops.append((name, operands, results))
+    return defs, ops
+
+
+def expression(defs, value, memo):
+    """A canonical text of what computes `value`, back to the arguments."""
+    if value in memo:
+        return memo[value]
+    if value not in defs:
+        if "#" not in value and value + "#0" in defs:
+            return expression(defs, value + "#0", memo)
+        memo[value] = value  # a function argument, named by its position
+        return value
+    name, canon, operands, k = defs[value]
+    text = "%s[%d](%s)" % (canon, k, ",".join(expression(defs, o, memo) for o in operands))
+    memo[value] = text = "h%x" % (hash(text) & 0xffffffffffff)
+    return text
+
+
+def check_data_flow(graph, scheduled):
+    gdefs, gops = values(graph)
+    sdefs, sops = values(scheduled)
+    gmemo, smemo = {}, {}
+    # The unscheduled step: parameter argument -> the gradient it all-reduces.
+    want = {}
+    for name, operands, results in gops:
+        if name in UPDATES:
+            reduced = operands[1]
+            op, _, ar_operands, k = gdefs[reduced if reduced in gdefs else reduced + "#0"]
+            assert op == "braid.all_reduce", (name, reduced, op)
+            want[operands[0]] = expression(gdefs, ar_operands[k], gmemo)
+    assert want, "no optimizer update in the unscheduled step"
+    # The scheduled step: parameter argument -> what its update's gradient
+    # is, through the wait and its start.
+    used = {}
+    for name, operands, results in sops:
+        if name not in UPDATES:
+            continue
+        grad = operands[1]
+        key = grad if grad in sdefs else grad + "#0"
+        op, _, wait_operands, k = sdefs[key]
+        assert op == "braid.wait", "the update of %s reads %s, not a wait's result" % (
+            operands[0], op)
+        start, _, start_operands, _ = sdefs[wait_operands[0]]
+        assert start == "braid.all_reduce_start", start
+        source = (wait_operands[0], k)
+        assert source not in used, "%s#%d feeds the updates of %s and %s" % (
+            wait_operands[0], k, used[source], operands[0])
+        used[source] = operands[0]
+        got = expression(sdefs, start_operands[k], smemo)
+        assert operands[0] in want, "update of %s, which the step does not update" % operands[0]
+        assert got == want[operands[0]], (
+            "the update of %s gets a reduced value that is not its gradient" % operands[0])
+    assert sorted(used.values()) == sorted(want), (sorted(used.values()), sorted(want))
 
 
 main(*sys.argv[1:])

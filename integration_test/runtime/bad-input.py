@@ -55,6 +55,7 @@ def expect_error(name, cmd, patterns, ranks=1, limit=30, every_rank=True):
     if problems:
         print(p.stderr[-2000:])
         failures.append(name)
+    return p
 
 
 def main():
@@ -178,10 +179,19 @@ def main():
                  [run, plan, "--steps", "5", "--timeout", "3", "--inject-fault=hang:1:2"],
                  ["did not complete within 3 s", "ranks that did not arrive: 1"],
                  ranks=2, limit=30, every_rank=False)
-    # A rank killed mid-step: every rank stops (mpirun ends the job).
-    expect_error("rank 1 killed in step 2",
-                 [run, plan, "--steps", "5", "--timeout", "3", "--inject-fault=kill:1:2"],
-                 ["rank 1"], ranks=2, limit=30, every_rank=False)
+    # A rank killed mid-step: every rank stops (mpirun ends the job) and the
+    # survivor says which step it was stopped in; the killed rank is rank 1,
+    # by SIGKILL (mpirun's report), and no step after the first completed.
+    p = expect_error("rank 1 killed in step 2",
+                     [run, plan, "--steps", "5", "--timeout", "3", "--inject-fault=kill:1:2"],
+                     ["braid-run: error: rank 0: terminated in step 2 (SIGTERM: mpirun stops "
+                      "the job when another rank dies or fails)", "rank 1 with PID",
+                      "signal 9"], ranks=2, limit=30, every_rank=False)
+    if p is not None:
+        steps = [l for l in p.stdout.splitlines() if l.startswith("step ")]
+        if len(steps) != 1 or not steps[0].startswith("step 1/5"):
+            failures.append("rank 1 killed in step 2: steps completed %s" % steps)
+            print("FAIL rank 1 killed in step 2: the steps that completed: %s" % steps)
 
     print("bad-input: %d failed" % len(failures))
     sys.exit(1 if failures else 0)

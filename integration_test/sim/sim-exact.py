@@ -1,8 +1,8 @@
 # The simulator against the cost formulas, computed here independently from
 # the cluster's JSON: a step without communication takes exactly the sum of
 # its kernel times, and a step of one collective exactly the formula's time
-# (ring and tree all_reduce on 1, 8, 64 and 256 GPUs, reduce_scatter), to
-# 1e-12 relative; every other collective kind (all_gather, all_to_all,
+# (ring and tree all_reduce on 1, 8, 64 and 256 GPUs, reduce_scatter and
+# all_gather on 64), to 1e-12 relative; every other collective kind (all_gather, all_to_all,
 # collective_broadcast, collective_permute, send, recv) in its synchronous
 # and its start form, in a node and across nodes, to the same bound; two
 # collectives on two streams share the links (the sum of their times); a
@@ -21,52 +21,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inputs"))
 import braidtest  # noqa: E402
 
-CLUSTERS = os.path.join(os.path.dirname(__file__), "..", "..", "common", "clusters")
-
-
-def cluster(name):
-    with open(os.path.join(CLUSTERS, name + ".json")) as f:
-        return json.load(f)
-
-
-def kernel_seconds(c, flops, nbytes, dtype):
-    if flops == 0 and nbytes == 0:
-        return 0.0
-    compute = flops / (c["peak_tflops"][dtype] * 1e12 * c["matmul_efficiency"])
-    memory = nbytes / (c["hbm_gb_per_s"] * 1e9 * c["memory_efficiency"])
-    return c["kernel_launch_us"] * 1e-6 + max(compute, memory)
-
-
-def collective_seconds(c, kind, nbytes, ranks):
-    """NCCL-style: docs/CostModel.md. Ranks 0..ranks-1, 8 to a node."""
-    g = min(ranks, c["gpus_per_node"])
-    n = math.ceil(ranks / c["gpus_per_node"])
-    bnv, bnet = c["nvlink_gb_per_s"] * 1e9, c["network_gb_per_s"] * 1e9
-    anv, anet = c["nvlink_latency_us"] * 1e-6, c["network_latency_us"] * 1e-6
-    base = c["collective_base_latency_us"] * 1e-6
-    s = float(nbytes)
-    intra = (g - 1) * anv + (g - 1) / g * s / bnv
-    inter = (n - 1) * anet + (n - 1) / n * (s / g) / bnet
-    if kind == "all_reduce":
-        ring = base + 2 * intra + 2 * ((n - 1) * anet + (n - 1) / n * (s / g) / bnet)
-        if n == 1:
-            return ring, "ring"
-        tree = (base + 2 * (g - 1) * anv + 2 * math.ceil(math.log2(n)) *
-                c["tree_network_latency_us"] * 1e-6 + 2 * (g - 1) / g * s / bnv + 2 * (s / g) / bnet)
-        return min((ring, "ring"), (tree, "tree"))
-    net = n > 1
-    hop = anet if net else anv
-    link = bnet if net else bnv
-    if kind == "all_to_all":
-        return base + (ranks - 1) * hop + s * max((g - 1) / ranks / bnv,
-                                                  (ranks - g) / ranks / bnet), "direct"
-    if kind == "collective_broadcast":
-        return base + (ranks - 1) * hop + s / link, "direct"
-    if kind in ("send", "recv", "collective_permute"):
-        return base + hop + s / link, "direct"
-    # reduce_scatter and all_gather: one ring pass (all_gather: s is what
-    # each rank ends with).
-    return base + intra + inter, "ring"
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+from costformulas import cluster, collective_seconds, kernel_seconds  # noqa: E402
 
 
 def simulate(plan, cluster_name, out):
@@ -127,7 +83,8 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
     # 2. One collective.
     cases = [("all_reduce", 8, "h100-8", 64 << 20), ("all_reduce", 64, "h100-8x8", 64 << 20),
              ("all_reduce", 256, "h100-8x32", 4096), ("all_reduce", 256, "h100-8x32", 256 << 20),
-             ("reduce_scatter", 64, "h100-8x8", 32 << 20), ("all_reduce", 8, "a100-8", 1 << 20)]
+             ("reduce_scatter", 64, "h100-8x8", 32 << 20), ("all_reduce", 8, "a100-8", 1 << 20),
+             ("all_gather", 64, "h100-8x8", 32 << 20), ("all_reduce", 1, "h100-8", 64 << 20)]
     algorithms = set()
     for kind, ranks, name, nbytes in cases:
         n = nbytes // 4
@@ -135,6 +92,11 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
         if kind == "all_reduce":
             op = "%%0 = braid.all_reduce %%x on @world grid_axes = [0] reduction = sum : %s" % shape
             rtype = shape
+        elif kind == "all_gather":
+            # nbytes is what each rank ends with (getCommBytes of all_gather).
+            rtype, shape = shape, "tensor<%dxf32>" % (n // ranks)
+            op = ("%%0 = braid.all_gather %%x on @world grid_axes = [0] gather_dim = 0 "
+                  ": %s -> %s" % (shape, rtype))
         else:
             rtype = "tensor<%dxf32>" % (n // ranks)
             op = ("%%0 = braid.reduce_scatter %%x on @world grid_axes = [0] reduction = sum scatter_dim = 0 "
@@ -272,8 +234,9 @@ func.func @step(%x: tensor<4194304xf32> {braid.role = #braid.role<batch "x">},
         "ok  " if ok else "FAIL", k, m, got["step_time"], max(expected, m)))
     failures += not ok
 
-    if algorithms != {"ring", "tree"}:
-        print("FAIL the cases should exercise both ring and tree, got %s" % sorted(algorithms))
+    if algorithms != {"ring", "tree", "none"}:
+        print("FAIL the cases should exercise ring, tree and a group of one, got %s"
+              % sorted(algorithms))
         failures += 1
     print("sim-exact: %d failed" % failures)
     sys.exit(1 if failures else 0)

@@ -36,10 +36,54 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 using namespace braid;
 using namespace braid::rt;
 
 namespace {
+
+/// Where this rank is, for a signal handler to report: the step being run
+/// (0 before the first). Written by the step loop, read by onTerminate.
+volatile std::sig_atomic_t currentStep = 0;
+int handlerRank = 0;
+
+/// Appends the decimal digits of `v` to `out` (async-signal-safe).
+size_t appendNumber(char *out, size_t at, long v) {
+  char digits[24];
+  size_t n = 0;
+  do {
+    digits[n++] = char('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && n < sizeof(digits));
+  while (n > 0)
+    out[at++] = digits[--n];
+  return at;
+}
+
+/// SIGTERM: mpirun ends the job when another rank dies or fails; say so,
+/// with the step this rank was in, instead of vanishing without a word.
+/// Only async-signal-safe calls (write, _exit).
+extern "C" void onTerminate(int) {
+  char message[256];
+  size_t at = 0;
+  auto put = [&](const char *text) {
+    while (*text && at < sizeof(message) - 32)
+      message[at++] = *text++;
+  };
+  put("braid-run: error: rank ");
+  at = appendNumber(message, at, handlerRank);
+  if (currentStep > 0) {
+    put(": terminated in step ");
+    at = appendNumber(message, at, long(currentStep));
+  } else {
+    put(": terminated before the first step");
+  }
+  put(" (SIGTERM: mpirun stops the job when another rank dies or fails)\n");
+  ssize_t ignored = write(2, message, at);
+  (void)ignored;
+  _exit(143);
+}
 
 /// True on every rank if `ok` on every rank.
 bool agree(bool ok) {
@@ -143,6 +187,8 @@ int main(int argc, char **argv) {
   int rank = 0, world = 1, localRank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  handlerRank = rank;
+  std::signal(SIGTERM, onTerminate);
   // The rank's index on its node (a collective call, before anything can
   // fail on one rank alone); the cuda backend picks its GPU with it.
   MPI_Comm node;
@@ -228,6 +274,7 @@ int main(int argc, char **argv) {
     double firstMs = 0, restMs = 0;
     for (int64_t step = 1; step <= o.steps; ++step) {
       Clock::time_point start = Clock::now();
+      currentStep = std::sig_atomic_t(step);
       if (step == o.faultStep && rank == o.faultRank) {
         if (o.fault == "hang")
           for (;;)
