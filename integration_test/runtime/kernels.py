@@ -276,9 +276,20 @@ def main():
             diff = braidtest.max_rel_diff(got, ref)
             if not diff <= tol:
                 failures.append("seed %d %s %s: max relative difference %.3g > %g" % (seed, op, name, diff, tol))
+    # Every result of every seed was read, and every kernel of the op table
+    # (generated from ODS) has a case: a new kernel cannot go untested, and
+    # a backend that returns nothing cannot pass with zero checks.
+    from braid.op_table import OPS
+    kernels = {"braid." + n for n, info in OPS.items() if info[1] == "Kernel"}
+    tested = {op for _, _, _, op in s.results}
+    if checked != 3 * len(s.results) or checked == 0:
+        failures.append("%d results checked, %d expected" % (checked, 3 * len(s.results)))
+    if kernels - tested:
+        failures.append("kernels without a case: %s" % ", ".join(sorted(kernels - tested)))
     for f in failures:
         print("FAIL", f)
-    print("kernels: %d results checked, %d failed" % (checked, len(failures)))
+    print("kernels: %d results checked (every one of the %d kernel ops of braid's op table), "
+          "%d failed" % (checked, len(kernels & tested), len(failures)))
     sys.exit(1 if failures else 0)
 
 

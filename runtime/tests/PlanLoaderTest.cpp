@@ -27,16 +27,18 @@ struct AttrSpec {
   std::vector<double> floats;
 };
 
-/// A one-rank plan of three [4] f32 buffers and one instruction.
+/// A one-rank plan of three [4] f32 buffers (at 0, 64 and `lastOffset`) in
+/// an arena of `arena` bytes, and one instruction.
 Plan loadOne(uint16_t opcode, std::vector<uint32_t> operands,
-             std::vector<uint32_t> results, std::vector<AttrSpec> attrs) {
+             std::vector<uint32_t> results, std::vector<AttrSpec> attrs,
+             uint64_t arena = 192, uint64_t lastOffset = 128) {
   fb::FlatBufferBuilder b;
   std::vector<fb::Offset<plan::Buffer>> buffers;
   for (int i = 0; i < 3; ++i) {
     std::vector<int64_t> shape = {4};
     buffers.push_back(plan::CreateBuffer(
-        b, 64 * i, 16, plan::DType::F32, b.CreateVector(shape),
-        b.CreateString("b" + std::to_string(i))));
+        b, i == 2 ? lastOffset : 64 * i, 16, plan::DType::F32,
+        b.CreateVector(shape), b.CreateString("b" + std::to_string(i))));
   }
   std::vector<fb::Offset<plan::Attr>> attrOffsets;
   for (const AttrSpec &a : attrs)
@@ -50,17 +52,17 @@ Plan loadOne(uint16_t opcode, std::vector<uint32_t> operands,
   std::vector<fb::Offset<plan::Stream>> streams = {plan::CreateStream(
       b, plan::StreamKind::Compute, 0, b.CreateVector(instrs))};
   auto root = plan::CreatePlan(b, b.CreateString("test"), b.CreateString("f"),
-                               1, 192, b.CreateVector(buffers), 0,
+                               1, arena, b.CreateVector(buffers), 0,
                                b.CreateVector(streams), 0, 0, 0, 0);
   b.Finish(root, plan::PlanIdentifier());
   return loadPayload(b.GetBufferPointer(), b.GetSize(), plan::kFormatVersion);
 }
 
 std::string errorOf(uint16_t opcode, std::vector<uint32_t> operands,
-                    std::vector<uint32_t> results,
-                    std::vector<AttrSpec> attrs) {
+                    std::vector<uint32_t> results, std::vector<AttrSpec> attrs,
+                    uint64_t arena = 192, uint64_t lastOffset = 128) {
   try {
-    loadOne(opcode, operands, results, attrs);
+    loadOne(opcode, operands, results, attrs, arena, lastOffset);
   } catch (const PlanError &e) {
     return e.what();
   }
@@ -136,6 +138,22 @@ TEST(PlanLoaderTest, OperandCountNamesTheOperands) {
   EXPECT_NE(e.find("'add' at test.mlir:1:1: expected 2 operands (lhs, rhs) "
                    "and 1 results (result), got 1 and 1"),
             std::string::npos)
+      << e;
+}
+
+TEST(PlanLoaderTest, BufferOutsideTheArena) {
+  uint16_t scale = code(Opcode::Scale);
+  std::vector<AttrSpec> factor = {{0, {}, {2.0}}};
+  // [128, 144) fits an arena of 144 bytes exactly, not one of 143.
+  EXPECT_EQ(errorOf(scale, {0}, {1}, factor, 144), "");
+  std::string e = errorOf(scale, {0}, {1}, factor, 143);
+  EXPECT_NE(
+      e.find("buffer #2 ('b2') [128, 144) lies outside the arena of 143 bytes"),
+      std::string::npos)
+      << e;
+  // An offset so large that offset + bytes wraps around is outside too.
+  e = errorOf(scale, {0}, {1}, factor, 192, UINT64_MAX - 8);
+  EXPECT_NE(e.find("lies outside the arena of 192 bytes"), std::string::npos)
       << e;
 }
 

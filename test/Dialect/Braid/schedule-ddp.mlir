@@ -15,7 +15,22 @@
 // DDP-NEXT: braid.sgd
 // DDP-NOT: braid.wait
 
-// BRAID: = braid.wait
+// braid's own schedule waits the buckets in the order they were started,
+// each followed by its update (the input, before the pass, waits them in
+// parameter order: the last-started bucket first).
+// BRAID: %[[F0:.*]] = braid.all_reduce_start
+// BRAID: %[[F1:.*]] = braid.all_reduce_start
+// BRAID: %[[F2:.*]] = braid.all_reduce_start
+// BRAID: %[[F3:.*]] = braid.all_reduce_start
+// BRAID-NEXT: = braid.wait %[[F0]]
 // BRAID-NEXT: braid.sgd
-// BRAID-NEXT: = braid.wait
+// BRAID-NEXT: = braid.wait %[[F1]]
 // BRAID-NEXT: braid.sgd
+// BRAID-NEXT: = braid.wait %[[F2]]
+// BRAID-NEXT: braid.sgd
+// BRAID-NEXT: = braid.wait %[[F3]]
+// BRAID-NEXT: braid.sgd
+// BRAID-NEXT: return
+
+// Without the pass the BRAID checks fail (they would pass a no-op).
+// RUN: braid-opt %examples/mlp.mlir --braid-bucket-gradients="bucket-cap-mb=0.5 first-bucket-cap-mb=0.01" --braid-async-collectives | not FileCheck %s --check-prefix=BRAID
