@@ -9,9 +9,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/utils/setup.sh"
 
 build=${BRAID_BUILD_DIR:-$root/build}
+# ccache, with paths taken relative to the source tree, so that a copy of
+# the tree at another path (utils/mutants.py's scratch copy) hits the cache
+# the main build filled.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+fi
 if [ ! -f "$build/build.ninja" ]; then
   mkdir -p "$build"
-  cmake -G Ninja -S "$root" -B "$build" \
+  cmake -G Ninja -S "$root" -B "$build" "${launcher[@]}" \
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DLLVM_USE_LINKER=lld \

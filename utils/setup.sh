@@ -8,8 +8,10 @@ set -euo pipefail
 packages=(
   # LLVM/MLIR 22: headers, libMLIR.so, mlir-tblgen, lit, FileCheck.
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-  # Build tools: clang-14 + lld with ninja is the fastest build here.
-  cmake ninja-build clang-14 lld
+  # Build tools: clang-14 + lld with ninja is the fastest build here; ccache
+  # lets the mutation tests' scratch copy (utils/mutants.py) and the
+  # compiler-only build reuse the objects of the main build.
+  cmake ninja-build clang-14 lld ccache
   # The format check of the test suite (clang-format over `git ls-files`);
   # the unit tests (googletest).
   clang-format-14 git libgtest-dev
