@@ -261,7 +261,7 @@ def main(argv=None):
         results.append({"id": m["id"], "layer": m["layer"], "status": status,
                         "caught_by": caught_by, "tests": m["tests"], "seconds": round(took, 1),
                         "why": m["why"]})
-        print("[%d/%d] %-8s %-34s %-14s %5.0f s  %s" % (
+        print("[%d/%d] %-8s %-34s %-17s %5.0f s  %s" % (
             k, len(mutants), status, m["id"], m["layer"], took,
             ("by " + ", ".join(caught_by)) if status == "caught" else
             ("tests " + " ".join(m["tests"]) + " all passed") if status == "survived" else
