@@ -443,9 +443,11 @@ void run(const Args &a) {
   case Opcode::ReduceMean:
     return reduce(a, true, instr.as<ops::ReduceMeanAttrs>().dims);
   case Opcode::Relu:
-    return unary(a, [](float x) { return x > 0 ? x : 0.0f; });
+    // As PyTorch: relu(NaN) is NaN, and its backward (threshold_backward)
+    // passes the gradient where the input is NaN: only x <= 0 is cut.
+    return unary(a, [](float x) { return x <= 0 ? 0.0f : x; });
   case Opcode::ReluBackward:
-    return binary(a, [](float g, float s) { return s > 0 ? g : 0.0f; });
+    return binary(a, [](float g, float s) { return s <= 0 ? 0.0f : g; });
   case Opcode::Gelu: {
     bool t = instr.as<ops::GeluAttrs>().approximate_tanh;
     return unary(a, [t](float x) { return float(geluOf(x, t)); });

@@ -197,7 +197,8 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
         op == Opcode::Gelu && instr.as<ops::GeluAttrs>().approximate_tanh;
     int kind = op == Opcode::Relu ? 1 : op == Opcode::Gelu ? 2 : 0;
     forEach(n, stream, [=] __device__(int64_t i) {
-      y[i] = kind == 1   ? (x[i] > 0 ? x[i] : 0.0f)
+      // relu as PyTorch's: NaN stays NaN (only x <= 0 is cut).
+      y[i] = kind == 1   ? (x[i] <= 0 ? 0.0f : x[i])
              : kind == 2 ? float(geluOf(x[i], approx))
                          : x[i] * factor;
     });
@@ -210,7 +211,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     bool relu = op == Opcode::ReluBackward;
     bool approx = !relu && instr.as<ops::GeluBackwardAttrs>().approximate_tanh;
     forEach(n, stream, [=] __device__(int64_t i) {
-      y[i] = relu ? (s[i] > 0 ? g[i] : 0.0f)
+      y[i] = relu ? (s[i] <= 0 ? 0.0f : g[i])
                   : float(g[i] * geluGrad(s[i], approx));
     });
     return;
