@@ -35,6 +35,8 @@ def main():
     s = Step()
     xi, gi = s.input(x), s.input(g)
     ga, be = s.input(gamma), s.input(beta)
+    labels = np.array([2, 0, 1], np.int64)
+    li = s.input(labels)
     T = ttype(x.shape)
     cases = [
         ("relu", "%%r = braid.relu %s : %s" % (xi, T), [F.relu(t(x))]),
@@ -50,6 +52,11 @@ def main():
             xi, T, ttype((3,))), [t(x).sum(1)]),
         ("matmul", "%%r = braid.matmul %s, %s {transpose_b} : %s, %s -> %s" % (
             xi, gi, T, T, ttype((3, 3))), [t(x) @ t(g).T]),
+        ("cross_entropy", "%%r = braid.cross_entropy %s, %s reduction = sum : %s, %s -> %s" % (
+            xi, li, T, ttype((3,), "i64"), "tensor<f32>"),
+         [F.cross_entropy(t(x), torch.from_numpy(labels), reduction="sum")]),
+        ("gelu_backward", "%%r = braid.gelu_backward %s, %s : %s" % (gi, xi, T),
+         [torch.ops.aten.gelu_backward(t(g), t(x))]),
         ("layer_norm", "%%r:3 = braid.layer_norm %s, %s, %s eps = 1.0e-05 : %s, %s -> %s" % (
             xi, ga, be, T, ttype((4,)), ttype((3,))),
          [r.reshape(-1) if r.dim() > 1 and r.shape[-1] == 1 else r for r in
