@@ -149,6 +149,36 @@ def main():
                      "tokens": rng.integers(0, 64, (4, 32)).astype(np.float64),
                      "labels": rng.integers(0, 64, (4, 32))})],
                  ["'tokens' has dtype '<f8', but the plan holds i64"], ranks=2)
+    # int64 data into the plan's int32: a value that does not fit is an
+    # error naming the array and position, never wrapped (2^32 + 3 is not 3);
+    # the extremes that fit load exactly.
+    i32 = os.path.join(out, "ids32.mlir")
+    with open(i32, "w") as f:
+        f.write('func.func @ids(%ids: tensor<2x2xi32> {braid.role = #braid.role<batch "ids">})'
+                ' -> tensor<4xi32> {\n'
+                '  %0 = braid.reshape %ids : tensor<2x2xi32> -> tensor<4xi32>\n'
+                '  return %0 : tensor<4xi32>\n}\n')
+    i32plan = os.path.join(out, "ids32.plan")
+    braidtest.compile_step(i32, i32plan)
+    expect_error("data: int64 beyond int32",
+                 [run, i32plan, "--data", npz("ids-big.npz", {
+                     "ids": np.array([[1, 2], [2**32 + 3, 4]], np.int64)})],
+                 ["'ids' holds 4294967299 at [1, 0], which does not fit the plan's "
+                  "32-bit integers"])
+    expect_error("data: int64 below int32",
+                 [run, i32plan, "--data", npz("ids-small.npz", {
+                     "ids": np.array([[1, -2**31 - 1], [3, 4]], np.int64)})],
+                 ["'ids' holds -2147483649 at [0, 1]"])
+    extremes = np.array([[-2**31, 2**31 - 1], [0, -1]], np.int64)
+    saved = os.path.join(out, "ids-out.npz")
+    braidtest.braid_run(i32plan, args=["--data", npz("ids-ok.npz", {"ids": extremes}),
+                                        "--save", saved])
+    got = np.load(saved)["result0"]
+    if got.dtype != np.int32 or got.tolist() != extremes.reshape(4).tolist():
+        failures.append("data: int32 extremes")
+        print("FAIL data: int32 extremes loaded as %s %s" % (got.dtype, got.tolist()))
+    else:
+        print("ok   data: int32 extremes load exactly")
     expect_error("params: missing file", [run, plan, "--params", os.path.join(out, "none.npz")],
                  ["cannot read"], ranks=2)
     expect_error("params: not an npz", [run, plan, "--params", plan],

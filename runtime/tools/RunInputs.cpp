@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 
 using namespace braid;
 using namespace braid::rt;
@@ -23,18 +25,45 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+/// The coordinates of flat element `i` of `shape`, as "[a, b]".
+std::string positionText(const std::vector<int64_t> &shape, size_t i) {
+  std::vector<int64_t> at(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 0) {
+      at[d] = int64_t(i % uint64_t(shape[d]));
+      i /= uint64_t(shape[d]);
+    }
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < at.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(at[d]);
+  return s + "]";
+}
+
 /// Converts `n` elements between the wide and the narrow type of one kind.
+/// An integer that the narrow type cannot hold is an error naming `what`
+/// and its position (never wrapped: 2^32 + l must not read as l); floats
+/// narrow as PyTorch's .float() does.
 template <typename Wide, typename Narrow>
 void convertWidth(const NpyArray &array, bool fromWide, bool toWide, size_t n,
-                  std::vector<uint8_t> &out) {
+                  std::vector<uint8_t> &out, const std::string &what) {
   for (size_t i = 0; i < n; ++i) {
     Wide v = fromWide
                  ? reinterpret_cast<const Wide *>(array.data.data())[i]
                  : Wide(reinterpret_cast<const Narrow *>(array.data.data())[i]);
-    if (toWide)
+    if (toWide) {
       reinterpret_cast<Wide *>(out.data())[i] = v;
-    else
-      reinterpret_cast<Narrow *>(out.data())[i] = Narrow(v);
+      continue;
+    }
+    if constexpr (std::is_integral_v<Narrow>) {
+      if (v < Wide(std::numeric_limits<Narrow>::min()) ||
+          v > Wide(std::numeric_limits<Narrow>::max()))
+        throw NpzError(what + " holds " + std::to_string(v) + " at " +
+                       positionText(array.shape, i) +
+                       ", which does not fit the plan's " +
+                       std::to_string(8 * sizeof(Narrow)) + "-bit integers");
+    }
+    reinterpret_cast<Narrow *>(out.data())[i] = Narrow(v);
   }
 }
 
@@ -51,12 +80,12 @@ std::vector<uint8_t> convert(const NpyArray &array, const Buffer &buffer,
   std::vector<uint8_t> out(buffer.bytes);
   if (isFloat(array.descr) && isFloat(want)) {
     convertWidth<double, float>(array, array.descr == "<f8", want == "<f8", n,
-                                out);
+                                out, what);
     return out;
   }
   if (isInt(array.descr) && isInt(want)) {
     convertWidth<int64_t, int32_t>(array, array.descr == "<i8", want == "<i8",
-                                   n, out);
+                                   n, out, what);
     return out;
   }
   throw NpzError(what + " has dtype '" + array.descr +
