@@ -9,6 +9,8 @@
 
 #include "OpChecks.h"
 
+#include "braid-common/Streams.h"
+
 #include <set>
 
 using namespace braid;
@@ -119,6 +121,15 @@ void braid::rt::checkPlan(const Plan &plan) {
   for (const Stream &s : plan.streams) {
     if (!streamKeys.insert({s.comm, s.index}).second)
       throw PlanError("stream " + s.name() + " appears twice");
+    // As the compiler's #braid.stream: one compute stream, at most 64
+    // communication streams.
+    if (!s.comm && s.index != 0)
+      throw PlanError("stream " + s.name() +
+                      ": a plan has one compute stream, compute 0");
+    if (s.comm && s.index >= kMaxCommStreams)
+      throw PlanError("stream " + s.name() + " is out of range: at most " +
+                      std::to_string(kMaxCommStreams) +
+                      " communication streams");
     for (const Instr &instr : s.instrs) {
       for (uint32_t id : instr.operands)
         if (id >= plan.buffers.size())

@@ -31,7 +31,9 @@ struct AttrSpec {
 /// an arena of `arena` bytes, and one instruction.
 Plan loadOne(uint16_t opcode, std::vector<uint32_t> operands,
              std::vector<uint32_t> results, std::vector<AttrSpec> attrs,
-             uint64_t arena = 192, uint64_t lastOffset = 128) {
+             uint64_t arena = 192, uint64_t lastOffset = 128,
+             plan::StreamKind streamKind = plan::StreamKind::Compute,
+             uint32_t streamIndex = 0) {
   fb::FlatBufferBuilder b;
   std::vector<fb::Offset<plan::Buffer>> buffers;
   for (int i = 0; i < 3; ++i) {
@@ -49,8 +51,8 @@ Plan loadOne(uint16_t opcode, std::vector<uint32_t> operands,
       b, opcode, b.CreateVector(operands), b.CreateVector(results),
       b.CreateVector(attrOffsets), -1, -1, -1, b.CreateString("test.mlir:1:1"));
   std::vector<fb::Offset<plan::Instr>> instrs = {instr};
-  std::vector<fb::Offset<plan::Stream>> streams = {plan::CreateStream(
-      b, plan::StreamKind::Compute, 0, b.CreateVector(instrs))};
+  std::vector<fb::Offset<plan::Stream>> streams = {
+      plan::CreateStream(b, streamKind, streamIndex, b.CreateVector(instrs))};
   auto root = plan::CreatePlan(b, b.CreateString("test"), b.CreateString("f"),
                                1, arena, b.CreateVector(buffers), 0,
                                b.CreateVector(streams), 0, 0, 0, 0);
@@ -155,6 +157,31 @@ TEST(PlanLoaderTest, BufferOutsideTheArena) {
   e = errorOf(scale, {0}, {1}, factor, 192, UINT64_MAX - 8);
   EXPECT_NE(e.find("lies outside the arena of 192 bytes"), std::string::npos)
       << e;
+}
+
+/// The stream rules of #braid.stream hold in plans too: one compute stream
+/// (index 0), at most 64 communication streams.
+TEST(PlanLoaderTest, StreamsInRange) {
+  auto errorOn = [](plan::StreamKind kind, uint32_t index) -> std::string {
+    try {
+      loadOne(code(Opcode::Scale), {0}, {1}, {{0, {}, {2.0}}}, 192, 128, kind,
+              index);
+    } catch (const PlanError &e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(errorOn(plan::StreamKind::Comm, 63), "");
+  std::string e = errorOn(plan::StreamKind::Compute, 1);
+  EXPECT_NE(e.find("a plan has one compute stream, compute 0"),
+            std::string::npos)
+      << e;
+  e = errorOn(plan::StreamKind::Comm, 64);
+  EXPECT_NE(e.find("is out of range: at most 64 communication streams"),
+            std::string::npos)
+      << e;
+  e = errorOn(plan::StreamKind::Comm, 4294967295u);
+  EXPECT_NE(e.find("is out of range"), std::string::npos) << e;
 }
 
 TEST(PlanLoaderTest, EveryOpcodeHasItsTableEntry) {

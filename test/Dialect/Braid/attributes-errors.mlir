@@ -158,3 +158,32 @@ module attributes {braid.cluster = 8 : i64} {
 
 // expected-error @below {{'braid.cluster' must be a string on a builtin.module}}
 %0 = "braid.fill"() {value = 0.0 : f64, braid.cluster = "h100-8"} : () -> tensor<4xf32>
+
+// -----
+
+// braid has one compute stream: another compute index would be taken for
+// stream 0 by the schedule verifier while the plan gives it its own thread
+// (a race the verifier could not see).
+func.func @second_compute_stream(%x: tensor<16xf32>) -> tensor<16xf32> {
+  // expected-error @below {{braid has one compute stream, #braid.stream<compute, 0>; there is no compute stream 1}}
+  %0 = braid.relu %x {braid.stream = #braid.stream<compute, 1>} : tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+// A communication stream index is bounded (1 + 4294967295 would wrap to the
+// compute stream's dense index 0).
+func.func @comm_stream_wraps(%x: tensor<16xf32>) -> tensor<16xf32> {
+  // expected-error @below {{communication stream 4294967295 is out of range: a step has at most 64 (#braid.stream<comm, 0> to <comm, 63>)}}
+  %0 = braid.relu %x {braid.stream = #braid.stream<comm, 4294967295>} : tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+func.func @comm_stream_64(%x: tensor<16xf32>) -> tensor<16xf32> {
+  // expected-error @below {{communication stream 64 is out of range}}
+  %0 = braid.relu %x {braid.stream = #braid.stream<comm, 64>} : tensor<16xf32>
+  return %0 : tensor<16xf32>
+}

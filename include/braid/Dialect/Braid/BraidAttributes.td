@@ -85,14 +85,16 @@ def Braid_StreamAttr : Braid_Attr<"Stream", "stream"> {
   let summary = "the stream an op runs on in a scheduled step";
   let description = [{
     Scheduled IR names the stream of every op with the discardable attribute
-    `braid.stream`: the compute stream `#braid.stream<compute, 0>` or one of
-    the communication streams `#braid.stream<comm, N>`.
+    `braid.stream`: the compute stream `#braid.stream<compute, 0>` (braid
+    has one) or one of the communication streams `#braid.stream<comm, N>`,
+    N below `braid::kMaxCommStreams` (64, `braid-common/Streams.h`).
   }];
   let parameters = (ins
     EnumParameter<Braid_StreamKind>:$kind,
     "unsigned":$index
   );
   let assemblyFormat = "`<` $kind `,` $index `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // BRAID_DIALECT_BRAID_BRAIDATTRIBUTES_TD

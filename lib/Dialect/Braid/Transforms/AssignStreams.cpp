@@ -8,6 +8,8 @@
 
 #include "ScheduleUtils.h"
 
+#include "braid-common/Streams.h"
+
 #include "braid/Dialect/Braid/Analysis/StreamOrder.h"
 
 #include "braid/Dialect/Braid/BraidOps.h"
@@ -32,7 +34,6 @@ namespace {
 
 /// More streams than this buy nothing (one group a stream) and would make
 /// the vector clocks large.
-constexpr unsigned kMaxCommStreams = 64;
 
 struct AssignStreamsPass
     : public braid::impl::AssignStreamsBase<AssignStreamsPass> {
