@@ -203,6 +203,17 @@ def main():
     expect_error("option: unknown backend", [run, plan, "--backend=tpu"], ["unknown backend"])
     expect_error("option: bad steps", [run, plan, "--steps", "x"], ["--steps expects a number"])
     expect_error("option: bad timeout", [run, plan, "--timeout", "0"], ["--timeout must be positive"])
+    # Numbers out of range are refused by name before anything runs (1e20
+    # steps used to overflow and run nothing with exit 0; a timeout of
+    # 1e10 s overflowed the deadline; seed 2^32 aliased seed 0).
+    for option, text, expect in (
+            ("--steps", "1e20", "--steps must be at most 1000000000000, but is 1e20"),
+            ("--steps", "inf", "--steps must be a non-negative integer"),
+            ("--timeout", "1e10", "--timeout must be at most 1000000000 seconds"),
+            ("--timeout", "inf", "--timeout must be at most 1000000000 seconds"),
+            ("--timeout", "nan", "--timeout must be positive"),
+            ("--seed", "4294967296", "--seed must be at most 4294967295, but is 4294967296")):
+        expect_error("option: %s %s" % (option, text), [run, plan, option, text], [expect])
 
     # A rank that stops answering: the watchdog names it on the other rank.
     expect_error("rank 1 hangs in step 2",

@@ -21,6 +21,13 @@ const char *const braid::rt::kUsage =
     "           [--trace OUT.json] [--trace-ranks N] [--report OUT.json]\n"
     "       braid-run --dump PLAN\n";
 
+namespace {
+constexpr int64_t kMaxSteps = 1000000000000; // 10^12
+constexpr int64_t kMaxSeed = 4294967295;     // 2^32 - 1
+constexpr int64_t kMaxTraceRanks = 1 << 20;
+constexpr double kMaxTimeoutSeconds = 1e9; // 31 years
+} // namespace
+
 void braid::rt::usageError(const std::string &message) {
   std::fprintf(stderr, "braid-run: error: %s\n%s", message.c_str(), kUsage);
   std::exit(2);
@@ -47,13 +54,19 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       usageError(name + " expects a number, got '" + text + "'");
     }
   };
-  // An integer option of at least `least` ("non-negative" or "positive").
+  // An integer option of at least `least` ("non-negative" or "positive")
+  // and at most `most`: checked before any conversion, so that 1e20 or inf
+  // is an error, not an overflow.
   auto integer = [&](int &i, const std::string &arg, const std::string &name,
-                     int64_t least) {
-    double v = number(value(i, arg, name), name);
-    if (v < double(least) || v != std::floor(v))
+                     int64_t least, int64_t most) {
+    std::string text = value(i, arg, name);
+    double v = number(text, name);
+    if (!std::isfinite(v) || v < double(least) || v != std::floor(v))
       usageError(name + " must be a " +
                  (least > 0 ? "positive" : "non-negative") + " integer");
+    if (v > double(most))
+      usageError(name + " must be at most " + std::to_string(most) +
+                 ", but is " + text);
     return int64_t(v);
   };
   for (int i = 1; i < argc; ++i) {
@@ -86,16 +99,22 @@ Options braid::rt::parseOptions(int argc, char **argv) {
     } else if (is("--report")) {
       o.report = value(i, arg, "--report");
     } else if (is("--trace-ranks")) {
-      o.traceRanks = integer(i, arg, "--trace-ranks", 1);
+      o.traceRanks = integer(i, arg, "--trace-ranks", 1, kMaxTraceRanks);
     } else if (is("--steps")) {
-      o.steps = integer(i, arg, "--steps", 0);
+      o.steps = integer(i, arg, "--steps", 0, kMaxSteps);
       o.stepsGiven = true;
     } else if (is("--seed")) {
-      o.seed = uint64_t(integer(i, arg, "--seed", 0));
+      // The generator takes 32 bits: a larger seed would alias a smaller.
+      o.seed = uint64_t(integer(i, arg, "--seed", 0, kMaxSeed));
     } else if (is("--timeout")) {
       o.timeout = number(value(i, arg, "--timeout"), "--timeout");
       if (!(o.timeout > 0))
         usageError("--timeout must be positive");
+      // Beyond this the deadline arithmetic (nanoseconds in 64 bits) would
+      // overflow and every collective time out at once.
+      if (!(o.timeout <= kMaxTimeoutSeconds))
+        usageError("--timeout must be at most " +
+                   std::to_string(int64_t(kMaxTimeoutSeconds)) + " seconds");
     } else if (is("--params")) {
       o.params = value(i, arg, "--params");
     } else if (is("--data")) {
