@@ -271,7 +271,8 @@ int main(int argc, char **argv) {
   {
     Executor executor(plan, *backend);
     using Clock = std::chrono::steady_clock;
-    double firstMs = 0, restMs = 0;
+    double firstMs = 0;
+    std::vector<double> restMs; // steps 2..N
     for (int64_t step = 1; step <= o.steps; ++step) {
       Clock::time_point start = Clock::now();
       currentStep = std::sig_atomic_t(step);
@@ -301,24 +302,42 @@ int main(int argc, char **argv) {
         backend->read(plan.buffers[loss], &local);
         MPI_Allreduce(&local, &sum, 1, MPI_FLOAT, MPI_SUM, lossComm);
         if (rank == 0) {
-          std::printf("step %lld/%lld loss %.6f\n", (long long)step,
-                      (long long)o.steps, sum / world);
+          // %.9g: every float32 loss round-trips, so two runs can be
+          // compared to 1e-7 relative from the printed numbers alone.
+          std::printf("step %lld/%lld loss %.9g\n", (long long)step,
+                      (long long)o.steps, double(sum / world));
           std::fflush(stdout);
         }
       }
       double ms =
           std::chrono::duration<double, std::milli>(Clock::now() - start)
               .count();
-      (step == 1 ? firstMs : restMs) += ms;
-    }
-    // Rank 0's wall time per step; the first step (warm-up: cuBLAS and NCCL
-    // set themselves up) apart.
-    if (rank == 0 && o.steps > 0) {
-      if (o.steps > 1)
-        std::printf("time: first step %.3f ms, then %.3f ms per step\n",
-                    firstMs, restMs / double(o.steps - 1));
+      if (step == 1)
+        firstMs = ms;
       else
+        restMs.push_back(ms);
+    }
+    // Rank 0's wall time per step, which includes writing the batch, the
+    // loss's all-reduce and printing; the first step (warm-up: cuBLAS and
+    // NCCL set themselves up) apart, then the median and the mean.
+    if (rank == 0 && o.steps > 0) {
+      if (!restMs.empty()) {
+        double mean = 0;
+        for (double ms : restMs)
+          mean += ms;
+        mean /= double(restMs.size());
+        std::vector<double> sorted = restMs;
+        std::sort(sorted.begin(), sorted.end());
+        size_t n = sorted.size();
+        double median =
+            n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+        std::printf("time: first step %.3f ms, then median %.3f ms, mean "
+                    "%.3f ms per step over steps 2-%lld (rank 0's wall "
+                    "time, the loss's all-reduce and printing included)\n",
+                    firstMs, median, mean, (long long)o.steps);
+      } else {
         std::printf("time: first step %.3f ms\n", firstMs);
+      }
       std::fflush(stdout);
     }
   }
