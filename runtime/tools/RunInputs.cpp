@@ -277,8 +277,14 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
           convert(array, buffer, o.data + ": '" + b.name + "'");
     }
   }
+  // What --save writes besides the state (the loss, the step's other
+  // results) loads back: a saved file resumes the run.
+  std::set<std::string> saved;
+  for (const Binding &b : plan.results)
+    if (b.role != Role::Parameter && b.role != Role::OptimizerState)
+      saved.insert(b.name);
   for (const auto &[name, array] : params)
-    if (!known.count(name))
+    if (!known.count(name) && !saved.count(name))
       throw NpzError(o.params + " has '" + name +
                      "', which is not a parameter or optimizer state of the "
                      "plan (a file for another model?)");
