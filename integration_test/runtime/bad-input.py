@@ -214,6 +214,23 @@ def main():
             ("--timeout", "nan", "--timeout must be positive"),
             ("--seed", "4294967296", "--seed must be at most 4294967295, but is 4294967296")):
         expect_error("option: %s %s" % (option, text), [run, plan, option, text], [expect])
+    # Outputs are checked before the first step, not after the last; empty
+    # file names, a fault on a rank that does not exist and a --data array
+    # the plan has no input for are errors, not ignored.
+    expect_error("save: a directory", [run, plan, "--steps", "3", "--save", out],
+                 ["rank 0: cannot write --save file '%s': Is a directory" % out,
+                  "rank 1: stopping: another rank failed to start"], ranks=2)
+    expect_error("params: empty name", [run, plan, "--params", ""],
+                 ["--params needs a file name, but is empty"])
+    expect_error("fault: no such rank", [run, plan, "--inject-fault=kill:5:1"],
+                 ["--inject-fault names rank 5 and step 1, but the run has ranks 0 to 1 and "
+                  "steps 1 to 1"], ranks=2)
+    rng = np.random.default_rng(9)
+    expect_error("data: an array the plan has no input for",
+                 [run, plan, "--data", npz("extra-data.npz", {
+                     "tokens": rng.integers(0, 64, (4, 32)), "labels": rng.integers(0, 64, (4, 32)),
+                     "label": rng.integers(0, 64, (4, 32))})],
+                 ["has 'label', which is not a batch input of the plan"], ranks=2)
 
     # A rank that stops answering: the watchdog names it on the other rank.
     expect_error("rank 1 hangs in step 2",

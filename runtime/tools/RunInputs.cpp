@@ -225,7 +225,7 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
     params = readNpz(o.params);
   if (!o.data.empty())
     data = readNpz(o.data);
-  std::set<std::string> known;
+  std::set<std::string> known, batchNames;
   for (const Binding &b : plan.arguments) {
     const Buffer &buffer = plan.buffers[b.buffer];
     std::string expected =
@@ -247,6 +247,7 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
       inputs.state[b.buffer] =
           convert(it->second, buffer, o.params + ": '" + b.name + "'");
     } else if (b.role == Role::Batch || b.role == Role::Temporary) {
+      batchNames.insert(b.name);
       auto it = data.find(b.name);
       if (it == data.end()) {
         if (!o.data.empty())
@@ -283,6 +284,13 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
   for (const Binding &b : plan.results)
     if (b.role != Role::Parameter && b.role != Role::OptimizerState)
       saved.insert(b.name);
+  // --data as --params: an array the plan has no batch input for is an
+  // error, not ignored (a misspelled name would train on synthetic data).
+  for (const auto &[name, array] : data)
+    if (!batchNames.count(name))
+      throw NpzError(o.data + " has '" + name +
+                     "', which is not a batch input of the plan (a file for "
+                     "another model?)");
   for (const auto &[name, array] : params)
     if (!known.count(name) && !saved.count(name))
       throw NpzError(o.params + " has '" + name +

@@ -117,10 +117,16 @@ Options braid::rt::parseOptions(int argc, char **argv) {
                    std::to_string(int64_t(kMaxTimeoutSeconds)) + " seconds");
     } else if (is("--params")) {
       o.params = value(i, arg, "--params");
+      if (o.params.empty())
+        usageError("--params needs a file name, but is empty");
     } else if (is("--data")) {
       o.data = value(i, arg, "--data");
+      if (o.data.empty())
+        usageError("--data needs a file name, but is empty");
     } else if (is("--save")) {
       o.save = value(i, arg, "--save");
+      if (o.save.empty())
+        usageError("--save needs a file name, but is empty");
     } else if (is("--inject-fault")) {
       o.fault = value(i, arg, "--inject-fault");
       char kind[8] = {0};

@@ -25,6 +25,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -83,6 +84,33 @@ extern "C" void onTerminate(int) {
   ssize_t ignored = write(2, message, at);
   (void)ignored;
   _exit(143);
+}
+
+/// The path a rank writes for --save: {rank} replaced by its number.
+std::string savePathOf(const std::string &save, int rank) {
+  const std::string field = "{rank}";
+  std::string path = save;
+  for (size_t at = path.find(field); at != std::string::npos;
+       at = path.find(field, at))
+    path.replace(at, field.size(), std::to_string(rank));
+  return path;
+}
+
+/// Fails now, before any step runs, if this rank's --save file cannot be
+/// written (a directory, a missing folder, no permission), instead of after
+/// the last step. Leaves no file behind where there was none.
+void checkWritable(const std::string &save, int rank) {
+  if (save.empty() || (rank != 0 && save.find("{rank}") == std::string::npos))
+    return;
+  std::string path = savePathOf(save, rank);
+  bool existed = std::ifstream(path).good();
+  std::ofstream probe(path, std::ios::app | std::ios::binary);
+  if (!probe)
+    throw std::runtime_error("cannot write --save file '" + path +
+                             "': " + std::strerror(errno));
+  probe.close();
+  if (!existed)
+    std::remove(path.c_str());
 }
 
 /// True on every rank if `ok` on every rank.
@@ -225,27 +253,37 @@ int main(int argc, char **argv) {
       error = "stopping: another rank failed to start";
     return false;
   };
-  bool ready = phase([&] {
-                 plan = loadPlanFile(o.plan);
-                 if (plan.worldSize != uint32_t(world))
-                   throw PlanError(o.plan + " was compiled for " +
-                                   std::to_string(plan.worldSize) +
-                                   " ranks, but runs on " +
-                                   std::to_string(world) + " (mpirun -np " +
-                                   std::to_string(plan.worldSize) + ")");
-                 inputs = prepareInputs(plan, o, rank, world);
-               }) &&
-               phase([&] {
-                 BackendOptions options;
-                 options.timeoutSeconds = o.timeout;
-                 options.localRank = localRank;
-                 options.checkMemory = o.checkMemory;
-                 backend = createBackend(o.backend, options);
-                 backend->prepare(plan);
-                 for (auto &[id, bytes] : inputs.state)
-                   backend->write(plan.buffers[id], bytes.data());
-               }) &&
-               phase([&] { backend->connect(); });
+  bool ready =
+      phase([&] {
+        plan = loadPlanFile(o.plan);
+        if (plan.worldSize != uint32_t(world))
+          throw PlanError(
+              o.plan + " was compiled for " + std::to_string(plan.worldSize) +
+              " ranks, but runs on " + std::to_string(world) + " (mpirun -np " +
+              std::to_string(plan.worldSize) + ")");
+        inputs = prepareInputs(plan, o, rank, world);
+        if (!o.fault.empty() &&
+            (o.faultRank >= world || o.faultStep < 1 || o.faultStep > o.steps))
+          throw std::runtime_error(
+              "--inject-fault names rank " + std::to_string(o.faultRank) +
+              " and step " + std::to_string(o.faultStep) +
+              ", but the run has ranks "
+              "0 to " +
+              std::to_string(world - 1) + " and steps 1 to " +
+              std::to_string(o.steps));
+        checkWritable(o.save, rank);
+      }) &&
+      phase([&] {
+        BackendOptions options;
+        options.timeoutSeconds = o.timeout;
+        options.localRank = localRank;
+        options.checkMemory = o.checkMemory;
+        backend = createBackend(o.backend, options);
+        backend->prepare(plan);
+        for (auto &[id, bytes] : inputs.state)
+          backend->write(plan.buffers[id], bytes.data());
+      }) &&
+      phase([&] { backend->connect(); });
   if (!ready) {
     int code = fail(rank, error);
     backend.reset();
@@ -345,13 +383,9 @@ int main(int argc, char **argv) {
 
   // --save: rank 0 writes OUT.npz; a path with {rank} is written by every
   // rank, {rank} replaced by its number.
-  const std::string rankField = "{rank}";
-  size_t field = o.save.find(rankField);
-  if (!o.save.empty() && (rank == 0 || field != std::string::npos)) {
-    std::string savePath = o.save;
-    for (size_t at = field; at != std::string::npos;
-         at = savePath.find(rankField, at))
-      savePath.replace(at, rankField.size(), std::to_string(rank));
+  if (!o.save.empty() &&
+      (rank == 0 || o.save.find("{rank}") != std::string::npos)) {
+    std::string savePath = savePathOf(o.save, rank);
     try {
       std::map<std::string, NpyArray> out;
       auto save = [&](const Binding &b) {

@@ -131,6 +131,19 @@ int main(int argc, char **argv) {
                     "schedule; it does not go with --schedule\n";
     return 2;
   }
+  // The overlap options mean nothing without the overlap pipeline: say so
+  // instead of dropping them.
+  for (const cl::Option *option :
+       {static_cast<const cl::Option *>(&commStreams),
+        static_cast<const cl::Option *>(&bucketCapMb)}) {
+    if (noOverlap && option->getNumOccurrences()) {
+      llvm::errs() << "braid-compile: error: --no-overlap keeps the written "
+                      "schedule (no buckets, no communication streams); it "
+                      "does not go with --"
+                   << option->ArgStr << "\n";
+      return 2;
+    }
+  }
 
   // --mlir-timing times parsing, each pass, verification and output.
   DefaultTimingManager tm;
