@@ -157,6 +157,12 @@ int main(int argc, char **argv) {
   // the context uniques types and attributes without locks.
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
   context.loadAllAvailableDialects();
+  // An error names its op by location; the op itself (for an option error,
+  // the whole module in generic form, megabytes for a large step) is printed
+  // only when asked for with --mlir-print-op-on-diagnostic.
+  if (!cl::getRegisteredOptions()["mlir-print-op-on-diagnostic"]
+           ->getNumOccurrences())
+    context.printOpOnDiagnostic(false);
 
   std::string message;
   auto input = openInputFile(inputFilename, &message);
