@@ -378,6 +378,9 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
   });
   std::map<std::pair<int, unsigned>, std::vector<fb::Offset<plan::Instr>>>
       streams;
+  // Every plan has its compute stream, even a step with no ops (it returns
+  // its arguments and runs as such).
+  streams[{0, 0u}];
   llvm::DenseMap<Value, int> eventIds, futureIds;
   for (Operation &op : body.without_terminator()) {
     auto stream = op.getAttrOfType<StreamAttr>(BraidDialect::kStreamAttrName);
