@@ -104,3 +104,21 @@ func.func @shared_input(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %r = braid.all_reduce %g on @world grid_axes = [0] reduction = sum : tensor<8xf32>
   return %r, %g : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Empty tensors take no bytes: they may sit at any offset and never free a
+// range (an empty free range at a real range's offset used to overwrite its
+// size in one of the packer's two indexes).
+// CHECK-LABEL: func.func @empty_tensors
+// CHECK-SAME: braid.arena_bytes = 192 : i64
+// REPORT: remark: memory plan of @empty_tensors: arena 192 bytes, buffers 256 bytes, live-bytes bound 192 bytes
+func.func @empty_tensors(%x: tensor<16xf32>, %e: tensor<0x4xf32>) -> (tensor<16xf32>, tensor<0x4xf32>) {
+  %z = braid.relu %e : tensor<0x4xf32>
+  %a = braid.relu %x : tensor<16xf32>
+  %z2 = braid.relu %z : tensor<0x4xf32>
+  %b = braid.relu %a : tensor<16xf32>
+  %z3 = braid.relu %z2 : tensor<0x4xf32>
+  %c = braid.relu %b : tensor<16xf32>
+  return %c, %z3 : tensor<16xf32>, tensor<0x4xf32>
+}

@@ -339,7 +339,7 @@ def PlanMemory : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
-           "Alignment of each buffer in bytes (a power of two)">,
+           "Alignment of each buffer in bytes (a power of two, at most 4096)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark per function with the arena figures">
   ];

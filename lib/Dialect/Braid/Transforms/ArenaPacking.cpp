@@ -70,6 +70,10 @@ uint64_t braid::packBySweep(ArrayRef<Lifetime> allocations,
     return freeByOffset.erase(it);
   };
   auto addFree = [&](uint64_t offset, uint64_t size) {
+    // An empty buffer frees nothing (and an empty range at the offset of a
+    // real one would overwrite its size in freeByOffset, not in freeBySize).
+    if (size == 0)
+      return;
     // Coalesce with the neighbours.
     auto next = freeByOffset.lower_bound(offset);
     if (next != freeByOffset.end() && offset + size == next->first) {

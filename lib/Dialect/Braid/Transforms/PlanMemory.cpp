@@ -71,13 +71,21 @@ static bool isOnComputeStream(Operation *op) {
   return !stream || *stream == 0;
 }
 
+/// The largest buffer alignment braid-plan-memory accepts (a 4 KiB page).
+constexpr int64_t kMaxAlignment = 4096;
+
 struct PlanMemoryPass : public braid::impl::PlanMemoryBase<PlanMemoryPass> {
   using PlanMemoryBase::PlanMemoryBase;
 
   void runOnOperation() override {
-    if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
+    // Bounded: rounding a buffer up to a huge alignment overflows the
+    // arena arithmetic (2^62 used to wrap sizes to zero and corrupt the
+    // free list). No device wants more than a page.
+    if (alignment <= 0 || !llvm::isPowerOf2_64(alignment) ||
+        alignment > kMaxAlignment) {
       getOperation().emitError()
-          << "braid-plan-memory: alignment must be a power of two, but is "
+          << "braid-plan-memory: alignment must be a power of two from 1 to "
+          << kMaxAlignment << ", but is "
           << static_cast<int64_t>(alignment.getValue());
       return signalPassFailure();
     }
