@@ -16,6 +16,31 @@
 using namespace braid;
 using namespace braid::rt;
 
+/// A collective's operand and result are either the same bytes (in place)
+/// or disjoint: a partial overlap is a memcpy of overlapping ranges (and a
+/// reduction reading what it writes). Ids are checked by the caller first.
+static void checkCollectiveOverlap(const Plan &plan, const Instr &instr) {
+  if (!instr.info || !instr.info->isCollective())
+    return;
+  for (uint32_t in : instr.operands)
+    for (uint32_t out : instr.results) {
+      if (in >= plan.buffers.size() || out >= plan.buffers.size())
+        return;
+      const Buffer &x = plan.buffers[in], &y = plan.buffers[out];
+      bool overlap =
+          x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+      bool same = x.offset == y.offset && x.bytes == y.bytes;
+      if (overlap && !same && x.bytes && y.bytes)
+        throw PlanError(instr.describe() + " reads [" +
+                        std::to_string(x.offset) + ", " +
+                        std::to_string(x.offset + x.bytes) + ") and writes [" +
+                        std::to_string(y.offset) + ", " +
+                        std::to_string(y.offset + y.bytes) +
+                        "): they overlap in part (a collective works in "
+                        "place or on disjoint bytes)");
+    }
+}
+
 static void checkProgress(const Plan &plan) {
   std::vector<size_t> next(plan.streams.size(), 0);
   std::vector<bool> recorded(plan.numEvents, false),
@@ -70,6 +95,13 @@ void braid::rt::checkPlan(const Plan &plan) {
       throw PlanError(what + " holds " + std::to_string(b.bytes) +
                       " bytes, but its shape and type need " +
                       std::to_string(elements * dtypeBytes(b.dtype)));
+    // The kernels load elements of the dtype: a misaligned buffer is
+    // undefined behaviour on the cpu and a fault on the GPU.
+    if (b.offset % dtypeBytes(b.dtype) != 0)
+      throw PlanError(what + " at offset " + std::to_string(b.offset) +
+                      " is not aligned for its " + dtypeName(b.dtype) +
+                      " elements (" + std::to_string(dtypeBytes(b.dtype)) +
+                      " bytes)");
     if (b.offset > plan.arenaBytes || b.bytes > plan.arenaBytes - b.offset)
       throw PlanError(what + " [" + std::to_string(b.offset) + ", " +
                       std::to_string(b.offset + b.bytes) +
@@ -111,6 +143,25 @@ void braid::rt::checkPlan(const Plan &plan) {
     checkBinding(b, "argument");
   for (const Binding &b : plan.results)
     checkBinding(b, "result");
+  // A parameter or optimizer-state result is copied onto its argument after
+  // every step: the two must be the same kind of array.
+  for (const Binding &r : plan.results) {
+    if (r.role != Role::Parameter && r.role != Role::OptimizerState)
+      continue;
+    for (const Binding &a : plan.arguments) {
+      if (a.role != r.role || a.name != r.name)
+        continue;
+      const Buffer &x = plan.buffers[a.buffer], &y = plan.buffers[r.buffer];
+      if (x.dtype != y.dtype || x.shape != y.shape)
+        throw PlanError("result '" + r.name +
+                        "' carries to the next step "
+                        "into its argument, but holds " +
+                        std::to_string(y.bytes) + " bytes of " +
+                        dtypeName(y.dtype) + " where the argument holds " +
+                        std::to_string(x.bytes) + " bytes of " +
+                        dtypeName(x.dtype));
+    }
+  }
 
   std::vector<int> futureStarts(plan.numFutures, 0),
       futureWaits(plan.numFutures, 0);
@@ -131,6 +182,7 @@ void braid::rt::checkPlan(const Plan &plan) {
                       std::to_string(kMaxCommStreams) +
                       " communication streams");
     for (const Instr &instr : s.instrs) {
+      checkCollectiveOverlap(plan, instr);
       for (uint32_t id : instr.operands)
         if (id >= plan.buffers.size())
           throw PlanError(instr.describe() + " reads buffer #" +

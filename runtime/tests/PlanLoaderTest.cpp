@@ -73,6 +73,79 @@ std::string errorOf(uint16_t opcode, std::vector<uint32_t> operands,
 
 constexpr uint16_t code(Opcode op) { return uint16_t(op); }
 
+struct BufferSpec {
+  uint64_t offset;
+  std::vector<int64_t> shape; // f32
+};
+struct BindingSpec {
+  plan::Role role;
+  std::string name;
+  uint32_t buffer;
+};
+
+/// The error of loading a one-rank plan of f32 `buffers` (in an arena of
+/// `arena` bytes) with one instruction on the compute stream (on group 0,
+/// a one-rank world, for a collective) and the given bindings; "" if it
+/// loads.
+std::string errorOfPlan(std::vector<BufferSpec> buffers, uint64_t arena,
+                        uint16_t opcode, std::vector<uint32_t> operands,
+                        std::vector<uint32_t> results,
+                        std::vector<AttrSpec> attrs,
+                        std::vector<BindingSpec> arguments = {},
+                        std::vector<BindingSpec> resultBindings = {}) {
+  fb::FlatBufferBuilder b;
+  std::vector<fb::Offset<plan::Buffer>> bufs;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    int64_t n = 1;
+    for (int64_t d : buffers[i].shape)
+      n *= d;
+    bufs.push_back(plan::CreateBuffer(b, buffers[i].offset, uint64_t(4 * n),
+                                      plan::DType::F32,
+                                      b.CreateVector(buffers[i].shape),
+                                      b.CreateString("b" + std::to_string(i))));
+  }
+  std::vector<fb::Offset<plan::Attr>> attrOffsets;
+  for (const AttrSpec &a : attrs)
+    attrOffsets.push_back(
+        plan::CreateAttr(b, a.id, a.ints.empty() ? 0 : b.CreateVector(a.ints),
+                         a.floats.empty() ? 0 : b.CreateVector(a.floats)));
+  const ops::OpInfo *info = ops::findOp(opcode);
+  bool collective = info && info->isCollective();
+  std::vector<int64_t> gridShape = {1}, axes = {0};
+  std::vector<fb::Offset<plan::Group>> groups;
+  if (collective)
+    groups.push_back(plan::CreateGroup(b, b.CreateString("world"),
+                                       b.CreateVector(gridShape),
+                                       b.CreateVector(axes)));
+  auto instr = plan::CreateInstr(
+      b, opcode, b.CreateVector(operands), b.CreateVector(results),
+      b.CreateVector(attrOffsets), collective ? 0 : -1, -1, -1,
+      b.CreateString("test.mlir:1:1"));
+  std::vector<fb::Offset<plan::Instr>> instrs = {instr};
+  std::vector<fb::Offset<plan::Stream>> streams = {plan::CreateStream(
+      b, plan::StreamKind::Compute, 0, b.CreateVector(instrs))};
+  auto bindings = [&](const std::vector<BindingSpec> &specs) {
+    std::vector<fb::Offset<plan::Binding>> out;
+    for (const BindingSpec &s : specs)
+      out.push_back(
+          plan::CreateBinding(b, s.role, b.CreateString(s.name), s.buffer));
+    return b.CreateVector(out);
+  };
+  auto args = bindings(arguments);
+  auto res = bindings(resultBindings);
+  auto root =
+      plan::CreatePlan(b, b.CreateString("test"), b.CreateString("f"), 1, arena,
+                       b.CreateVector(bufs), b.CreateVector(groups),
+                       b.CreateVector(streams), 0, 0, args, res);
+  b.Finish(root, plan::PlanIdentifier());
+  try {
+    loadPayload(b.GetBufferPointer(), b.GetSize(), plan::kFormatVersion);
+  } catch (const PlanError &e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(PlanLoaderTest, DecodesTypedAttributes) {
   // scale: factor (id 0), a float.
   Plan p = loadOne(code(Opcode::Scale), {0}, {1}, {{0, {}, {2.5}}});
@@ -154,7 +227,7 @@ TEST(PlanLoaderTest, BufferOutsideTheArena) {
       std::string::npos)
       << e;
   // An offset so large that offset + bytes wraps around is outside too.
-  e = errorOf(scale, {0}, {1}, factor, 192, UINT64_MAX - 8);
+  e = errorOf(scale, {0}, {1}, factor, 192, UINT64_MAX - 15);
   EXPECT_NE(e.find("lies outside the arena of 192 bytes"), std::string::npos)
       << e;
 }
@@ -182,6 +255,49 @@ TEST(PlanLoaderTest, StreamsInRange) {
       << e;
   e = errorOn(plan::StreamKind::Comm, 4294967295u);
   EXPECT_NE(e.find("is out of range"), std::string::npos) << e;
+}
+
+TEST(PlanLoaderTest, BufferMisalignedForItsType) {
+  std::vector<AttrSpec> factor = {{0, {}, {2.0}}};
+  std::string e = errorOf(code(Opcode::Scale), {0}, {1}, factor, 192, 130);
+  EXPECT_NE(e.find("buffer #2 ('b2') at offset 130 is not aligned for its f32 "
+                   "elements (4 bytes)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(PlanLoaderTest, CarriedResultMatchesItsArgument) {
+  std::vector<AttrSpec> factor = {{0, {}, {2.0}}};
+  // w [4] carried from a result of [2]: the copy after the step would read
+  // past the result.
+  std::vector<BufferSpec> buffers = {{0, {4}}, {64, {2}}};
+  std::string e = errorOfPlan(buffers, 128, code(Opcode::Scale), {0}, {1},
+                              factor, {{plan::Role::Parameter, "w", 0}},
+                              {{plan::Role::Parameter, "w", 1}});
+  EXPECT_NE(e.find("result 'w' carries to the next step into its argument, "
+                   "but holds 8 bytes of f32 where the argument holds 16"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(errorOfPlan({{0, {4}}, {64, {4}}}, 128, code(Opcode::Scale), {0},
+                        {1}, factor, {{plan::Role::Parameter, "w", 0}},
+                        {{plan::Role::Parameter, "w", 1}}),
+            "");
+}
+
+TEST(PlanLoaderTest, CollectiveOperandAndResultOverlapInPart) {
+  // all_reduce (reduction sum = 0): in place is fine, disjoint is fine, a
+  // result 8 bytes into its operand is not.
+  uint16_t allReduce = code(Opcode::AllReduce);
+  std::vector<AttrSpec> sum = {{0, {0}, {}}};
+  EXPECT_EQ(errorOfPlan({{0, {4}}, {0, {4}}}, 64, allReduce, {0}, {1}, sum),
+            "");
+  EXPECT_EQ(errorOfPlan({{0, {4}}, {64, {4}}}, 128, allReduce, {0}, {1}, sum),
+            "");
+  std::string e =
+      errorOfPlan({{0, {4}}, {8, {4}}}, 64, allReduce, {0}, {1}, sum);
+  EXPECT_NE(e.find("reads [0, 16) and writes [8, 24): they overlap in part"),
+            std::string::npos)
+      << e;
 }
 
 TEST(PlanLoaderTest, EveryOpcodeHasItsTableEntry) {
