@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../ToolSupport.h"
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/Passes.h"
 #include "braid/Dialect/Braid/Pipelines.h"
@@ -164,6 +165,9 @@ int main(int argc, char **argv) {
            ->getNumOccurrences())
     context.printOpOnDiagnostic(false);
 
+  if (!braid::tools::checkInputFile(inputFilename))
+    return 1;
+  braid::tools::installCrashNote("braid-compile", inputFilename);
   std::string message;
   auto input = openInputFile(inputFilename, &message);
   if (!input) {

@@ -9,6 +9,8 @@
 #include "braid/Dialect/Braid/Passes.h"
 #include "braid/Dialect/Braid/Pipelines.h"
 
+#include "../ToolSupport.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,6 +28,11 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   braid::registerBraidPasses();
   braid::registerBraidPipelines();
+  auto [input, output] = mlir::registerAndParseCLIOptions(
+      argc, argv, "braid optimizer driver\n", registry);
+  if (!braid::tools::checkInputFile(input))
+    return 1;
+  braid::tools::installCrashNote("braid-opt", input);
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "braid optimizer driver\n", registry));
+      mlir::MlirOptMain(argc, argv, input, output, registry));
 }
