@@ -106,15 +106,53 @@ func.func @use_before_wait(%x: tensor<64xf32>) -> tensor<64xf32> {
 // A memory plan that reuses the bytes of a gradient while its all-reduce is
 // in flight.
 shard.grid @world(shape = 2)
-func.func @reuse_in_flight(%x: tensor<16xf32> {braid.offset = 0 : i64}) -> tensor<16xf32> attributes {braid.arena_bytes = 192 : i64} {
+func.func @reuse_in_flight(%x: tensor<16xf32> {braid.offset = 0 : i64}) -> tensor<16xf32> attributes {braid.arena_bytes = 256 : i64} {
+  // expected-note @below {{the other value}}
   %g = braid.relu %x {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<16xf32>
   %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
   braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
   %f = braid.all_reduce_start %g on @world grid_axes = [0] reduction = sum {braid.stream = #braid.stream<comm, 0>} : tensor<16xf32>
   // expected-error @below {{writes bytes [64, 128) of the arena while 'braid.all_reduce_start' reads or writes [64, 128) until its wait}}
+  // expected-error @below {{result #0 of 'braid.relu' [64, 128) shares bytes with result #0 of 'braid.relu' [64, 128) while both are live}}
   %h = braid.relu %x {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<16xf32>
   // expected-note @below {{the wait}}
   %r = braid.wait %f {braid.offsets = array<i64: 128>, braid.stream = #braid.stream<compute, 0>} : !braid.future<tensor<16xf32>>
-  %s = braid.add %r, %h {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<16xf32>
+  %s = braid.add %r, %h {braid.offsets = array<i64: 192>, braid.stream = #braid.stream<compute, 0>} : tensor<16xf32>
   return %s : tensor<16xf32>
+}
+
+// -----
+
+// Two values live at once in the same bytes, with no collective involved:
+// %b is written over %a, which the add still reads (an edited offset, or ops
+// reordered after plan-memory). Every pass before and the translator accept
+// it; the step would compute relu(x) * 2 + relu(x) * 2.
+func.func @overlap_live(%x: tensor<16xf32> {braid.offset = 0 : i64}) -> tensor<16xf32> attributes {braid.arena_bytes = 256 : i64} {
+  // expected-note @below {{the other value}}
+  %a = braid.relu %x {braid.offsets = array<i64: 64>} : tensor<16xf32>
+  // expected-error @below {{result #0 of 'braid.scale' [96, 160) shares bytes with result #0 of 'braid.relu' [64, 128) while both are live}}
+  %b = braid.scale %a by 2.0 {braid.offsets = array<i64: 96>} : tensor<16xf32>
+  %c = braid.add %a, %b {braid.offsets = array<i64: 192>} : tensor<16xf32>
+  return %c : tensor<16xf32>
+}
+
+// -----
+
+// A buffer outside the arena.
+func.func @outside_arena(%x: tensor<16xf32> {braid.offset = 0 : i64}) -> tensor<16xf32> attributes {braid.arena_bytes = 128 : i64} {
+  // expected-error @below {{result #0 of 'braid.relu' at [96, 160) lies outside the arena of 128 bytes}}
+  %a = braid.relu %x {braid.offsets = array<i64: 96>} : tensor<16xf32>
+  return %a : tensor<16xf32>
+}
+
+// -----
+
+// An update written in place over a parameter that is read after it.
+func.func @in_place_read_after(%w: tensor<16xf32> {braid.offset = 0 : i64, braid.role = #braid.role<parameter "w">}, %g: tensor<16xf32> {braid.offset = 64 : i64}, %m: tensor<16xf32> {braid.offset = 128 : i64})
+    -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) attributes {braid.arena_bytes = 256 : i64} {
+  // expected-error @below {{writes result #0 of 'braid.sgd' in place over argument #0 [0, 64), which is read after it}}
+  %w2, %m2 = braid.sgd %w, %g, %m lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 {braid.offsets = array<i64: 0, 128>} : tensor<16xf32>
+  // expected-note @below {{read here}}
+  %late = braid.relu %w {braid.offsets = array<i64: 192>} : tensor<16xf32>
+  return %w2, %m2, %late : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }

@@ -277,7 +277,14 @@ def VerifySchedule : Pass<"braid-verify-schedule", "mlir::ModuleOp"> {
       streams with no synchronization ordering them, whose order can then
       differ from rank to rank and deadlock;
     - after `braid-plan-memory`: an op between a collective's start and its
-      wait that writes arena bytes the collective reads or writes.
+      wait that writes arena bytes the collective reads or writes;
+    - after `braid-plan-memory`: a buffer outside the arena, or two values
+      that share a byte while both are live under the lifetimes
+      `braid-plan-memory` documents (recomputed here), except a value
+      written in place over its operand (an optimizer update, an
+      all-reduce) at exactly its bytes when nothing reads the operand
+      afterwards. An edited offset or ops reordered after the memory plan
+      is caught here instead of computing a wrong loss.
 
     Program order is the issue order, and every rank runs the same program,
     so collectives issued on one stream are issued in the same order on every

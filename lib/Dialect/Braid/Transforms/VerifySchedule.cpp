@@ -41,7 +41,8 @@ struct VerifySchedulePass
               bool futures = succeeded(verifyFutures(body));
               bool streams = succeeded(verifyStreams(body));
               bool memory = succeeded(verifyMemory(func, body));
-              return success(futures && streams && memory);
+              bool live = succeeded(verifyLiveBytes(func, body));
+              return success(futures && streams && memory && live);
             })))
       signalPassFailure();
   }
@@ -49,6 +50,7 @@ struct VerifySchedulePass
   LogicalResult verifyFutures(Block &body);
   LogicalResult verifyStreams(Block &body);
   LogicalResult verifyMemory(FunctionOpInterface func, Block &body);
+  LogicalResult verifyLiveBytes(FunctionOpInterface func, Block &body);
 };
 
 /// The arena offset braid-plan-memory gave `value`, if any.
@@ -328,3 +330,204 @@ LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
 }
 
 } // namespace
+
+/// With a memory plan: every buffer lies inside the arena, and no two values
+/// whose lifetimes meet share a byte, under the lifetimes braid-plan-memory
+/// documents (recomputed here, not taken from the pass):
+///   - a value lives from its producer to its last use in program order;
+///     arguments and returned values for the whole step;
+///   - an input of an async collective until its wait; the results of a
+///     wait from its start on;
+///   - a value produced or used off the compute stream for the whole step.
+/// A value may share its bytes only with what it is computed from in place
+/// (an optimizer update's in-place operand, an all-reduce's operand), at
+/// exactly the same bytes, and only if nothing reads that operand after the
+/// op. One sweep over the values in order of their first position.
+LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
+                                                  Block &body) {
+  auto arenaAttr =
+      func->getAttrOfType<IntegerAttr>(BraidDialect::kArenaBytesAttrName);
+  if (!arenaAttr)
+    return success();
+  int64_t arena = arenaAttr.getInt();
+  DenseMap<Operation *, size_t> position;
+  size_t next = 1;
+  for (Operation &op : body.without_terminator())
+    position[&op] = next++;
+  const size_t end = next;
+  auto onCompute = [](Operation *op) {
+    std::optional<unsigned> stream = getStreamIndex(op);
+    return !stream || *stream == 0;
+  };
+  auto describe = [](Value v) -> std::string {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return "argument #" + std::to_string(arg.getArgNumber());
+    auto result = cast<OpResult>(v);
+    return "result #" + std::to_string(result.getResultNumber()) + " of '" +
+           result.getOwner()->getName().getStringRef().str() + "'";
+  };
+  auto locOf = [&](Value v) {
+    return isa<BlockArgument>(v) ? func.getLoc() : v.getDefiningOp()->getLoc();
+  };
+
+  struct Live {
+    Value value;
+    int64_t lo, hi;
+    size_t begin, end;
+    unsigned leader; // alias class
+  };
+  SmallVector<Live> values;
+  DenseMap<Value, unsigned> index;
+  bool ok = true;
+  auto add = [&](Value v) {
+    std::optional<int64_t> at = getOffset(func, v);
+    if (!at || !isa<RankedTensorType>(v.getType()))
+      return;
+    int64_t bytes = int64_t(getTensorBytes(v.getType()));
+    if (*at < 0 || *at > arena || bytes > arena - *at) {
+      mlir::emitError(locOf(v))
+          << describe(v) << " at [" << *at << ", " << *at + bytes
+          << ") lies outside the arena of " << arena << " bytes";
+      ok = false;
+      return;
+    }
+    size_t begin = 0, last = 0;
+    if (Operation *def = v.getDefiningOp()) {
+      begin = last = position.lookup(def);
+      if (auto wait = dyn_cast<WaitOp>(def))
+        if (Operation *start = wait.getFuture().getDefiningOp())
+          begin = onCompute(start) ? position.lookup(start) : 0;
+      if (!onCompute(def))
+        begin = 0, last = end;
+    } else {
+      last = end;
+    }
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+      size_t at =
+          !user || user->hasTrait<OpTrait::IsTerminator>() || !onCompute(user)
+              ? end
+              : position.lookup(user);
+      auto collective = dyn_cast_or_null<CollectiveOpInterface>(user);
+      if (collective && collective.isAsync()) {
+        WaitOp wait = getWaitOf(user);
+        at = wait ? std::max(at, size_t(position.lookup(wait))) : end;
+      }
+      last = std::max(last, at);
+    }
+    index[v] = values.size();
+    values.push_back(
+        {v, *at, *at + bytes, begin, last, unsigned(values.size())});
+  };
+  for (BlockArgument arg : body.getArguments())
+    add(arg);
+  for (Operation &op : body.without_terminator())
+    for (Value result : op.getResults())
+      add(result);
+
+  // Alias classes: a result written in place over its operand.
+  std::function<unsigned(unsigned)> find = [&](unsigned i) {
+    return values[i].leader == i ? i
+                                 : values[i].leader = find(values[i].leader);
+  };
+  auto alias = [&](Operation &op, Value operand, Value result) {
+    auto a = index.find(operand), b = index.find(result);
+    if (a == index.end() || b == index.end())
+      return;
+    Live &x = values[a->second], &y = values[b->second];
+    if (x.lo != y.lo || x.hi != y.hi)
+      return; // Not in place: two buffers, checked as such.
+    for (OpOperand &use : operand.getUses()) {
+      Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+      if (user == &op)
+        continue;
+      if (!user || user->hasTrait<OpTrait::IsTerminator>() ||
+          !onCompute(user) || position.lookup(user) > position.lookup(&op)) {
+        InFlightDiagnostic diag =
+            op.emitError() << "writes " << describe(result) << " in place over "
+                           << describe(operand) << " [" << x.lo << ", " << x.hi
+                           << "), which is read after it";
+        diag.attachNote(use.getOwner()->getLoc()) << "read here";
+        ok = false;
+        break; // (Joined anyway: one error for one problem.)
+      }
+    }
+    values[find(b->second)].leader = find(a->second);
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (auto update = dyn_cast<InPlaceOpInterface>(op)) {
+      for (unsigned r = 0; r < op.getNumResults(); ++r)
+        if (int operand = update.getInPlaceOperand(r); operand >= 0)
+          alias(op, op.getOperand(operand), op.getResult(r));
+    } else if (isa<AllReduceOp>(op)) {
+      for (auto [operand, result] :
+           llvm::zip(op.getOperands(), op.getResults()))
+        alias(op, operand, result);
+    } else if (isa<AllReduceStartOp>(op)) {
+      if (WaitOp wait = getWaitOf(&op))
+        for (auto [operand, result] :
+             llvm::zip(op.getOperands(), wait.getResults()))
+          alias(op, operand, result);
+    }
+  }
+  // One range per class: its bytes, and the union of its members' lives.
+  struct Class {
+    int64_t lo, hi;
+    size_t begin, end;
+    unsigned member;
+  };
+  DenseMap<unsigned, Class> classes;
+  for (auto [i, v] : llvm::enumerate(values)) {
+    if (v.hi == v.lo)
+      continue; // No bytes.
+    unsigned leader = find(i);
+    auto [it, inserted] = classes.try_emplace(
+        leader, Class{v.lo, v.hi, v.begin, v.end, unsigned(i)});
+    if (!inserted) {
+      it->second.begin = std::min(it->second.begin, v.begin);
+      it->second.end = std::max(it->second.end, v.end);
+    }
+  }
+  SmallVector<Class> order;
+  for (auto &entry : classes)
+    order.push_back(entry.second);
+  llvm::sort(order, [](const Class &a, const Class &b) {
+    return std::tie(a.begin, a.lo) < std::tie(b.begin, b.lo);
+  });
+  // The ranges live so far, by offset (disjoint while no error is found).
+  std::map<int64_t, Class> active;
+  for (const Class &c : order) {
+    auto conflict = [&](std::map<int64_t, Class>::iterator it) {
+      const Class &o = it->second;
+      if (o.end < c.begin) {
+        active.erase(it);
+        return false;
+      }
+      const Live &a = values[c.member], &b = values[o.member];
+      InFlightDiagnostic diag = mlir::emitError(locOf(a.value))
+                                << describe(a.value) << " [" << a.lo << ", "
+                                << a.hi << ") shares bytes with "
+                                << describe(b.value) << " [" << b.lo << ", "
+                                << b.hi << ") while both are live";
+      diag.attachNote(locOf(b.value)) << "the other value";
+      ok = false;
+      return true;
+    };
+    bool clash = false;
+    auto it = active.lower_bound(c.lo);
+    if (it != active.begin()) {
+      auto prev = std::prev(it);
+      if (prev->second.hi > c.lo)
+        clash = conflict(prev);
+    }
+    while (!clash) {
+      it = active.lower_bound(c.lo);
+      if (it == active.end() || it->first >= c.hi)
+        break;
+      clash = conflict(it);
+    }
+    if (!clash)
+      active[c.lo] = c;
+  }
+  return success(ok);
+}
