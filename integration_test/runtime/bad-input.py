@@ -237,6 +237,13 @@ def main():
                  [run, plan, "--steps", "5", "--timeout", "3", "--inject-fault=hang:1:2"],
                  ["did not complete within 3 s", "ranks that did not arrive: 1"],
                  ranks=2, limit=30, every_rank=False)
+    # A rank that never starts (stopped before it reaches MPI_Init): the
+    # others give up after --timeout instead of waiting in MPI_Init forever.
+    expect_error("rank 1 never starts",
+                 [run, plan, "--timeout", "3", ":", "-np", "1", "sh", "-c",
+                  "kill -STOP $$; exec %s %s --timeout 3" % (run, plan)],
+                 ["rank 0: startup (MPI_Init, loading the plan, connecting the ranks) did not "
+                  "complete within 3 s (--timeout)"], ranks=1, limit=30, every_rank=False)
     # A rank killed mid-step: every rank stops (mpirun ends the job) and the
     # survivor says which step it was stopped in; the killed rank is rank 1,
     # by SIGKILL (mpirun's report), and no step after the first completed.

@@ -25,10 +25,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -43,6 +45,10 @@ using namespace braid;
 using namespace braid::rt;
 
 namespace {
+
+/// Set when startup (MPI_Init to the first step) is over; the startup
+/// watchdog thread stops then.
+std::atomic<bool> startupDone{false};
 
 /// Where this rank is, for a signal handler to report: the step being run
 /// (0 before the first). Written by the step loop, read by onTerminate.
@@ -210,6 +216,29 @@ int main(int argc, char **argv) {
     usageError("--cluster, --trace, --trace-ranks and --report go with "
                "--backend=sim");
 
+  // Startup (MPI_Init, loading, connecting) is covered by --timeout too: a
+  // rank that never starts would otherwise leave the others in MPI_Init or
+  // in the first agreement forever.
+  std::thread([timeout = o.timeout] {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(timeout));
+    while (!startupDone.load()) {
+      if (Clock::now() > deadline) {
+        const char *rankText = std::getenv("OMPI_COMM_WORLD_RANK");
+        std::fprintf(stderr,
+                     "braid-run: error: rank %s: startup (MPI_Init, loading "
+                     "the plan, connecting the ranks) did not complete within "
+                     "%g s (--timeout): another rank did not start or "
+                     "stopped\n",
+                     rankText ? rankText : "?", timeout);
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }).detach();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, world = 1, localRank = 0;
@@ -225,6 +254,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(node, &localRank);
   MPI_Comm_free(&node);
   if (provided < MPI_THREAD_MULTIPLE) {
+    startupDone = true;
     int code = fail(rank, "the MPI library does not provide "
                           "MPI_THREAD_MULTIPLE, which the streams need");
     MPI_Finalize();
@@ -284,6 +314,7 @@ int main(int argc, char **argv) {
           backend->write(plan.buffers[id], bytes.data());
       }) &&
       phase([&] { backend->connect(); });
+  startupDone = true;
   if (!ready) {
     int code = fail(rank, error);
     backend.reset();
