@@ -65,12 +65,6 @@ static SmallVector<Value> getCollectiveResults(Operation *op, WaitOp &waitOut) {
   return SmallVector<Value>(waitOut.getResults());
 }
 
-/// Whether `op` runs on the compute stream (or is not scheduled at all).
-static bool isOnComputeStream(Operation *op) {
-  std::optional<unsigned> stream = getStreamIndex(op);
-  return !stream || *stream == 0;
-}
-
 /// The largest buffer alignment braid-plan-memory accepts (a 4 KiB page).
 constexpr int64_t kMaxAlignment = 4096;
 

@@ -47,6 +47,11 @@ std::optional<unsigned> braid::getStreamIndex(Operation *op) {
   return stream.getKind() == StreamKind::Compute ? 0 : 1 + stream.getIndex();
 }
 
+bool braid::isOnComputeStream(Operation *op) {
+  std::optional<unsigned> stream = getStreamIndex(op);
+  return !stream || *stream == 0;
+}
+
 braid::StreamAttr braid::getStreamAttr(MLIRContext *context, unsigned index) {
   if (index == 0)
     return StreamAttr::get(context, StreamKind::Compute, 0);

@@ -38,6 +38,9 @@ void placeAfter(
 /// has one compute stream.)
 std::optional<unsigned> getStreamIndex(mlir::Operation *op);
 
+/// Whether `op` runs on the compute stream (or is not scheduled at all).
+bool isOnComputeStream(mlir::Operation *op);
+
 /// The attribute for stream index `index` (see getStreamIndex).
 StreamAttr getStreamAttr(mlir::MLIRContext *context, unsigned index);
 

@@ -355,10 +355,6 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
   for (Operation &op : body.without_terminator())
     position[&op] = next++;
   const size_t end = next;
-  auto onCompute = [](Operation *op) {
-    std::optional<unsigned> stream = getStreamIndex(op);
-    return !stream || *stream == 0;
-  };
   auto describe = [](Value v) -> std::string {
     if (auto arg = dyn_cast<BlockArgument>(v))
       return "argument #" + std::to_string(arg.getArgNumber());
@@ -396,18 +392,18 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
       begin = last = position.lookup(def);
       if (auto wait = dyn_cast<WaitOp>(def))
         if (Operation *start = wait.getFuture().getDefiningOp())
-          begin = onCompute(start) ? position.lookup(start) : 0;
-      if (!onCompute(def))
+          begin = isOnComputeStream(start) ? position.lookup(start) : 0;
+      if (!isOnComputeStream(def))
         begin = 0, last = end;
     } else {
       last = end;
     }
     for (OpOperand &use : v.getUses()) {
       Operation *user = body.findAncestorOpInBlock(*use.getOwner());
-      size_t at =
-          !user || user->hasTrait<OpTrait::IsTerminator>() || !onCompute(user)
-              ? end
-              : position.lookup(user);
+      size_t at = !user || user->hasTrait<OpTrait::IsTerminator>() ||
+                          !isOnComputeStream(user)
+                      ? end
+                      : position.lookup(user);
       auto collective = dyn_cast_or_null<CollectiveOpInterface>(user);
       if (collective && collective.isAsync()) {
         WaitOp wait = getWaitOf(user);
@@ -442,7 +438,8 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
       if (user == &op)
         continue;
       if (!user || user->hasTrait<OpTrait::IsTerminator>() ||
-          !onCompute(user) || position.lookup(user) > position.lookup(&op)) {
+          !isOnComputeStream(user) ||
+          position.lookup(user) > position.lookup(&op)) {
         InFlightDiagnostic diag =
             op.emitError() << "writes " << describe(result) << " in place over "
                            << describe(operand) << " [" << x.lo << ", " << x.hi
