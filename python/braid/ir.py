@@ -57,10 +57,15 @@ def _float(x):
 class StepBuilder:
     """Builds one `func.func` training step on a data-parallel grid."""
 
-    def __init__(self, name, world_size, grid="world"):
+    def __init__(self, name, world_size, grid="world", tp=1):
+        """`world_size` data-parallel ranks; with `tp` > 1 the grid is
+        `world_size x tp`, the tensor-parallel axis innermost, and the
+        parameters given a sharding by `shard` are split over it."""
         self.name = name
         self.grid = grid
         self.world_size = world_size
+        self.tp = tp
+        self.shardings = {}  # parameter name -> "split D" or "split D blocks [...]"
         self.args = []       # (Value, role kind, role name)
         self.results = []    # (Value, role kind or None, role name)
         self.body = []
@@ -96,6 +101,20 @@ class StepBuilder:
 
     def param(self, name, shape, dtype="f32"):
         return self.arg("parameter", name, shape, dtype)
+
+    def shard(self, name, sharding):
+        """Marks parameter `name` (and its optimizer state) `sharding` over
+        the tensor-parallel axis, e.g. "split 0"; ignored when tp is 1."""
+        assert name in self._params, name
+        if self.tp > 1:
+            self.shardings[name] = sharding
+
+    def _sharding_of(self, kind, name):
+        if kind == "parameter":
+            return self.shardings.get(name)
+        if kind == "optimizer_state" and "." in name:
+            return self.shardings.get(name.rsplit(".", 1)[0])
+        return None
 
     def result(self, value, kind=None, name=None):
         self.results.append((value, kind, name))
@@ -302,10 +321,18 @@ class StepBuilder:
     # -- output ------------------------------------------------------------------
     def text(self, header=""):
         out = [header] if header else []
-        out.append("shard.grid @%s(shape = %d)" % (self.grid, self.world_size))
+        shape = "%d" % self.world_size if self.tp == 1 else "%dx%d" % (self.world_size, self.tp)
+        out.append("shard.grid @%s(shape = %s)" % (self.grid, shape))
         out.append("")
-        args = ",\n    ".join('%s: %s {braid.role = #braid.role<%s "%s">}' % (v, v.type, k, n)
-                              for v, k, n in self.args)
+
+        def arg_text(v, k, n):
+            attrs = 'braid.role = #braid.role<%s "%s">' % (k, n)
+            sharding = self._sharding_of(k, n)
+            if sharding:
+                attrs += ", braid.sharding = #braid.sharding<%s>" % sharding
+            return "%s: %s {%s}" % (v, v.type, attrs)
+
+        args = ",\n    ".join(arg_text(v, k, n) for v, k, n in self.args)
         res = []
         for v, k, n in self.results:
             res.append('%s {braid.role = #braid.role<%s "%s">}' % (v.type, k, n) if k else v.type)

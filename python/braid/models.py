@@ -16,10 +16,13 @@ from braid.ir import StepBuilder
 
 
 def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
-        lr=0.01, momentum=0.9, layers=1):
+        lr=0.01, momentum=0.9, layers=1, tp=1):
     """An MLP of `layers` hidden layers (Linear, ReLU, ..., Linear,
-    cross-entropy) trained with SGD+momentum; the default is 2 linear layers."""
-    b = StepBuilder("mlp_step", world_size)
+    cross-entropy) trained with SGD+momentum; the default is 2 linear layers.
+    With `tp` > 1, Megatron's layout: the linear layers alternate
+    column-parallel (weight and bias split by rows) and row-parallel
+    (weight split by columns, bias replicated), the last one row-parallel."""
+    b = StepBuilder("mlp_step", world_size, tp=tp)
     x = b.arg("batch", "x", (batch, features))
     labels = b.arg("batch", "labels", (batch,), "i64")
     sizes = [features] + [hidden] * layers + [classes]
@@ -29,6 +32,13 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
         shapes["fc%d.bias" % k] = (sizes[k],)
     p = {n: b.param(n, s) for n, s in shapes.items()}
     buf = {n: b.arg("optimizer_state", n + ".momentum", s) for n, s in shapes.items()}
+    for k in range(1, len(sizes)):
+        # Pairs (column, row) ending with the last layer row-parallel.
+        if (len(sizes) - 1 - k) % 2 == 1:
+            b.shard("fc%d.weight" % k, "split 0")
+            b.shard("fc%d.bias" % k, "split 0")
+        else:
+            b.shard("fc%d.weight" % k, "split 1")
 
     acts = [x]
     for k in range(1, layers + 1):
@@ -60,17 +70,17 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
 
 
 def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
-        lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1):
+        lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1, tp=1):
     """A GPT-2 (pre-norm attention and gelu MLP, tied lm head) with AdamW,
     `layers` blocks (default one). Defaults are GPT-2 small's shapes."""
     return transformer("gpt2", batch=batch, seq=seq, hidden=hidden, heads=heads,
                        vocab=vocab, world_size=world_size, lr=lr, betas=betas, eps=eps,
-                       weight_decay=weight_decay, layers=layers)
+                       weight_decay=weight_decay, layers=layers, tp=tp)
 
 
 def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                 ffn=None, kv_heads=None, dtype="f32", lr=3e-4, betas=(0.9, 0.95),
-                eps=1e-8, weight_decay=0.1):
+                eps=1e-8, weight_decay=0.1, tp=1):
     """A transformer training step with AdamW, forward and backward by hand.
 
     kind "gpt2": learned positions, layer norm with bias, biased projections,
@@ -84,7 +94,11 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
       (gelu gate in place of SiLU: the same cost), grouped-query attention
       with `kv_heads` key/value heads, an untied lm head.
     `dtype` is every tensor's type (pure bf16 training; no f32 master
-    weights); the optimizer's step count stays f32."""
+    weights); the optimizer's step count stays f32.
+    With `tp` > 1 the grid is `world_size x tp` with Megatron's layout:
+    the fused q/k/v projection, the MLP's first matrices (and gate)
+    column-parallel by whole heads, the output projections row-parallel;
+    embeddings, norms and the output biases replicated."""
     assert hidden % heads == 0
     kv_heads = kv_heads or heads
     assert heads % kv_heads == 0
@@ -96,7 +110,7 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     F = ffn or 4 * hidden
     llama = kind == "llama"
     name = {"gpt2": "gpt_step", "bert": "bert_step", "llama": "llama_step"}[kind]
-    b = StepBuilder(name, world_size)
+    b = StepBuilder(name, world_size, tp=tp)
     ids = b.arg("batch", "tokens", (batch, seq), "i64")
     labels = b.arg("batch", "labels", (batch, seq), "i64")
     shapes = {"wte": (vocab, H)}
@@ -133,6 +147,19 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     m = {k: b.arg("optimizer_state", k + ".exp_avg", s, dtype) for k, s in shapes.items()}
     v = {k: b.arg("optimizer_state", k + ".exp_avg_sq", s, dtype) for k, s in shapes.items()}
     step = b.arg("optimizer_state", "step", ())
+    for i in range(layers):
+        h = "h%d." % i
+        qkv_blocks = "split 0 blocks [%d, %d, %d]" % (H, kvd, kvd)
+        b.shard(h + "attn.c_attn.weight", qkv_blocks)
+        if not llama:
+            b.shard(h + "attn.c_attn.bias", qkv_blocks)
+        b.shard(h + "attn.c_proj.weight", "split 1")
+        b.shard(h + "mlp.c_fc.weight", "split 0")
+        if not llama:
+            b.shard(h + "mlp.c_fc.bias", "split 0")
+        if llama:
+            b.shard(h + "mlp.gate.weight", "split 0")
+        b.shard(h + "mlp.c_proj.weight", "split 1")
     zero_bias = b.fill(0.0, (H,), dtype, hint="no_bias") if llama else None
 
     def bias(x, name, hint):
@@ -345,6 +372,10 @@ def main(argv=None):
     parser.add_argument("model", choices=sorted(MODELS) + sorted(PRESETS))
     parser.add_argument("--world-size", type=int, default=8,
                         help="ranks of the data-parallel grid (default 8)")
+    parser.add_argument("--tp", type=int, default=1,
+                        help="tensor-parallel ranks per data-parallel rank: the grid is "
+                             "WORLD_SIZE x TP with Megatron's sharding of the parameters, "
+                             "for braid-tensor-parallel (default 1: data parallel only)")
     parser.add_argument("--layers", type=int, default=None,
                         help="hidden layers (mlp; default 1) or transformer blocks")
     parser.add_argument("--batch", type=int, default=None,
@@ -366,7 +397,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.world_size < 1:
         parser.error("--world-size must be at least 1")
-    kwargs = {"world_size": args.world_size}
+    if args.tp < 1:
+        parser.error("--tp must be at least 1")
+    kwargs = {"world_size": args.world_size, "tp": args.tp}
     tiny = {"gpt": dict(batch=2, seq=32, hidden=64, heads=4, vocab=64),
             "mlp": dict(batch=16, features=32, hidden=64, classes=10)}
     if args.tiny:
@@ -406,13 +439,16 @@ def main(argv=None):
     command = [args.model] + (["--tiny"] if args.tiny else [])
     if args.world_size != 8:
         command.append("--world-size %d" % args.world_size)
+    if args.tp != 1:
+        command.append("--tp %d" % args.tp)
     for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes"):
         if getattr(args, name) is not None:
             command.append("--%s %d" % (name, getattr(args, name)))
     if args.dtype is not None:
         command.append("--dtype %s" % args.dtype)
-    header = ("// Generated by `python3 -m braid.models %s`: one data-parallel training\n"
-              "// step (forward, backward, gradient all-reduces, optimizer).\n" % " ".join(command))
+    kind = "data-parallel" if args.tp == 1 else "global (tensor-parallel, for braid-tensor-parallel)"
+    header = ("// Generated by `python3 -m braid.models %s`: one %s training\n"
+              "// step (forward, backward, gradient all-reduces, optimizer).\n" % (" ".join(command), kind))
     text = step.text(header)
     if args.output == "-":
         sys.stdout.write(text)

@@ -187,3 +187,59 @@ func.func @comm_stream_64(%x: tensor<16xf32>) -> tensor<16xf32> {
   %0 = braid.relu %x {braid.stream = #braid.stream<comm, 64>} : tensor<16xf32>
   return %0 : tensor<16xf32>
 }
+
+// -----
+
+// expected-error @below {{argument #0: 'braid.sharding' must be a #braid.sharding attribute, but is "split"}}
+func.func @sharding_not_sharding(%w: tensor<4xf32> {braid.sharding = "split"}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{argument #0 cannot be partial: a step's arguments and results are replicated or split}}
+func.func @sharding_partial(%w: tensor<4xf32> {braid.sharding = #braid.sharding<partial>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{result #0 is split along dimension 1, but has type 'tensor<4xf32>'}}
+func.func @sharding_dim(%w: tensor<4xf32>) -> (tensor<4xf32> {braid.sharding = #braid.sharding<split 1>}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{argument #0 is split 0 blocks [2, 3], whose blocks sum to 5, but dimension 0 has size 4}}
+func.func @sharding_blocks(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0 blocks [2, 3]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{'braid.tensor_parallel' must be {axis = N : i64, grid = @grid} on a function}}
+func.func @tensor_parallel_attr() attributes {braid.tensor_parallel = 1} {
+  return
+}
+
+// -----
+
+// expected-error @below {{a split sharding needs a dimension of 0 or more, not -2}}
+func.func @sharding_negative(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split -2>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{sharding blocks must be positive, not 0}}
+func.func @sharding_zero_block(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0 blocks [4, 0]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{expected 'replicated', 'split' or 'partial', not 'sharded'}}
+func.func @sharding_keyword(%w: tensor<4xf32> {braid.sharding = #braid.sharding<sharded>}) {
+  return
+}

@@ -53,6 +53,14 @@ def Braid_Dialect : Dialect {
     /// preset or a JSON file; braid-compile --cluster). The cost-model
     /// passes use it unless given a cluster, and the plan records it.
     static constexpr ::llvm::StringLiteral kClusterAttrName = "braid.cluster";
+    /// The argument and result attribute saying how a value of a
+    /// tensor-parallel step is spread over the tensor-parallel ranks.
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "braid.sharding";
+    /// The function attribute of `braid-tensor-parallel`: the grid and the
+    /// axis the function was partitioned over,
+    /// `{axis = 1 : i64, grid = @world}`.
+    static constexpr ::llvm::StringLiteral kTensorParallelAttrName =
+        "braid.tensor_parallel";
     /// The function attribute of `braid-plan-memory`: the arena size.
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
         "braid.arena_bytes";

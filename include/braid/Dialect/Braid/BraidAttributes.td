@@ -49,6 +49,17 @@ def Braid_StreamKind : I32EnumAttr<"StreamKind",
   let cppNamespace = "::braid";
 }
 
+def Braid_ShardingKind : I32EnumAttr<"ShardingKind",
+    "how a value of a tensor-parallel step is spread over the ranks of the "
+    "tensor-parallel axis", [
+  I32EnumAttrCase<"Replicated", 0, "replicated">,
+  I32EnumAttrCase<"Split", 1, "split">,
+  I32EnumAttrCase<"Partial", 2, "partial">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::braid";
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -95,6 +106,59 @@ def Braid_StreamAttr : Braid_Attr<"Stream", "stream"> {
   );
   let assemblyFormat = "`<` $kind `,` $index `>`";
   let genVerifyDecl = 1;
+}
+
+def Braid_ShardingAttr : Braid_Attr<"Sharding", "sharding"> {
+  let summary = "how a tensor-parallel value is spread over the tensor-parallel ranks";
+  let description = [{
+    One of three states, over the ranks of the tensor-parallel grid axis
+    (docs/TensorParallel.md):
+
+    - `replicated`: every rank holds the whole value;
+    - `split D`: dimension `D` is cut into as many equal pieces as the axis
+      has ranks, rank `i` holding piece `i`. With `blocks [b0, b1, ...]`
+      (global sizes summing to the dimension), each block is cut so, and a
+      rank holds its piece of every block, in block order: a fused q/k/v
+      projection split so that each rank holds whole heads of q, of k and
+      of v;
+    - `partial`: every rank holds a value of the full shape, and the value
+      is their sum (the output of a row-parallel matmul).
+
+    A parameter or optimizer state argument of a global step names its
+    sharding with the argument attribute `braid.sharding`;
+    `braid-tensor-parallel` propagates it to every value and marks the
+    arguments and results of the per-rank program it makes.
+
+    ```mlir
+    %w: tensor<2304x768xf32> {braid.sharding = #braid.sharding<split 0 blocks [768, 768, 768]>}
+    %b: tensor<768xf32> {braid.sharding = #braid.sharding<replicated>}
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Braid_ShardingKind>:$kind,
+    DefaultValuedParameter<"int64_t", "-1">:$dim,
+    OptionalArrayRefParameter<"int64_t">:$blocks
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static ShardingAttr getReplicated(::mlir::MLIRContext *context);
+    static ShardingAttr getPartial(::mlir::MLIRContext *context);
+    static ShardingAttr getSplit(::mlir::MLIRContext *context, int64_t dim,
+                                 ::llvm::ArrayRef<int64_t> blocks = {});
+    bool isReplicated() const { return getKind() == ShardingKind::Replicated; }
+    bool isSplit() const { return getKind() == ShardingKind::Split; }
+    bool isPartial() const { return getKind() == ShardingKind::Partial; }
+    /// Split along `d` (any blocks).
+    bool isSplitAlong(int64_t d) const { return isSplit() && getDim() == d; }
+    /// The same state with the split moved to dimension `d` (blocks kept).
+    ShardingAttr withDim(int64_t d) const;
+    /// The global sizes of the blocks along the split dimension of a value
+    /// of global shape `shape`: `blocks`, or the whole dimension.
+    ::llvm::SmallVector<int64_t> getBlockSizes(::llvm::ArrayRef<int64_t> shape) const;
+    /// `replicated`, `partial`, `split 1` or `split 0 blocks [64, 16, 16]`.
+    std::string str() const;
+  }];
 }
 
 #endif // BRAID_DIALECT_BRAID_BRAIDATTRIBUTES_TD

@@ -26,7 +26,8 @@ class Braid_CollectiveOp<string mnemonic, string kind, bit start,
                          list<Trait> traits = []>
     : Braid_Op<mnemonic, !listconcat(traits, [
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-        Braid_CollectiveOpInterface
+        Braid_CollectiveOpInterface,
+        DeclareOpInterfaceMethods<Braid_ShardingOpInterface>
       ])> {
   let collectiveKind = kind;
   let isStartForm = start;
@@ -46,6 +47,12 @@ class Braid_CollectiveOp<string mnemonic, string kind, bit start,
     ::llvm::LogicalResult
     $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &table) {
       return }] # verifier # [{Grid(*this, table);
+    }
+    ::llvm::LogicalResult $cppClass::propagateSharding(
+        ::llvm::ArrayRef<::braid::ShardingAttr> operands,
+        ::llvm::SmallVectorImpl<::braid::ShardingAttr> &results) {
+      return ::braid::detail::propagateCollectiveSharding(getOperation(), operands,
+                                                          results);
     }
     ::mlir::Operation *$cppClass::buildStartForm(::mlir::OpBuilder &builder) {
       return }] # !if(start, "nullptr",

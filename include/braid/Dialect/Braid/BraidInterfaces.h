@@ -4,6 +4,7 @@
 #define BRAID_DIALECT_BRAID_BRAIDINTERFACES_H
 
 #include "braid-common/CollectiveKind.h"
+#include "braid/Dialect/Braid/BraidAttributes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -33,6 +34,14 @@ uint64_t getCollectiveCommBytes(mlir::Operation *op, CollectiveKind kind);
 /// `builder`'s insertion point with `op`'s operands and attributes.
 mlir::Operation *buildStartForm(mlir::Operation *op, mlir::OpBuilder &builder,
                                 llvm::StringRef startName);
+/// The tensor-parallel rule of every collective (over grid axes other than
+/// the tensor-parallel one): an all-reduce keeps each input's sharding (a
+/// sum or average of pieces is the piece of the sum; max and min keep split
+/// and replicated inputs only); the others move replicated values only.
+llvm::LogicalResult
+propagateCollectiveSharding(mlir::Operation *op,
+                            llvm::ArrayRef<ShardingAttr> operands,
+                            llvm::SmallVectorImpl<ShardingAttr> &results);
 } // namespace detail
 
 } // namespace braid

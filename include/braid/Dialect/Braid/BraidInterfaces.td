@@ -102,4 +102,45 @@ def Braid_GradientCollectiveOpInterface
   ];
 }
 
+def Braid_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
+  let cppNamespace = "::braid";
+  let description = [{
+    An op's tensor-parallel rule: given how each operand is spread over the
+    ranks of the tensor-parallel axis (`#braid.sharding`: replicated, split
+    along a dimension, or a partial sum), how each result is, so that every
+    rank computing the op on its local pieces computes its piece of the
+    global result. `braid-tensor-parallel` asks every op of a global step
+    in program order (the backward is ops like the forward) and inserts a
+    tensor-parallel all-reduce where an op has no rule for a partial
+    operand; any other sharding without a rule is an error naming the op.
+
+    The rules are declared with the ops (lib/Dialect/Braid/IR/
+    ShardingRules.cpp, one per op), never in the pass. A collective's rule
+    is for one over other grid axes (data parallelism): the pass refuses a
+    step that already communicates over the tensor-parallel axis.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The results' shardings, from the operands' (`operands[i]` is
+        operand `i`'s), with the op's global types; failure where the op
+        has no rule for them. Sizes need not divide here: the pass checks
+        every split value's blocks against the axis size.
+      }],
+      "::llvm::LogicalResult", "propagateSharding",
+      (ins "::llvm::ArrayRef<::braid::ShardingAttr>":$operands,
+           "::llvm::SmallVectorImpl<::braid::ShardingAttr> &":$results)>,
+    InterfaceMethod<[{
+        Rewrites the attributes that hold global sizes or positions (a
+        slice's offsets) for a tensor-parallel axis of `size` ranks, once
+        propagation succeeded with these operand shardings; the pass
+        rewrites the types.
+      }],
+      "void", "localizeForSharding",
+      (ins "::llvm::ArrayRef<::braid::ShardingAttr>":$operands,
+           "int64_t":$size), [{}], [{
+        return;
+      }]>
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_BRAIDINTERFACES_TD

@@ -27,12 +27,15 @@ def Braid_ScalarTensor : 0DTensorOf<[F16, BF16, F32, F64]>;
 // Base classes
 //===----------------------------------------------------------------------===//
 
-/// A compute op: pure, with a cost. `costOverrides` names the cost methods
-/// that the op implements itself instead of the interface's defaults.
+/// A compute op: pure, with a cost and a tensor-parallel rule
+/// (ShardingRules.cpp). `costOverrides` and `shardingOverrides` name the
+/// methods with defaults that the op implements itself.
 class Braid_ComputeOp<string mnemonic, list<Trait> traits = [],
-                      list<string> costOverrides = []>
+                      list<string> costOverrides = [],
+                      list<string> shardingOverrides = []>
     : Braid_Op<mnemonic, !listconcat(traits, [
-        Pure, DeclareOpInterfaceMethods<Braid_CostOpInterface, costOverrides>
+        Pure, DeclareOpInterfaceMethods<Braid_CostOpInterface, costOverrides>,
+        DeclareOpInterfaceMethods<Braid_ShardingOpInterface, shardingOverrides>
       ])> {
   let instrKind = "Kernel";
 }
@@ -536,7 +539,7 @@ def Braid_BroadcastOp : Braid_ComputeOp<"broadcast"> {
   let hasVerifier = 1;
 }
 
-def Braid_SliceOp : Braid_ComputeOp<"slice"> {
+def Braid_SliceOp : Braid_ComputeOp<"slice", [], [], ["localizeForSharding"]> {
   let opcode = 73;
   let summary = "a strided box of a tensor";
   let description = [{

@@ -125,6 +125,71 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
   ];
 }
 
+def TensorParallel : Pass<"braid-tensor-parallel", "mlir::ModuleOp"> {
+  let summary = "Partition a global step into the per-rank program of a tensor-parallel grid axis";
+  let description = [{
+    A step is written once with global shapes; its parameters and optimizer
+    state say how they are spread over the ranks of the tensor-parallel axis
+    of the grid with `braid.sharding` (`#braid.sharding<split D>`,
+    `<split D blocks [...]>`, or replicated when absent). The pass
+    propagates the shardings through every op in program order (forward,
+    backward and optimizer alike) by each op's rule
+    (`ShardingOpInterface`, declared with the op), then rewrites every split
+    value's type to its local piece.
+
+    Where an op has no rule for a partial operand (the output of a
+    row-parallel matmul meeting a bias add, the input gradient of a
+    column-parallel one meeting a layer norm's backward, a gradient that
+    became partial meeting its optimizer update), the pass inserts a
+    `braid.all_reduce` with `reduction = sum` over the tensor-parallel axis
+    right before it; the overlap passes then treat it like any collective.
+    An updated parameter or optimizer state comes out spread as its
+    argument is, and the loss replicated (reduced if partial).
+
+    Errors name the op, the value and the sharding: an op without a rule
+    for what it receives, a split dimension (heads, a feature dimension)
+    that does not divide by the axis size, a result spread unlike its
+    argument, a step that already communicates over the tensor-parallel
+    axis. A function without `braid.sharding` is not changed.
+
+    Before (tp = 2, one MLP layer pair):
+    ```mlir
+    shard.grid @world(shape = 1x2)
+    func.func @step(%x: tensor<8x16xf32>,
+        %w1: tensor<32x16xf32> {braid.sharding = #braid.sharding<split 0>},
+        %w2: tensor<16x32xf32> {braid.sharding = #braid.sharding<split 1>}, ...) {
+      %h = braid.matmul %x, %w1 {transpose_b} : ... -> tensor<8x32xf32>
+      %a = braid.relu %h : tensor<8x32xf32>
+      %y = braid.matmul %a, %w2 {transpose_b} : ... -> tensor<8x16xf32>
+      %z = braid.bias_add %y, %b2 : tensor<8x16xf32>, tensor<16xf32>
+    ```
+    After:
+    ```mlir
+      %h = braid.matmul %x, %w1 {transpose_b} : ... -> tensor<8x16xf32>
+      %a = braid.relu %h : tensor<8x16xf32>
+      %y = braid.matmul %a, %w2 {transpose_b} : ... -> tensor<8x16xf32>
+      %r = braid.all_reduce %y on @world grid_axes = [1] reduction = sum
+          : tensor<8x16xf32>
+      %z = braid.bias_add %r, %b2 : tensor<8x16xf32>, tensor<16xf32>
+    ```
+    The function is marked `braid.tensor_parallel = {axis = 1, grid = @world}`,
+    and its split arguments and results keep `braid.sharding` for the
+    runtime, which loads and saves the global values (docs/TensorParallel.md).
+  }];
+  let options = [
+    Option<"gridName", "grid", "std::string", /*default=*/"\"\"",
+           "The grid (default: the module's only shard.grid)">,
+    Option<"axis", "axis", "int64_t", /*default=*/"-1",
+           "The tensor-parallel grid axis (default: the last, innermost)">
+  ];
+  let statistics = [
+    Statistic<"numReduces", "tp-all-reduces",
+              "Tensor-parallel all-reduces inserted">,
+    Statistic<"numSplitValues", "split-values",
+              "Values split over the tensor-parallel axis">
+  ];
+}
+
 def AsyncCollectives : Pass<"braid-async-collectives", "mlir::ModuleOp"> {
   let summary = "Split collectives into a start and a wait, as far apart as the data allows";
   let description = [{

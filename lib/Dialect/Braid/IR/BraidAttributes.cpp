@@ -42,6 +42,99 @@ LogicalResult StreamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// ShardingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ShardingKind kind, int64_t dim,
+                                   ArrayRef<int64_t> blocks) {
+  if (kind == ShardingKind::Split && dim < 0)
+    return emitError() << "a split sharding needs a dimension of 0 or more, "
+                          "not "
+                       << dim;
+  for (int64_t b : blocks)
+    if (b <= 0)
+      return emitError() << "sharding blocks must be positive, not " << b;
+  return success();
+}
+
+Attribute ShardingAttr::parse(AsmParser &parser, Type) {
+  // `<replicated>`, `<partial>`, `<split D>`, `<split D blocks [b, ...]>`.
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword(&keyword))
+    return {};
+  std::optional<ShardingKind> kind = symbolizeShardingKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "expected 'replicated', 'split' or 'partial', "
+                             "not '"
+                          << keyword << "'";
+    return {};
+  }
+  int64_t dim = -1;
+  SmallVector<int64_t> blocks;
+  if (*kind == ShardingKind::Split) {
+    if (parser.parseInteger(dim))
+      return {};
+    if (succeeded(parser.parseOptionalKeyword("blocks"))) {
+      if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+            return parser.parseInteger(blocks.emplace_back());
+          }))
+        return {};
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<ShardingAttr>(loc, parser.getContext(), *kind, dim,
+                                         blocks);
+}
+
+void ShardingAttr::print(AsmPrinter &printer) const {
+  printer << "<" << str() << ">";
+}
+
+std::string ShardingAttr::str() const {
+  std::string s = stringifyShardingKind(getKind()).str();
+  if (!isSplit())
+    return s;
+  s += " " + std::to_string(getDim());
+  if (!getBlocks().empty()) {
+    s += " blocks [";
+    for (auto [i, b] : llvm::enumerate(getBlocks()))
+      s += (i ? ", " : "") + std::to_string(b);
+    s += "]";
+  }
+  return s;
+}
+
+ShardingAttr ShardingAttr::getReplicated(MLIRContext *context) {
+  return get(context, ShardingKind::Replicated, -1, {});
+}
+
+ShardingAttr ShardingAttr::getPartial(MLIRContext *context) {
+  return get(context, ShardingKind::Partial, -1, {});
+}
+
+ShardingAttr ShardingAttr::getSplit(MLIRContext *context, int64_t dim,
+                                    ArrayRef<int64_t> blocks) {
+  // One block is the whole dimension: spelled without blocks.
+  if (blocks.size() == 1)
+    blocks = {};
+  return get(context, ShardingKind::Split, dim, blocks);
+}
+
+ShardingAttr ShardingAttr::withDim(int64_t d) const {
+  return getSplit(getContext(), d, getBlocks());
+}
+
+SmallVector<int64_t>
+ShardingAttr::getBlockSizes(ArrayRef<int64_t> shape) const {
+  if (!getBlocks().empty())
+    return llvm::to_vector(getBlocks());
+  return {shape[getDim()]};
+}
+
 void BraidDialect::registerAttributes() {
   addAttributes<
 #define GET_ATTRDEF_LIST

@@ -52,6 +52,42 @@ const RoleTable &BraidDialect::getRoleTable(FunctionOpInterface func) {
   return *table;
 }
 
+/// Checks a `braid.sharding` on argument or result `what` of type `type`:
+/// a sharding the value can have (not partial: every argument and result
+/// of a partitioned step is whole or split), with the dimension in range
+/// and blocks that sum to it.
+static LogicalResult verifyShardingOf(Operation *op, const Twine &what,
+                                      Attribute attr, Type type) {
+  auto sharding = dyn_cast<ShardingAttr>(attr);
+  if (!sharding)
+    return op->emitError() << what << ": '" << BraidDialect::kShardingAttrName
+                           << "' must be a #braid.sharding attribute, but is "
+                           << attr;
+  if (sharding.isPartial())
+    return op->emitError() << what
+                           << " cannot be partial: a step's arguments and "
+                              "results are replicated or split";
+  if (!sharding.isSplit())
+    return success();
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || sharding.getDim() >= tensor.getRank())
+    return op->emitError() << what << " is split along dimension "
+                           << sharding.getDim() << ", but has type " << type;
+  if (!sharding.getBlocks().empty()) {
+    int64_t sum = 0;
+    for (int64_t b : sharding.getBlocks())
+      sum += b;
+    // A partitioned function's types are local: blocks are global sizes.
+    int64_t size = tensor.getDimSize(sharding.getDim());
+    if (sum != size && !op->hasAttr(BraidDialect::kTensorParallelAttrName))
+      return op->emitError()
+             << what << " is " << sharding.str() << ", whose blocks sum to "
+             << sum << ", but dimension " << sharding.getDim() << " has size "
+             << size;
+  }
+  return success();
+}
+
 LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
@@ -63,6 +99,13 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
              << "argument #" << argIndex << ": '" << kOffsetAttrName
              << "' must be a non-negative integer, but is " << attr.getValue();
     return success();
+  }
+  if (attr.getName() == kShardingAttrName) {
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    return func ? verifyShardingOf(op, "argument #" + Twine(argIndex),
+                                   attr.getValue(),
+                                   func.getArgumentTypes()[argIndex])
+                : success();
   }
   if (attr.getName() != kRoleAttrName)
     return op->emitError() << "argument #" << argIndex
@@ -97,6 +140,13 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
                                                         unsigned regionIndex,
                                                         unsigned resultIndex,
                                                         NamedAttribute attr) {
+  if (attr.getName() == kShardingAttrName) {
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    return func ? verifyShardingOf(op, "result #" + Twine(resultIndex),
+                                   attr.getValue(),
+                                   func.getResultTypes()[resultIndex])
+                : success();
+  }
   if (attr.getName() != kRoleAttrName)
     return op->emitError() << "result #" << resultIndex
                            << " has unknown braid attribute '"
@@ -189,6 +239,16 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                << i << ", which is not a tensor, offset "
                                << offsets[i] << " instead of -1";
     }
+    return success();
+  }
+  if (attr.getName() == kTensorParallelAttrName) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto axis = dict ? dict.getAs<IntegerAttr>("axis") : IntegerAttr();
+    if (!isa<FunctionOpInterface>(op) || !axis ||
+        !dict.getAs<FlatSymbolRefAttr>("grid") || axis.getInt() < 0)
+      return op->emitError()
+             << "'" << kTensorParallelAttrName
+             << "' must be {axis = N : i64, grid = @grid} on a function";
     return success();
   }
   if (attr.getName() == kArenaBytesAttrName) {

@@ -1,9 +1,11 @@
 //===- Pipelines.cpp - braid-overlap and braid-compile's pipeline ---------===//
 //
-// braid-overlap runs bucket-gradients, async-collectives, schedule,
-// assign-streams and verify-schedule; its schedule option picks the kind
-// (docs/Overlap.md shows the MLP step before and after, docs/Benchmarks.md
-// compares the three). The pipeline is idempotent.
+// braid-compile's pipeline starts with braid-tensor-parallel (a step
+// without sharded parameters is not changed). braid-overlap runs
+// bucket-gradients, async-collectives, schedule, assign-streams and
+// verify-schedule; its schedule option picks the kind (docs/Overlap.md
+// shows the MLP step before and after, docs/Benchmarks.md compares the
+// three). The pipeline is idempotent.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +62,9 @@ void braid::buildOverlapPipeline(OpPassManager &pm,
 void braid::buildCompilePipeline(OpPassManager &pm,
                                  const OverlapPipelineOptions &overlapOptions,
                                  const CompilePipelineOptions &options) {
+  // A step with sharded parameters becomes the per-rank program first; one
+  // without is not changed.
+  pm.addPass(createTensorParallel());
   if (options.overlap)
     // The schedule is checked once, below, with the memory plan.
     addOverlapPasses(pm, overlapOptions, /*verify=*/false);

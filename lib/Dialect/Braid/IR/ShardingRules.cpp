@@ -1,0 +1,513 @@
+//===- ShardingRules.cpp - the tensor-parallel rule of every op -*- C++ -*-===//
+//
+// Each op's ShardingOpInterface::propagateSharding: from how its operands
+// are spread over the tensor-parallel ranks (replicated, split along a
+// dimension, a partial sum), how its results are, or failure where the op
+// has no rule (docs/TensorParallel.md lists them). braid-tensor-parallel
+// asks the ops; it knows none of them.
+//
+// A failed rule with a partial operand makes the pass reduce that operand
+// over the tensor-parallel axis and ask again, so a rule only accepts a
+// partial operand where the op is linear in it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/BraidOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace braid;
+
+using Shardings = ArrayRef<ShardingAttr>;
+using Results = SmallVectorImpl<ShardingAttr>;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static ShardingAttr replicated(Operation *op) {
+  return ShardingAttr::getReplicated(op->getContext());
+}
+
+static ShardingAttr partial(Operation *op) {
+  return ShardingAttr::getPartial(op->getContext());
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+static bool allReplicated(Shardings s) {
+  return llvm::all_of(s, [](ShardingAttr a) { return a.isReplicated(); });
+}
+
+/// Every result gets `sharding`.
+static LogicalResult all(Operation *op, ShardingAttr sharding, Results &out) {
+  out.assign(op->getNumResults(), sharding);
+  return success();
+}
+
+/// Replicated operands give replicated results; anything else has no rule.
+static LogicalResult replicatedOnly(Operation *op, Shardings s, Results &out) {
+  if (!allReplicated(s))
+    return failure();
+  return all(op, replicated(op), out);
+}
+
+/// An elementwise op over operands of one shape: equal shardings pass
+/// through. A partial result needs the op to be linear in the partial
+/// operands: `partialOk(i)` says whether operand `i` may be partial, and
+/// `allPartialOk` whether they may all be (a sum of sums).
+static LogicalResult elementwise(Operation *op, Shardings s, Results &out,
+                                 function_ref<bool(unsigned)> partialOk = {},
+                                 bool allPartialOk = false) {
+  if (llvm::all_equal(s) && !s.empty() && !s.front().isPartial())
+    return all(op, s.front(), out);
+  if (s.empty())
+    return all(op, replicated(op), out);
+  bool anyPartial = false;
+  for (auto [i, a] : llvm::enumerate(s)) {
+    if (a.isSplit())
+      return failure();
+    if (a.isPartial()) {
+      anyPartial = true;
+      if (!allPartialOk && !(partialOk && partialOk(i)))
+        return failure();
+    }
+  }
+  if (!anyPartial)
+    return all(op, replicated(op), out);
+  // All partial (a sum), or exactly the linear operands partial.
+  if (allPartialOk &&
+      llvm::all_of(s, [](ShardingAttr a) { return a.isPartial(); }))
+    return all(op, partial(op), out);
+  if (partialOk &&
+      llvm::count_if(s, [](ShardingAttr a) { return a.isPartial(); }) == 1)
+    return all(op, partial(op), out);
+  return failure();
+}
+
+/// An op over one tensor that works along `dims` of it (softmax's axis, a
+/// mask's last two dimensions): a split along any other dimension passes
+/// through; partial only where `linear`.
+static LogicalResult alongDims(Operation *op, Shardings s, Results &out,
+                               ArrayRef<int64_t> dims, bool linear) {
+  if (!llvm::all_equal(s))
+    return failure();
+  ShardingAttr a = s.front();
+  if (a.isPartial() && !linear)
+    return failure();
+  if (a.isSplit() && llvm::is_contained(dims, a.getDim()))
+    return failure();
+  return all(op, a, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::propagateSharding(Shardings s, Results &out) {
+  ShardingAttr a = s[0], b = s[1];
+  int64_t rank = shapeOf(getLhs()).size();
+  int64_t rankB = shapeOf(getRhs()).size();
+  bool ta = getTransposeA(), tb = getTransposeB();
+  int64_t mA = ta ? rank - 1 : rank - 2, kA = ta ? rank - 2 : rank - 1;
+  int64_t kB = tb ? rankB - 1 : rankB - 2, nB = tb ? rankB - 2 : rankB - 1;
+  bool sharedB = rankB == 2 && rank > 2;
+  auto isBatch = [&](int64_t d) { return d < rank - 2; };
+
+  if (a.isReplicated() && b.isReplicated())
+    return all(*this, a, out);
+  // Linear in each operand: one partial side, the other replicated.
+  if ((a.isPartial() && b.isReplicated()) ||
+      (a.isReplicated() && b.isPartial()))
+    return all(*this, partial(*this), out);
+  if (a.isPartial() || b.isPartial())
+    return failure();
+  // Contraction over a split dimension: each rank's product is a part of
+  // the sum (a row-parallel matmul).
+  if (a.isSplitAlong(kA) && b.isSplitAlong(kB) &&
+      a.getBlocks() == b.getBlocks())
+    return all(*this, partial(*this), out);
+  // A split batch dimension: the weight shared, or split alike.
+  if (a.isSplit() && isBatch(a.getDim())) {
+    if ((sharedB && b.isReplicated()) || (!sharedB && a == b))
+      return all(*this, a, out);
+    return failure();
+  }
+  // Rows of the left side, columns of the right (column-parallel).
+  if (a.isSplitAlong(mA) && b.isReplicated())
+    return all(*this, a.withDim(rank - 2), out);
+  if (a.isReplicated() && b.isSplitAlong(nB))
+    return all(*this, b.withDim(rank - 1), out);
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out, {}, /*allPartialOk=*/true);
+}
+
+LogicalResult SubOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out, {}, /*allPartialOk=*/true);
+}
+
+LogicalResult MulOp::propagateSharding(Shardings s, Results &out) {
+  // A partial sum times a replicated factor is a partial sum.
+  return elementwise(*this, s, out, [](unsigned) { return true; });
+}
+
+LogicalResult DivOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out, [](unsigned i) { return i == 0; });
+}
+
+LogicalResult ScaleOp::propagateSharding(Shardings s, Results &out) {
+  return all(*this, s[0], out);
+}
+
+LogicalResult BiasAddOp::propagateSharding(Shardings s, Results &out) {
+  ShardingAttr x = s[0], bias = s[1];
+  int64_t last = shapeOf(getInput()).size() - 1;
+  if (x.isPartial() || bias.isPartial())
+    return failure();
+  if (x.isSplitAlong(last))
+    return bias == x.withDim(0) ? all(*this, x, out) : failure();
+  return bias.isReplicated() ? all(*this, x, out) : failure();
+}
+
+LogicalResult CastOp::propagateSharding(Shardings s, Results &out) {
+  // Rounding each part is not rounding the sum: no partial.
+  return s[0].isPartial() ? failure() : all(*this, s[0], out);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// A reduction over `dims`: a split elsewhere moves to the result's
+/// numbering; a split along a reduced dimension leaves each rank a part of
+/// the sum (`sum` only).
+static LogicalResult reduction(Operation *op, ShardingAttr a,
+                               ArrayRef<int64_t> dims, bool keepDims, bool sum,
+                               Results &out) {
+  if (!a.isSplit())
+    return all(op, a, out);
+  int64_t d = a.getDim();
+  if (llvm::is_contained(dims, d))
+    return sum && a.getBlocks().empty() ? all(op, partial(op), out) : failure();
+  if (!keepDims)
+    d -= llvm::count_if(dims, [&](int64_t r) { return r < a.getDim(); });
+  return all(op, a.withDim(d), out);
+}
+
+LogicalResult ReduceSumOp::propagateSharding(Shardings s, Results &out) {
+  return reduction(*this, s[0], getDims(), getKeepDims(), /*sum=*/true, out);
+}
+
+LogicalResult ReduceMeanOp::propagateSharding(Shardings s, Results &out) {
+  return reduction(*this, s[0], getDims(), getKeepDims(), /*sum=*/false, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Activations, softmax, masks
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReluOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out);
+}
+
+LogicalResult ReluBackwardOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out);
+}
+
+LogicalResult GeluOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out);
+}
+
+LogicalResult GeluBackwardOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out);
+}
+
+LogicalResult SoftmaxOp::propagateSharding(Shardings s, Results &out) {
+  return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
+}
+
+LogicalResult SoftmaxBackwardOp::propagateSharding(Shardings s, Results &out) {
+  return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
+}
+
+LogicalResult LogSoftmaxOp::propagateSharding(Shardings s, Results &out) {
+  return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
+}
+
+LogicalResult LogSoftmaxBackwardOp::propagateSharding(Shardings s,
+                                                      Results &out) {
+  return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
+}
+
+LogicalResult CausalMaskOp::propagateSharding(Shardings s, Results &out) {
+  int64_t rank = shapeOf(getInput()).size();
+  // Filling zeros is linear (the mask of the backward).
+  return alongDims(*this, s, out, {rank - 2, rank - 1},
+                   /*linear=*/getFill().convertToDouble() == 0.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::propagateSharding(Shardings s, Results &out) {
+  // Normalizes over the trailing dimensions gamma spans: tokens may be
+  // split (sequence parallelism), the normalized dimensions not.
+  ShardingAttr x = s[0];
+  int64_t leading = shapeOf(getInput()).size() - shapeOf(getGamma()).size();
+  if (!s[1].isReplicated() || !s[2].isReplicated() || x.isPartial())
+    return failure();
+  if (x.isSplit() && x.getDim() >= leading)
+    return failure();
+  return all(*this, x, out);
+}
+
+LogicalResult LayerNormBackwardOp::propagateSharding(Shardings s,
+                                                     Results &out) {
+  // dy, x split along a token dimension (with mean and rstd): dx is split
+  // alike, and dgamma, dbeta, sums over the tokens, are partial.
+  ShardingAttr dy = s[0];
+  int64_t leading = shapeOf(getInput()).size() - shapeOf(getGamma()).size();
+  if (!s[4].isReplicated())
+    return failure();
+  if (allReplicated(s))
+    return all(*this, dy, out);
+  if (!dy.isSplit() || dy.getDim() >= leading || s[1] != dy || s[2] != dy ||
+      s[3] != dy)
+    return failure();
+  out.assign({dy, partial(*this), partial(*this)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+// Losses see the whole of each row of logits: replicated only (the
+// vocabulary-parallel cross-entropy is a later rule).
+LogicalResult NllLossOp::propagateSharding(Shardings s, Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
+LogicalResult NllLossBackwardOp::propagateSharding(Shardings s, Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
+LogicalResult CrossEntropyOp::propagateSharding(Shardings s, Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
+LogicalResult CrossEntropyBackwardOp::propagateSharding(Shardings s,
+                                                        Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::propagateSharding(Shardings s, Results &out) {
+  // The table split along its features gives each token's features split.
+  ShardingAttr table = s[0];
+  if (!s[1].isReplicated() || table.isPartial() || table.isSplitAlong(0))
+    return failure();
+  int64_t last = shapeOf(getResult()).size() - 1;
+  return all(*this, table.isSplit() ? table.withDim(last) : table, out);
+}
+
+LogicalResult EmbeddingBackwardOp::propagateSharding(Shardings s,
+                                                     Results &out) {
+  ShardingAttr grad = s[0];
+  int64_t last = shapeOf(getGrad()).size() - 1;
+  if (!s[1].isReplicated())
+    return failure();
+  if (grad.isSplit())
+    return grad.isSplitAlong(last) ? all(*this, grad.withDim(1), out)
+                                   : failure();
+  return all(*this, grad, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::propagateSharding(Shardings s, Results &out) {
+  ShardingAttr a = s[0];
+  if (!a.isSplit())
+    return all(*this, a, out);
+  // Pair the dimensions into groups of equal products. A split dimension
+  // must be the outermost (of size above 1) of its group, and maps to the
+  // outermost of the result's group: a contiguous range of it is then a
+  // contiguous range of that one.
+  ArrayRef<int64_t> in = shapeOf(getInput()), res = shapeOf(getResult());
+  size_t i = 0, j = 0;
+  while (i < in.size() && j < res.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = in[i++], pj = res[j++];
+    while (pi != pj) {
+      if (pi < pj && i < in.size())
+        pi *= in[i++];
+      else if (pj < pi && j < res.size())
+        pj *= res[j++];
+      else
+        return failure();
+    }
+    int64_t d = a.getDim();
+    if (d < int64_t(i0) || d >= int64_t(i))
+      continue;
+    while (i0 < i && in[i0] == 1)
+      ++i0;
+    while (j0 < j && res[j0] == 1)
+      ++j0;
+    if (int64_t(i0) != d || j0 == j)
+      return failure();
+    int64_t innerIn = 1, innerOut = 1;
+    for (size_t k = i0 + 1; k < i; ++k)
+      innerIn *= in[k];
+    for (size_t k = j0 + 1; k < j; ++k)
+      innerOut *= res[k];
+    SmallVector<int64_t> blocks;
+    for (int64_t block : a.getBlockSizes(in)) {
+      if (block * innerIn % innerOut)
+        return failure();
+      blocks.push_back(block * innerIn / innerOut);
+    }
+    return all(*this, ShardingAttr::getSplit(getContext(), int64_t(j0), blocks),
+               out);
+  }
+  return failure();
+}
+
+LogicalResult TransposeOp::propagateSharding(Shardings s, Results &out) {
+  ShardingAttr a = s[0];
+  if (!a.isSplit())
+    return all(*this, a, out);
+  auto perm = getPermutation();
+  auto it = llvm::find(perm, a.getDim());
+  return all(*this, a.withDim(std::distance(perm.begin(), it)), out);
+}
+
+LogicalResult BroadcastOp::propagateSharding(Shardings s, Results &out) {
+  ShardingAttr a = s[0];
+  if (!a.isSplit())
+    return all(*this, a, out);
+  // The input's dimensions are the result's not in `dims`, in order.
+  int64_t rank = shapeOf(getResult()).size(), seen = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (llvm::is_contained(getDims(), d))
+      continue;
+    if (seen++ == a.getDim())
+      return all(*this, a.withDim(d), out);
+  }
+  return failure();
+}
+
+LogicalResult SliceOp::propagateSharding(Shardings s, Results &out) {
+  ShardingAttr a = s[0];
+  if (!a.isSplit())
+    return all(*this, a, out);
+  int64_t d = a.getDim();
+  if (getStrides() && (*getStrides())[d] != 1)
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  int64_t offset = getOffsets()[d], size = shapeOf(getResult())[d];
+  if (offset == 0 && size == in[d])
+    return all(*this, a, out);
+  // Exactly one block of the split dimension (q of a fused q/k/v).
+  int64_t start = 0;
+  for (int64_t block : a.getBlockSizes(in)) {
+    if (start == offset && block == size)
+      return all(*this, ShardingAttr::getSplit(getContext(), d), out);
+    start += block;
+  }
+  return failure();
+}
+
+void SliceOp::localizeForSharding(Shardings s, int64_t size) {
+  // Block j of the split dimension starts at its global start / size
+  // locally: every block before it holds 1/size of itself there.
+  if (!s[0].isSplit())
+    return;
+  SmallVector<int64_t> offsets = llvm::to_vector(getOffsets());
+  offsets[s[0].getDim()] /= size;
+  setOffsets(offsets);
+}
+
+LogicalResult ConcatOp::propagateSharding(Shardings s, Results &out) {
+  int64_t dim = getDim();
+  if (llvm::all_equal(s) && !(s.front().isSplitAlong(dim)))
+    return all(*this, s.front(), out);
+  // Pieces split along the concatenated dimension: each becomes blocks of
+  // the result (the gradient of a fused q/k/v).
+  SmallVector<int64_t> blocks;
+  for (auto [a, input] : llvm::zip(s, getInputs())) {
+    if (!a.isSplitAlong(dim))
+      return failure();
+    llvm::append_range(blocks, a.getBlockSizes(shapeOf(input)));
+  }
+  return all(*this, ShardingAttr::getSplit(getContext(), dim, blocks), out);
+}
+
+LogicalResult ConstantOp::propagateSharding(Shardings, Results &out) {
+  return all(*this, replicated(*this), out);
+}
+
+LogicalResult FillOp::propagateSharding(Shardings, Results &out) {
+  return all(*this, replicated(*this), out);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+/// An update is elementwise over the parameter, its gradient and its state;
+/// each must be spread as the parameter is (a partial gradient is reduced
+/// first), and scalar operands (AdamW's step) replicated.
+static LogicalResult update(Operation *op, Shardings s, Results &out) {
+  Type paramType = op->getOperand(0).getType();
+  ShardingAttr param = s[0];
+  if (param.isPartial())
+    return failure();
+  for (auto [a, operand] : llvm::zip(s, op->getOperands()))
+    if (operand.getType() == paramType ? a != param : !a.isReplicated())
+      return failure();
+  return all(op, param, out);
+}
+
+LogicalResult SgdOp::propagateSharding(Shardings s, Results &out) {
+  return update(*this, s, out);
+}
+
+LogicalResult AdamWOp::propagateSharding(Shardings s, Results &out) {
+  return update(*this, s, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult braid::detail::propagateCollectiveSharding(Operation *op,
+                                                         Shardings s,
+                                                         Results &out) {
+  if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+    bool linear = allReduce.getReduction() == ReductionKind::Sum ||
+                  allReduce.getReduction() == ReductionKind::Avg;
+    if (!linear &&
+        llvm::any_of(s, [](ShardingAttr a) { return a.isPartial(); }))
+      return failure();
+    out.assign(s.begin(), s.end());
+    return success();
+  }
+  return replicatedOnly(op, s, out);
+}

@@ -1,0 +1,370 @@
+//===- TensorParallel.cpp - partition a step over a grid axis ---*- C++ -*-===//
+//
+// Partitions a global step into the per-rank program of a tensor-parallel
+// grid axis: propagates each value's sharding (replicated, split, partial)
+// by the ops' own rules (ShardingOpInterface), inserts an all-reduce over
+// the axis where a partial value meets an op that needs the whole, then
+// rewrites every split value's type to its local piece.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/BraidOps.h"
+#include "braid/Dialect/Braid/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#define DEBUG_TYPE "braid-tensor-parallel"
+
+namespace braid {
+#define GEN_PASS_DEF_TENSORPARALLEL
+#include "braid/Dialect/Braid/Passes.h.inc"
+} // namespace braid
+
+using namespace mlir;
+using namespace braid;
+
+namespace {
+
+struct TensorParallelPass
+    : public braid::impl::TensorParallelBase<TensorParallelPass> {
+  using TensorParallelBase::TensorParallelBase;
+  void runOnOperation() override;
+};
+
+/// The partitioning of one function.
+class Partitioner {
+public:
+  Partitioner(func::FuncOp func, shard::GridOp grid, int64_t axis, int64_t size)
+      : func(func), grid(grid), axis(axis), size(size),
+        builder(func.getContext()) {}
+
+  LogicalResult run();
+
+  unsigned numReduces = 0, numSplitValues = 0;
+
+private:
+  ShardingAttr shardingOf(Value v) {
+    auto it = sharding.find(v);
+    return it != sharding.end()
+               ? it->second
+               : ShardingAttr::getReplicated(func.getContext());
+  }
+  /// The value of `v` summed over the axis: one all-reduce per value,
+  /// placed before its first use that needs it.
+  Value reduced(Value v, Operation *before);
+  /// Checks that `sharding` fits `v`'s global type and that its blocks
+  /// divide by the axis size; `what` names the value.
+  LogicalResult checkDivides(Value v, ShardingAttr s, Operation *where,
+                             const Twine &what);
+  LogicalResult propagate(Operation *op);
+  LogicalResult finishResults(func::ReturnOp ret);
+  void localize();
+  std::string nameOf(Value v);
+
+  func::FuncOp func;
+  shard::GridOp grid;
+  int64_t axis, size;
+  OpBuilder builder;
+  DenseMap<Value, ShardingAttr> sharding;
+  DenseMap<Value, Value> reducedOf;
+  /// Each op's operand shardings as its rule accepted them.
+  DenseMap<Operation *, SmallVector<ShardingAttr>> accepted;
+};
+
+} // namespace
+
+/// A user-facing name for a value: its role's name for an argument, else
+/// the op that makes it and the result number.
+std::string Partitioner::nameOf(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (auto role = func.getArgAttrOfType<RoleAttr>(
+            arg.getArgNumber(), BraidDialect::kRoleAttrName))
+      return "argument '" + role.getName().str() + "'";
+    return "argument #" + std::to_string(arg.getArgNumber());
+  }
+  auto result = cast<OpResult>(v);
+  return "result #" + std::to_string(result.getResultNumber()) + " of '" +
+         result.getOwner()->getName().getStringRef().str() + "'";
+}
+
+Value Partitioner::reduced(Value v, Operation *before) {
+  Value &r = reducedOf[v];
+  if (r)
+    return r;
+  builder.setInsertionPoint(before);
+  auto op = AllReduceOp::create(
+      builder, v.getLoc(), ValueRange{v}, FlatSymbolRefAttr::get(grid),
+      builder.getDenseI16ArrayAttr({int16_t(axis)}),
+      ReductionKindAttr::get(func.getContext(), ReductionKind::Sum),
+      /*grad_of=*/nullptr, /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
+  r = op.getResult(0);
+  ShardingAttr whole = ShardingAttr::getReplicated(func.getContext());
+  sharding[r] = whole;
+  accepted[op] = {ShardingAttr::getPartial(func.getContext())};
+  ++numReduces;
+  return r;
+}
+
+LogicalResult Partitioner::checkDivides(Value v, ShardingAttr s,
+                                        Operation *where, const Twine &what) {
+  if (!s.isSplit())
+    return success();
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t d = s.getDim();
+  if (d >= type.getRank())
+    return where->emitError()
+           << what << " is " << s.str() << ", but has type " << type;
+  int64_t sum = 0;
+  for (int64_t block : s.getBlockSizes(type.getShape())) {
+    sum += block;
+    if (block % size)
+      return where->emitError()
+             << what << " is " << s.str() << ": dimension " << d << " of "
+             << type << " (" << (s.getBlocks().empty() ? "" : "a block of ")
+             << "size " << block << ") does not divide by the tensor-parallel "
+             << "size " << size << " (grid axis " << axis << " of @"
+             << grid.getSymName() << ")";
+  }
+  if (sum != type.getDimSize(d))
+    return where->emitError()
+           << what << " is " << s.str() << ", whose blocks sum to " << sum
+           << ", but dimension " << d << " of " << type << " has size "
+           << type.getDimSize(d);
+  return success();
+}
+
+LogicalResult Partitioner::propagate(Operation *op) {
+  SmallVector<ShardingAttr> in;
+  for (Value v : op->getOperands())
+    in.push_back(shardingOf(v));
+  SmallVector<ShardingAttr> out;
+  auto rule = dyn_cast<ShardingOpInterface>(op);
+  auto ask = [&] {
+    out.clear();
+    if (rule)
+      return rule.propagateSharding(in, out);
+    // An op braid has no rule for computes on whole values only.
+    if (llvm::all_of(in, [](ShardingAttr a) { return a.isReplicated(); })) {
+      out.assign(op->getNumResults(),
+                 ShardingAttr::getReplicated(op->getContext()));
+      return success();
+    }
+    return failure();
+  };
+  if (failed(ask())) {
+    // A partial operand the op cannot take: sum it over the axis first.
+    bool changed = false;
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!in[operand.getOperandNumber()].isPartial())
+        continue;
+      operand.set(reduced(operand.get(), op));
+      in[operand.getOperandNumber()] =
+          ShardingAttr::getReplicated(op->getContext());
+      changed = true;
+    }
+    if (!changed || failed(ask())) {
+      InFlightDiagnostic diag = op->emitError()
+                                << "'" << op->getName()
+                                << "' has no tensor-parallel rule for ";
+      bool first = true;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        if (in[i].isReplicated())
+          continue;
+        diag << (first ? "" : ", ") << "operand #" << i << " (" << nameOf(v)
+             << ") " << in[i].str();
+        first = false;
+      }
+      if (first)
+        diag << "replicated operands";
+      diag << " (docs/TensorParallel.md lists each op's rules)";
+      return diag;
+    }
+  }
+  for (auto [i, result] : llvm::enumerate(op->getResults())) {
+    if (failed(checkDivides(result, out[i], op,
+                            "result #" + Twine(i) + " of '" +
+                                op->getName().getStringRef() + "'")))
+      return failure();
+    sharding[result] = out[i];
+  }
+  accepted[op] = in;
+  return success();
+}
+
+LogicalResult Partitioner::finishResults(func::ReturnOp ret) {
+  MLIRContext *context = func.getContext();
+  for (OpOperand &operand : ret->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    if (shardingOf(operand.get()).isPartial())
+      operand.set(reduced(operand.get(), ret));
+    ShardingAttr s = shardingOf(operand.get());
+    auto role =
+        func.getResultAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
+    if (role && (role.getKind() == RoleKind::Parameter ||
+                 role.getKind() == RoleKind::OptimizerState)) {
+      unsigned arg = func->getContext()
+                         ->getLoadedDialect<BraidDialect>()
+                         ->getRoleTable(func)
+                         .firstArgument.lookup(role.getName());
+      ShardingAttr want = shardingOf(func.getArgument(arg));
+      if (s != want)
+        return ret.emitError()
+               << "the updated " << stringifyRoleKind(role.getKind()) << " '"
+               << role.getName() << "' (result #" << i << ") comes out "
+               << s.str() << ", but its argument is " << want.str();
+    }
+    if (s.isSplit())
+      func.setResultAttr(i, BraidDialect::kShardingAttrName, s);
+    else
+      func.removeResultAttr(
+          i, StringAttr::get(context, BraidDialect::kShardingAttrName));
+  }
+  accepted[ret] = {};
+  return success();
+}
+
+void Partitioner::localize() {
+  auto local = [&](Value v) {
+    ShardingAttr s = shardingOf(v);
+    if (!s.isSplit())
+      return;
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape = llvm::to_vector(type.getShape());
+    shape[s.getDim()] /= size;
+    v.setType(type.clone(shape));
+    ++numSplitValues;
+  };
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    local(arg);
+  for (Operation &op : body) {
+    auto rule = dyn_cast<ShardingOpInterface>(&op);
+    if (rule)
+      rule.localizeForSharding(accepted[&op], size);
+    for (Value result : op.getResults())
+      local(result);
+  }
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                        body.getTerminator()->getOperandTypes()));
+  Builder b(func.getContext());
+  func->setAttr(BraidDialect::kTensorParallelAttrName,
+                b.getDictionaryAttr({
+                    b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
+                    b.getNamedAttr("grid", FlatSymbolRefAttr::get(grid)),
+                }));
+}
+
+LogicalResult Partitioner::run() {
+  Block &body = func.getBody().front();
+  // Arguments: their declared sharding, checked against their types.
+  for (BlockArgument arg : body.getArguments()) {
+    auto s = func.getArgAttrOfType<ShardingAttr>(
+        arg.getArgNumber(), BraidDialect::kShardingAttrName);
+    if (!s)
+      continue;
+    if (failed(checkDivides(arg, s, func, nameOf(arg))))
+      return failure();
+    sharding[arg] = s;
+  }
+  // A graph-level step that does not yet talk over the axis.
+  for (Operation &op : body) {
+    if (isa<WaitOp>(op) || llvm::any_of(op.getResultTypes(), [](Type t) {
+          return isa<FutureType>(t);
+        }))
+      return op.emitError()
+             << "braid-tensor-parallel partitions graph-level steps; '"
+             << op.getName() << "' is already scheduled (run it before the "
+             << "overlap passes)";
+    auto collective = dyn_cast<CollectiveOpInterface>(&op);
+    if (collective &&
+        collective.getGridAttr().getAttr() == grid.getSymNameAttr() &&
+        llvm::is_contained(collective.getGridAxes(), int16_t(axis)))
+      return op.emitError()
+             << "'" << op.getName() << "' already communicates over grid axis "
+             << axis << " of @" << grid.getSymName()
+             << ", the tensor-parallel axis; the global step may use the "
+                "other axes only";
+  }
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (failed(finishResults(ret)))
+        return failure();
+      continue;
+    }
+    if (failed(propagate(&op)))
+      return failure();
+  }
+  localize();
+  return success();
+}
+
+void TensorParallelPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    bool sharded = false;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      sharded |= bool(func.getArgAttr(i, BraidDialect::kShardingAttrName));
+    if (!sharded)
+      continue;
+    if (func->hasAttr(BraidDialect::kTensorParallelAttrName)) {
+      func.emitError() << "@" << func.getName()
+                       << " is already partitioned (it has '"
+                       << BraidDialect::kTensorParallelAttrName << "')";
+      return signalPassFailure();
+    }
+    if (!llvm::hasSingleElement(func.getBody())) {
+      func.emitError() << "braid-tensor-parallel needs a function body of one "
+                          "block, but @"
+                       << func.getName() << " has "
+                       << func.getBody().getBlocks().size();
+      return signalPassFailure();
+    }
+    // The grid: named, or the module's only one.
+    shard::GridOp grid;
+    if (!gridName.empty()) {
+      grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+          func, StringAttr::get(&getContext(), gridName));
+      if (!grid) {
+        func.emitError() << "braid-tensor-parallel: no shard.grid @" << gridName
+                         << " in the module";
+        return signalPassFailure();
+      }
+    } else {
+      auto grids = llvm::to_vector(module.getOps<shard::GridOp>());
+      if (grids.size() != 1) {
+        func.emitError() << "@" << func.getName()
+                         << " has sharded arguments, so it needs a grid: the "
+                            "module declares "
+                         << grids.size()
+                         << " shard.grid ops; name one with grid=NAME";
+        return signalPassFailure();
+      }
+      grid = grids.front();
+    }
+    ArrayRef<int64_t> shape = grid.getShape();
+    int64_t a = axis < 0 ? int64_t(shape.size()) - 1 : int64_t(axis);
+    if (a < 0 || a >= int64_t(shape.size())) {
+      func.emitError() << "braid-tensor-parallel: axis " << int64_t(axis)
+                       << " is out of range for grid @" << grid.getSymName()
+                       << " of rank " << shape.size();
+      return signalPassFailure();
+    }
+    if (ShapedType::isDynamic(shape[a])) {
+      func.emitError() << "braid-tensor-parallel: grid axis " << a << " of @"
+                       << grid.getSymName() << " has no static size";
+      return signalPassFailure();
+    }
+    Partitioner partitioner(func, grid, a, shape[a]);
+    if (failed(partitioner.run()))
+      return signalPassFailure();
+    numReduces += partitioner.numReduces;
+    numSplitValues += partitioner.numSplitValues;
+  }
+}

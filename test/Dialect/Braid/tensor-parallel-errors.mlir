@@ -1,0 +1,94 @@
+// RUN: braid-opt %s --split-input-file --verify-diagnostics --braid-tensor-parallel
+
+shard.grid @world(shape = 1x2)
+// An op without a rule for what it receives: a softmax along the split
+// dimension.
+func.func @no_rule(%x: tensor<4x8xf32> {braid.sharding = #braid.sharding<split 1>}) -> tensor<4x8xf32> {
+  // expected-error @below {{'braid.softmax' has no tensor-parallel rule for operand #0 (argument #0) split 1 (docs/TensorParallel.md lists each op's rules)}}
+  %y = braid.softmax %x dim = 1 : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 1x4)
+// Six heads do not divide by 4 ranks.
+func.func @heads(%x: tensor<4x24xf32> {braid.sharding = #braid.sharding<split 1>}) -> tensor<4x6x4xf32> {
+  // expected-error @below {{result #0 of 'braid.reshape' is split 1: dimension 1 of 'tensor<4x6x4xf32>' (size 6) does not divide by the tensor-parallel size 4 (grid axis 1 of @world)}}
+  %h = braid.reshape %x : tensor<4x24xf32> -> tensor<4x6x4xf32>
+  return %h : tensor<4x6x4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 3)
+// expected-error @below {{argument 'w' is split 0 blocks [4, 2]: dimension 0 of 'tensor<6x4xf32>' (a block of size 4) does not divide by the tensor-parallel size 3 (grid axis 0 of @world)}}
+func.func @argument(%w: tensor<6x4xf32> {braid.role = #braid.role<parameter "w">,
+                                         braid.sharding = #braid.sharding<split 0 blocks [4, 2]>}) {
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+// An updated parameter must come out spread as it came in.
+func.func @result(%w: tensor<4x4xf32> {braid.role = #braid.role<parameter "w">, braid.sharding = #braid.sharding<split 0>},
+                  %v: tensor<4x4xf32>)
+    -> (tensor<4x4xf32> {braid.role = #braid.role<parameter "w">}) {
+  // expected-error @below {{the updated parameter 'w' (result #0) comes out replicated, but its argument is split 0}}
+  return %v : tensor<4x4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2x2)
+// The global step may not already talk over the tensor-parallel axis.
+func.func @collective(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0>}, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'braid.all_reduce' already communicates over grid axis 1 of @world, the tensor-parallel axis; the global step may use the other axes only}}
+  %r = braid.all_reduce %x on @world grid_axes = [1] reduction = sum : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+func.func @scheduled(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0>}, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{braid-tensor-parallel partitions graph-level steps; 'braid.all_reduce_start' is already scheduled (run it before the overlap passes)}}
+  %f = braid.all_reduce_start %x on @world grid_axes = [0] reduction = sum : tensor<4xf32>
+  %r = braid.wait %f : !braid.future<tensor<4xf32>>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+// expected-error @below {{@again is already partitioned (it has 'braid.tensor_parallel')}}
+func.func @again(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0>}) -> tensor<4xf32>
+    attributes {braid.tensor_parallel = {axis = 0 : i64, grid = @world}} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{@no_grid has sharded arguments, so it needs a grid: the module declares 0 shard.grid ops; name one with grid=NAME}}
+func.func @no_grid(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0>}) -> tensor<4xf32> {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+// expected-error @below {{braid-tensor-parallel needs a function body of one block, but @blocks has 2}}
+func.func @blocks(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0>}) -> tensor<4xf32> {
+  cf.br ^next
+^next:
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2x?)
+// expected-error @below {{braid-tensor-parallel: grid axis 1 of @world has no static size}}
+func.func @dynamic(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0>}) -> tensor<4xf32> {
+  return %w : tensor<4xf32>
+}

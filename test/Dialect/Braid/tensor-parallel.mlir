@@ -1,0 +1,66 @@
+// A GPT block (fused q/k/v, pre-norm attention and MLP, tied embedding)
+// partitioned over 2 tensor-parallel ranks, forward and backward, as
+// Megatron-LM does it: four all-reduces over the tensor-parallel axis (the
+// row-parallel outputs of attention and the MLP in the forward, the input
+// gradients of the column-parallel q/k/v and MLP matrices in the backward),
+// each rank holding whole heads, and the data-parallel gradient
+// all-reduces on axis 0 on the local pieces.
+//
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN:   | braid-opt --braid-tensor-parallel | FileCheck %s
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN:   | braid-opt --braid-tensor-parallel | FileCheck %s --check-prefix=COUNT
+// The partitioned step compiles with the overlap passes, and the schedule
+// verifier proves it.
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN:   | braid-opt --braid-tensor-parallel --braid-overlap | braid-opt --braid-verify-schedule \
+// RUN:   | FileCheck %s --check-prefix=OVERLAP
+// A step without braid.sharding (the data-parallel example) is unchanged.
+// RUN: braid-opt %examples/gpt-tiny.mlir --braid-tensor-parallel | braid-opt > %t.after
+// RUN: braid-opt %examples/gpt-tiny.mlir > %t.before
+// RUN: diff %t.before %t.after
+
+// CHECK-LABEL: func.func @gpt_step
+// The q/k/v weight comes in as each rank's third of q, of k and of v.
+// CHECK-SAME: tensor<96x64xf32> {braid.role = #braid.role<parameter "h0.attn.c_attn.weight">, braid.sharding = #braid.sharding<split 0 blocks [64, 64, 64]>}
+// CHECK-SAME: tensor<64x128xf32> {braid.role = #braid.role<parameter "h0.mlp.c_proj.weight">, braid.sharding = #braid.sharding<split 1>}
+// CHECK-SAME: braid.tensor_parallel = {axis = 1 : i64, grid = @world}
+
+// Forward: q, k and v of 2 local heads each, attention per head, the
+// row-parallel output projection summed before its bias.
+// CHECK: %[[QKV:.*]] = braid.bias_add {{.*}} : tensor<64x96xf32>, tensor<96xf32>
+// CHECK-NEXT: %[[Q:.*]] = braid.slice %[[QKV]] offsets = [0, 0] : tensor<64x96xf32> -> tensor<64x32xf32>
+// CHECK-NEXT: braid.reshape %[[Q]] : tensor<64x32xf32> -> tensor<2x32x2x16xf32>
+// CHECK: braid.slice %[[QKV]] offsets = [0, 32] : tensor<64x96xf32> -> tensor<64x32xf32>
+// CHECK: braid.slice %[[QKV]] offsets = [0, 64] : tensor<64x96xf32> -> tensor<64x32xf32>
+// CHECK: braid.softmax {{.*}} : tensor<2x2x32x32xf32>
+// CHECK: %[[PROJ:.*]] = braid.matmul {{.*}} {transpose_b} : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: %[[PR:.*]] = braid.all_reduce %[[PROJ]] on @world grid_axes = [1] reduction = sum : tensor<64x64xf32>
+// CHECK-NEXT: braid.bias_add %[[PR]]
+// CHECK: braid.gelu {{.*}} : tensor<64x128xf32>
+// CHECK-NEXT: %[[MLP:.*]] = braid.matmul {{.*}} : tensor<64x128xf32>, tensor<64x128xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: %[[MR:.*]] = braid.all_reduce %[[MLP]] on @world grid_axes = [1] reduction = sum
+// CHECK-NEXT: braid.bias_add %[[MR]]
+// The tied lm head is replicated: logits and loss need no collective.
+// CHECK: braid.cross_entropy {{.*}} : tensor<64x64xf32>, tensor<64xi64> -> tensor<f32>
+
+// Backward: the weight gradients stay local pieces; the input gradients
+// of the column-parallel matrices are partial sums, reduced before the
+// layer norms' backward.
+// CHECK: braid.all_reduce {{.*}} on @world grid_axes = [0] reduction = avg grad_of = ["h0.mlp.c_proj.weight"] : tensor<64x128xf32>
+// CHECK: %[[DY2:.*]] = braid.matmul {{.*}} : tensor<64x128xf32>, tensor<128x64xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: %[[DY2R:.*]] = braid.all_reduce %[[DY2]] on @world grid_axes = [1] reduction = sum
+// CHECK-NEXT: braid.layer_norm_backward %[[DY2R]]
+// CHECK: %[[DQKV:.*]] = braid.concat {{.*}} dim = 1 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x96xf32>
+// CHECK: braid.all_reduce {{.*}} grid_axes = [0] reduction = avg grad_of = ["h0.attn.c_attn.weight"] : tensor<96x64xf32>
+// CHECK: %[[DY1:.*]] = braid.matmul %[[DQKV]], {{.*}} : tensor<64x96xf32>, tensor<96x64xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: %[[DY1R:.*]] = braid.all_reduce %[[DY1]] on @world grid_axes = [1] reduction = sum
+// CHECK-NEXT: braid.layer_norm_backward %[[DY1R]]
+// The optimizer updates the local pieces.
+// CHECK: braid.adamw {{.*}} : tensor<96x64xf32>, tensor<f32>
+
+// COUNT-COUNT-4: grid_axes = [1]
+// COUNT-NOT: grid_axes = [1]
+
+// OVERLAP-LABEL: func.func @gpt_step
+// OVERLAP-COUNT-4: braid.all_reduce_start {{.*}} on @world grid_axes = [1] reduction = sum
