@@ -21,7 +21,8 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
     cross-entropy) trained with SGD+momentum; the default is 2 linear layers.
     With `tp` > 1, Megatron's layout: the linear layers alternate
     column-parallel (weight and bias split by rows) and row-parallel
-    (weight split by columns, bias replicated), the last one row-parallel."""
+    (weight split by columns, bias replicated) from the first; an odd last
+    layer is replicated."""
     b = StepBuilder("mlp_step", world_size, tp=tp)
     x = b.arg("batch", "x", (batch, features))
     labels = b.arg("batch", "labels", (batch,), "i64")
@@ -32,12 +33,14 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
         shapes["fc%d.bias" % k] = (sizes[k],)
     p = {n: b.param(n, s) for n, s in shapes.items()}
     buf = {n: b.arg("optimizer_state", n + ".momentum", s) for n, s in shapes.items()}
+    last = len(sizes) - 1
     for k in range(1, len(sizes)):
-        # Pairs (column, row) ending with the last layer row-parallel.
-        if (len(sizes) - 1 - k) % 2 == 1:
+        # Pairs (column, row); an odd last layer stays replicated (its
+        # output, the logits, is needed whole).
+        if k % 2 == 1 and k < last:
             b.shard("fc%d.weight" % k, "split 0")
             b.shard("fc%d.bias" % k, "split 0")
-        else:
+        elif k % 2 == 0:
             b.shard("fc%d.weight" % k, "split 1")
 
     acts = [x]

@@ -239,13 +239,16 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
         if (v)
           for (const plan::Binding *b : *v)
             out.push_back({static_cast<Role>(b->role()), toString(b->name()),
-                           b->buffer()});
+                           b->buffer(), b->split_dim(),
+                           toVector(b->split_blocks())});
         return out;
       };
   p.arguments = bindings(fb->arguments());
   p.results = bindings(fb->results());
   p.cluster = toString(fb->cluster());
   p.clusterJson = toString(fb->cluster_json());
+  p.tpAxis = fb->tensor_parallel_axis();
+  p.tpGrid = toVector(fb->tensor_parallel_grid());
   checkPlan(p);
   return p;
 }

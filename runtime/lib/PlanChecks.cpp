@@ -139,10 +139,62 @@ void braid::rt::checkPlan(const Plan &plan) {
       throw PlanError(std::string(kind) + " '" + b.name +
                       "' has an unknown role");
   };
-  for (const Binding &b : plan.arguments)
+  // Tensor parallelism: a grid over the plan's ranks, and split bindings
+  // whose blocks cut into their buffers (braid-run copies by them).
+  if (plan.tpAxis >= 0) {
+    int64_t size = 1;
+    for (int64_t d : plan.tpGrid) {
+      if (d <= 0 || d > (1 << 20))
+        throw PlanError("the tensor-parallel grid has a bad dimension " +
+                        std::to_string(d));
+      size *= d;
+      if (size > (1 << 24))
+        throw PlanError("the tensor-parallel grid has too many ranks");
+    }
+    if (plan.tpAxis >= int32_t(plan.tpGrid.size()) ||
+        size != int64_t(plan.worldSize))
+      throw PlanError("the tensor-parallel axis " +
+                      std::to_string(plan.tpAxis) + " of a grid of " +
+                      std::to_string(plan.tpGrid.size()) + " axes spanning " +
+                      std::to_string(size) + " ranks does not fit a plan for " +
+                      std::to_string(plan.worldSize) + " ranks");
+  } else if (plan.tpAxis != -1) {
+    throw PlanError("the tensor-parallel axis is " +
+                    std::to_string(plan.tpAxis) + " (-1 or an axis)");
+  }
+  auto checkSplit = [&](const Binding &b, const char *kind) {
+    if (b.splitDim == -1 && b.splitBlocks.empty())
+      return;
+    std::string what = std::string(kind) + " '" + b.name + "'";
+    const Buffer &buffer = plan.buffers[b.buffer];
+    if (plan.tpAxis < 0)
+      throw PlanError(what + " is split, but the plan is not tensor-parallel");
+    if (b.splitDim < 0 || b.splitDim >= int32_t(buffer.shape.size()))
+      throw PlanError(what + " is split along dimension " +
+                      std::to_string(b.splitDim) + ", but its buffer has " +
+                      std::to_string(buffer.shape.size()) + " dimensions");
+    int64_t t = plan.tpSize(), sum = 0;
+    for (int64_t block : b.splitBlocks) {
+      if (block <= 0 || block % t != 0 || block > (int64_t(1) << 40))
+        throw PlanError(what + " has a block of " + std::to_string(block) +
+                        ", which does not divide into " + std::to_string(t) +
+                        " tensor-parallel pieces");
+      sum += block / t;
+    }
+    int64_t local = buffer.shape[size_t(b.splitDim)];
+    if (!b.splitBlocks.empty() && sum != local)
+      throw PlanError(what + "'s blocks make pieces of " + std::to_string(sum) +
+                      " along dimension " + std::to_string(b.splitDim) +
+                      ", but its buffer has " + std::to_string(local));
+  };
+  for (const Binding &b : plan.arguments) {
     checkBinding(b, "argument");
-  for (const Binding &b : plan.results)
+    checkSplit(b, "argument");
+  }
+  for (const Binding &b : plan.results) {
     checkBinding(b, "result");
+    checkSplit(b, "result");
+  }
   // A parameter or optimizer-state result is copied onto its argument after
   // every step: the two must be the same kind of array.
   for (const Binding &r : plan.results) {
@@ -152,6 +204,10 @@ void braid::rt::checkPlan(const Plan &plan) {
       if (a.role != r.role || a.name != r.name)
         continue;
       const Buffer &x = plan.buffers[a.buffer], &y = plan.buffers[r.buffer];
+      if (a.splitDim != r.splitDim || a.splitBlocks != r.splitBlocks)
+        throw PlanError("result '" + r.name +
+                        "' carries to the next step into its argument, but "
+                        "is split unlike it");
       if (x.dtype != y.dtype || x.shape != y.shape)
         throw PlanError("result '" + r.name +
                         "' carries to the next step "

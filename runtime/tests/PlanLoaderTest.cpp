@@ -81,6 +81,14 @@ struct BindingSpec {
   plan::Role role;
   std::string name;
   uint32_t buffer;
+  int32_t splitDim = -1;
+  std::vector<int64_t> splitBlocks = {};
+};
+/// A plan's tensor-parallel axis and grid, and its world size.
+struct TpSpec {
+  int32_t axis = -1;
+  std::vector<int64_t> grid = {};
+  uint32_t world = 1;
 };
 
 /// The error of loading a one-rank plan of f32 `buffers` (in an arena of
@@ -92,7 +100,8 @@ std::string errorOfPlan(std::vector<BufferSpec> buffers, uint64_t arena,
                         std::vector<uint32_t> results,
                         std::vector<AttrSpec> attrs,
                         std::vector<BindingSpec> arguments = {},
-                        std::vector<BindingSpec> resultBindings = {}) {
+                        std::vector<BindingSpec> resultBindings = {},
+                        TpSpec tp = {}) {
   fb::FlatBufferBuilder b;
   std::vector<fb::Offset<plan::Buffer>> bufs;
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -127,16 +136,17 @@ std::string errorOfPlan(std::vector<BufferSpec> buffers, uint64_t arena,
   auto bindings = [&](const std::vector<BindingSpec> &specs) {
     std::vector<fb::Offset<plan::Binding>> out;
     for (const BindingSpec &s : specs)
-      out.push_back(
-          plan::CreateBinding(b, s.role, b.CreateString(s.name), s.buffer));
+      out.push_back(plan::CreateBinding(b, s.role, b.CreateString(s.name),
+                                        s.buffer, s.splitDim,
+                                        b.CreateVector(s.splitBlocks)));
     return b.CreateVector(out);
   };
   auto args = bindings(arguments);
   auto res = bindings(resultBindings);
-  auto root =
-      plan::CreatePlan(b, b.CreateString("test"), b.CreateString("f"), 1, arena,
-                       b.CreateVector(bufs), b.CreateVector(groups),
-                       b.CreateVector(streams), 0, 0, args, res);
+  auto root = plan::CreatePlan(
+      b, b.CreateString("test"), b.CreateString("f"), tp.world, arena,
+      b.CreateVector(bufs), b.CreateVector(groups), b.CreateVector(streams), 0,
+      0, args, res, 0, 0, tp.axis, b.CreateVector(tp.grid));
   b.Finish(root, plan::PlanIdentifier());
   try {
     loadPayload(b.GetBufferPointer(), b.GetSize(), plan::kFormatVersion);
@@ -298,6 +308,90 @@ TEST(PlanLoaderTest, CollectiveOperandAndResultOverlapInPart) {
   EXPECT_NE(e.find("reads [0, 16) and writes [8, 24): they overlap in part"),
             std::string::npos)
       << e;
+}
+
+TEST(PlanLoaderTest, TensorParallelBindings) {
+  // relu b0 -> b1 on 2 tensor-parallel ranks: an argument split along
+  // dimension 1 of its [2, 4] piece, with and without blocks.
+  uint16_t relu = code(Opcode::Relu);
+  std::vector<BufferSpec> bufs = {{0, {2, 4}}, {32, {2, 4}}};
+  TpSpec tp{1, {1, 2}, 2};
+  auto arg = [](int32_t dim, std::vector<int64_t> blocks) {
+    return std::vector<BindingSpec>{
+        {plan::Role::Parameter, "w", 0, dim, blocks}};
+  };
+  EXPECT_EQ(errorOfPlan(bufs, 64, relu, {0}, {1}, {}, arg(1, {}), {}, tp), "");
+  EXPECT_EQ(
+      errorOfPlan(bufs, 64, relu, {0}, {1}, {}, arg(1, {4, 2, 2}), {}, tp), "");
+  struct Case {
+    std::vector<BindingSpec> args;
+    TpSpec tp;
+    const char *error;
+  } cases[] = {
+      {arg(1, {}),
+       {},
+       "argument 'w' is split, but the plan is not "
+       "tensor-parallel"},
+      {arg(2, {}), tp,
+       "argument 'w' is split along dimension 2, but its "
+       "buffer has 2 dimensions"},
+      {arg(1, {3, 5}), tp,
+       "argument 'w' has a block of 3, which does not "
+       "divide into 2 tensor-parallel pieces"},
+      {arg(1, {4, 2}), tp,
+       "argument 'w''s blocks make pieces of 3 along "
+       "dimension 1, but its buffer has 4"},
+      {arg(1, {}),
+       {1, {2, 2}, 2},
+       "the tensor-parallel axis 1 of a grid of 2 "
+       "axes spanning 4 ranks does not fit a plan "
+       "for 2 ranks"},
+      {arg(1, {}),
+       {0, {0}, 2},
+       "the tensor-parallel grid has a bad dimension "
+       "0"},
+      {arg(1, {}),
+       {-3, {}, 1},
+       "the tensor-parallel axis is -3 (-1 or an "
+       "axis)"},
+  };
+  for (const Case &c : cases) {
+    std::string e = errorOfPlan(bufs, 64, relu, {0}, {1}, {}, c.args, {}, c.tp);
+    EXPECT_NE(e.find(c.error), std::string::npos) << e;
+  }
+  // The updated value must be split as its argument is.
+  std::string e = errorOfPlan(bufs, 64, relu, {0}, {1}, {}, arg(1, {}),
+                              {{plan::Role::Parameter, "w", 1, 0, {}}}, tp);
+  EXPECT_NE(e.find("result 'w' carries to the next step into its argument, "
+                   "but is split unlike it"),
+            std::string::npos)
+      << e;
+}
+
+TEST(PlanLoaderTest, PiecesOfBlocks) {
+  // A [2, 6] global value in blocks [4, 2] along dimension 1 over 2 ranks:
+  // rank 0 holds columns 0, 1 and 4; rank 1 columns 2, 3 and 5.
+  std::vector<int32_t> global = {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15};
+  std::vector<std::vector<int32_t>> want = {{0, 1, 4, 10, 11, 14},
+                                            {2, 3, 5, 12, 13, 15}};
+  std::vector<int32_t> back(global.size(), -1);
+  for (int64_t r = 0; r < 2; ++r) {
+    std::vector<int32_t> piece(6, -1);
+    copyPiece(reinterpret_cast<const uint8_t *>(global.data()),
+              reinterpret_cast<uint8_t *>(piece.data()), {2, 6}, 4, 1, {4, 2},
+              2, r, /*toPiece=*/true);
+    EXPECT_EQ(piece, want[size_t(r)]) << "rank " << r;
+    copyPiece(reinterpret_cast<const uint8_t *>(piece.data()),
+              reinterpret_cast<uint8_t *>(back.data()), {2, 6}, 4, 1, {4, 2}, 2,
+              r, /*toPiece=*/false);
+  }
+  EXPECT_EQ(back, global);
+  // Split along dimension 0 without blocks: rows.
+  std::vector<int32_t> rows(6, -1);
+  copyPiece(reinterpret_cast<const uint8_t *>(global.data()),
+            reinterpret_cast<uint8_t *>(rows.data()), {2, 6}, 4, 0, {}, 2, 1,
+            /*toPiece=*/true);
+  EXPECT_EQ(rows, std::vector<int32_t>({10, 11, 12, 13, 14, 15}));
 }
 
 TEST(PlanLoaderTest, EveryOpcodeHasItsTableEntry) {

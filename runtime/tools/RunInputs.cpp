@@ -18,6 +18,9 @@ using namespace braid::rt;
 
 namespace {
 
+/// The rank prepareInputs works for.
+int currentRank = 0;
+
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -165,15 +168,36 @@ std::vector<uint8_t> synthesize(const Plan &plan, const Binding &binding,
   return out;
 }
 
+/// This rank's piece of `global`, the bytes of the global value of
+/// `binding` with elements of `elementBytes` (the whole of it when the
+/// binding is not split).
+std::vector<uint8_t> pieceOf(const Plan &plan, const Binding &binding,
+                             const std::vector<uint8_t> &global,
+                             size_t elementBytes) {
+  if (binding.splitDim < 0)
+    return global;
+  RankPlace place = placeRank(plan, currentRank);
+  std::vector<uint8_t> piece(global.size() / size_t(place.tpSize));
+  copyPiece(global.data(), piece.data(), globalShape(plan, binding),
+            elementBytes, binding.splitDim, binding.splitBlocks, place.tpSize,
+            place.tpIndex, /*toPiece=*/true);
+  return piece;
+}
+
 /// Seeded initial values of a parameter: weights uniform in
 /// +-1/sqrt(fan_in), vectors 1 for scales (".weight", "gamma") and 0 for
 /// biases; optimizer state zero.
+/// Of a tensor-parallel parameter, the global value is initialized (and
+/// this rank's piece taken): every tensor-parallel size starts alike.
 std::vector<uint8_t> initialize(const Plan &plan, const Binding &binding,
                                 uint64_t seed) {
-  const Buffer &b = plan.buffers[binding.buffer];
+  const Buffer &local = plan.buffers[binding.buffer];
+  Buffer b = local;
+  b.shape = globalShape(plan, binding);
+  b.bytes = uint64_t(b.numElements()) * dtypeBytes(b.dtype);
   std::vector<uint8_t> out(b.bytes, 0);
   if (binding.role != Role::Parameter || b.dtype != DType::F32)
-    return out;
+    return std::vector<uint8_t>(local.bytes, 0);
   float *x = reinterpret_cast<float *>(out.data());
   int64_t n = b.numElements();
   auto endsWith = [&](const std::string &suffix) {
@@ -192,7 +216,7 @@ std::vector<uint8_t> initialize(const Plan &plan, const Binding &binding,
              (endsWith(".weight") || endsWith("gamma"))) {
     std::fill(x, x + n, 1.0f);
   }
-  return out;
+  return pieceOf(plan, binding, out, sizeof(float));
 }
 
 } // namespace
@@ -219,6 +243,12 @@ std::string braid::rt::descrOf(DType dtype) {
 
 Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
                                 int world) {
+  currentRank = rank;
+  // The batch is per data-parallel replica: the ranks of a tensor-parallel
+  // group read the same one.
+  RankPlace place = placeRank(plan, rank);
+  rank = int(place.dpIndex);
+  world = int(place.dpSize);
   Inputs inputs;
   std::map<std::string, NpyArray> params, data;
   if (!o.params.empty())
@@ -231,6 +261,9 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
     std::string expected =
         shapeText(buffer.shape) + " " + dtypeName(buffer.dtype);
     if (b.role == Role::Parameter || b.role == Role::OptimizerState) {
+      // Files hold global values; a split binding takes its piece.
+      std::vector<int64_t> global = globalShape(plan, b);
+      expected = shapeText(global) + " " + dtypeName(buffer.dtype);
       known.insert(b.name);
       auto it = params.find(b.name);
       if (it == params.end()) {
@@ -240,12 +273,26 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
         inputs.state[b.buffer] = initialize(plan, b, o.seed);
         continue;
       }
-      if (it->second.shape != buffer.shape)
+      if (it->second.shape != global)
         throw NpzError(o.params + ": '" + b.name + "' has shape " +
                        shapeText(it->second.shape) + ", but the plan expects " +
-                       expected);
+                       expected +
+                       (b.splitDim >= 0
+                            ? " (the global value; each rank keeps its piece " +
+                                  shapeText(buffer.shape) + ")"
+                            : ""));
+      NpyArray array = it->second;
+      if (b.splitDim >= 0) {
+        int64_t elements = 1;
+        for (int64_t d : global)
+          elements *= d;
+        size_t elementBytes =
+            elements ? array.data.size() / size_t(elements) : 1;
+        array.data = pieceOf(plan, b, array.data, elementBytes);
+        array.shape = buffer.shape;
+      }
       inputs.state[b.buffer] =
-          convert(it->second, buffer, o.params + ": '" + b.name + "'");
+          convert(array, buffer, o.params + ": '" + b.name + "'");
     } else if (b.role == Role::Batch || b.role == Role::Temporary) {
       batchNames.insert(b.name);
       auto it = data.find(b.name);

@@ -35,6 +35,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <set>
 #include <thread>
@@ -413,9 +414,16 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&lossComm);
 
   // --save: rank 0 writes OUT.npz; a path with {rank} is written by every
-  // rank, {rank} replaced by its number.
-  if (!o.save.empty() &&
-      (rank == 0 || o.save.find("{rank}") != std::string::npos)) {
+  // rank, {rank} replaced by its number. A tensor-parallel value is
+  // gathered from the ranks of its group first, so files hold global values
+  // (every rank takes part in the gathers, writing or not).
+  if (!o.save.empty()) {
+    bool writes = rank == 0 || o.save.find("{rank}") != std::string::npos;
+    RankPlace place = placeRank(plan, rank);
+    MPI_Comm tpComm = MPI_COMM_NULL;
+    if (plan.tpAxis >= 0)
+      MPI_Comm_split(MPI_COMM_WORLD, int(place.dpIndex), int(place.tpIndex),
+                     &tpComm);
     std::string savePath = savePathOf(o.save, rank);
     try {
       std::map<std::string, NpyArray> out;
@@ -426,6 +434,24 @@ int main(int argc, char **argv) {
         array.shape = buffer.shape;
         array.data.resize(buffer.bytes);
         backend->read(buffer, array.data.data());
+        if (b.splitDim < 0)
+          return;
+        if (buffer.bytes > uint64_t(std::numeric_limits<int>::max()))
+          throw std::runtime_error(
+              "cannot gather '" + b.name +
+              "' for --save: " + std::to_string(buffer.bytes) +
+              " bytes per rank, more than MPI_Allgather "
+              "counts");
+        std::vector<uint8_t> pieces(buffer.bytes * uint64_t(place.tpSize));
+        MPI_Allgather(array.data.data(), int(buffer.bytes), MPI_BYTE,
+                      pieces.data(), int(buffer.bytes), MPI_BYTE, tpComm);
+        array.shape = globalShape(plan, b);
+        array.data.assign(pieces.size(), 0);
+        for (int64_t r = 0; r < place.tpSize; ++r)
+          copyPiece(pieces.data() + uint64_t(r) * buffer.bytes,
+                    array.data.data(), array.shape, dtypeBytes(buffer.dtype),
+                    b.splitDim, b.splitBlocks, place.tpSize, r,
+                    /*toPiece=*/false);
       };
       auto isState = [](const Binding &b) {
         return b.role == Role::Parameter || b.role == Role::OptimizerState;
@@ -437,11 +463,14 @@ int main(int argc, char **argv) {
       for (const Binding &b : plan.results)
         if (!isState(b) && !out.count(b.name))
           save(b);
-      writeNpz(savePath, out);
+      if (writes)
+        writeNpz(savePath, out);
     } catch (const std::exception &e) {
       fail(rank, e.what());
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    if (tpComm != MPI_COMM_NULL)
+      MPI_Comm_free(&tpComm);
   }
   backend.reset();
   MPI_Finalize();

@@ -23,8 +23,9 @@ inline constexpr char kMagic[8] = {'B', 'R', 'A', 'I', 'D', 'P', 'L', 'N'};
 /// The format version this build writes and reads. Bump it when the schema
 /// changes in a way older readers cannot follow.
 /// Version 3: ops by opcode with typed attribute ids (the generated op
-/// table), the cluster recorded.
-inline constexpr uint32_t kFormatVersion = 3;
+/// table), the cluster recorded. Version 4: tensor-parallel bindings (a
+/// reader of version 3 would take a rank's piece for the whole value).
+inline constexpr uint32_t kFormatVersion = 4;
 
 /// The fixed header, little-endian.
 struct FileHeader {

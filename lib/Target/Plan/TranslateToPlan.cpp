@@ -333,6 +333,39 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
   if (!worldSize)
     worldSize = 1;
 
+  // Tensor parallelism: the axis and grid braid-tensor-parallel partitioned
+  // the step over; split bindings say which piece each buffer holds.
+  int32_t tpAxis = -1;
+  std::vector<int64_t> tpGrid;
+  if (auto tp = func->getAttrOfType<DictionaryAttr>(
+          BraidDialect::kTensorParallelAttrName)) {
+    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+        func, tp.getAs<FlatSymbolRefAttr>("grid"));
+    if (!grid)
+      return func.emitError()
+             << "'" << BraidDialect::kTensorParallelAttrName << "' names grid "
+             << tp.get("grid") << ", which the module does not declare";
+    tpAxis = int32_t(tp.getAs<IntegerAttr>("axis").getInt());
+    tpGrid.assign(grid.getShape().begin(), grid.getShape().end());
+    if (tpAxis >= int32_t(tpGrid.size()))
+      return func.emitError()
+             << "'" << BraidDialect::kTensorParallelAttrName << "' names axis "
+             << tpAxis << " of grid @" << grid.getSymName() << " of rank "
+             << tpGrid.size();
+  }
+  auto createBinding = [&](RoleAttr role, const std::string &name,
+                           uint32_t buffer, ShardingAttr sharding) {
+    int32_t dim = -1;
+    fb::Offset<fb::Vector<int64_t>> blocks = 0;
+    if (sharding && sharding.isSplit()) {
+      dim = int32_t(sharding.getDim());
+      blocks = builder.CreateVector(sharding.getBlocks().data(),
+                                    sharding.getBlocks().size());
+    }
+    return plan::CreateBinding(builder, getRole(role),
+                               builder.CreateString(name), buffer, dim, blocks);
+  };
+
   Block &body = func.getBody().front();
   std::vector<fb::Offset<plan::Binding>> arguments, results;
   for (BlockArgument arg : body.getArguments()) {
@@ -351,8 +384,9 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
                             : "arg" + std::to_string(arg.getArgNumber());
     if (failed(addBuffer(arg, offset.getInt(), name)))
       return failure();
-    arguments.push_back(plan::CreateBinding(
-        builder, getRole(role), builder.CreateString(name), bufferIds[arg]));
+    auto sharding = func.getArgAttrOfType<ShardingAttr>(
+        arg.getArgNumber(), BraidDialect::kShardingAttrName);
+    arguments.push_back(createBinding(role, name, bufferIds[arg], sharding));
   }
 
   // Buffers of op results, named by their SSA names.
@@ -463,8 +497,9 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
         func.getResultAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
     std::string name =
         role ? role.getName().str() : "result" + std::to_string(i);
-    results.push_back(plan::CreateBinding(
-        builder, getRole(role), builder.CreateString(name), it->second));
+    auto sharding = func.getResultAttrOfType<ShardingAttr>(
+        i, BraidDialect::kShardingAttrName);
+    results.push_back(createBinding(role, name, it->second, sharding));
   }
 
   std::vector<fb::Offset<plan::Stream>> streamTables;
@@ -491,7 +526,7 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
       builder.CreateVector(buffers), builder.CreateVector(groups),
       builder.CreateVector(streamTables), eventIds.size(), futureIds.size(),
       builder.CreateVector(arguments), builder.CreateVector(results),
-      clusterName, clusterJson);
+      clusterName, clusterJson, tpAxis, builder.CreateVector(tpGrid));
   builder.Finish(root, plan::PlanIdentifier());
 
   plan::FileHeader header =

@@ -100,6 +100,12 @@ struct Binding {
   Role role = Role::Temporary;
   std::string name;
   uint32_t buffer = 0;
+  /// Tensor parallelism: the dimension along which the buffer holds this
+  /// rank's piece of the global value (-1: the whole value), and the global
+  /// sizes of that dimension's blocks (empty: one block), each cut into one
+  /// piece per rank of the tensor-parallel axis.
+  int32_t splitDim = -1;
+  std::vector<int64_t> splitBlocks;
 };
 
 struct Plan {
@@ -115,7 +121,35 @@ struct Plan {
   /// The cluster the plan was compiled for (name and JSON description);
   /// empty when braid-compile was given none.
   std::string cluster, clusterJson;
+  /// Tensor parallelism: the grid axis split bindings are split over (-1:
+  /// none) and the grid's shape.
+  int32_t tpAxis = -1;
+  std::vector<int64_t> tpGrid;
+
+  /// The ranks of the tensor-parallel axis (1 without one).
+  int64_t tpSize() const { return tpAxis < 0 ? 1 : tpGrid[size_t(tpAxis)]; }
 };
+
+/// Where a rank sits: its place on the tensor-parallel axis and the
+/// data-parallel replica it belongs to (the ranks of one tensor-parallel
+/// group share a batch). Without tensor parallelism every rank is its own
+/// replica.
+struct RankPlace {
+  int64_t tpIndex = 0, tpSize = 1, dpIndex = 0, dpSize = 1;
+};
+RankPlace placeRank(const Plan &plan, int64_t rank);
+
+/// The global shape of the value `binding` holds a piece of.
+std::vector<int64_t> globalShape(const Plan &plan, const Binding &binding);
+
+/// Copies between a global row-major array of `shape` (elements of
+/// `elementBytes`) and the piece of it that rank `index` of `size` holds
+/// when split along `dim` in `blocks` (global sizes; empty: one block):
+/// to the piece if `toPiece`, else from it into the global array.
+void copyPiece(const uint8_t *from, uint8_t *to,
+               const std::vector<int64_t> &shape, size_t elementBytes,
+               int32_t dim, const std::vector<int64_t> &blocks, int64_t size,
+               int64_t index, bool toPiece);
 
 /// Reads and checks a plan file.
 Plan loadPlanFile(const std::string &path);

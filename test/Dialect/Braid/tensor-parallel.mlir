@@ -15,6 +15,13 @@
 // RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
 // RUN:   | braid-opt --braid-tensor-parallel --braid-overlap | braid-opt --braid-verify-schedule \
 // RUN:   | FileCheck %s --check-prefix=OVERLAP
+// braid-compile partitions it, overlaps, plans memory and proves the plan
+// (the tensor-parallel all-reduces' inputs are read until their waits on the
+// compute stream, and their bytes reused after: the live-bytes check).
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN:   > %t.mlir
+// RUN: braid-compile %t.mlir -o %t.plan
+// RUN: braid-compile %t.mlir --emit=mlir -o - | FileCheck %s --check-prefix=PLANNED
 // A step without braid.sharding (the data-parallel example) is unchanged.
 // RUN: braid-opt %examples/gpt-tiny.mlir --braid-tensor-parallel | braid-opt > %t.after
 // RUN: braid-opt %examples/gpt-tiny.mlir > %t.before
@@ -64,3 +71,6 @@
 
 // OVERLAP-LABEL: func.func @gpt_step
 // OVERLAP-COUNT-4: braid.all_reduce_start {{.*}} on @world grid_axes = [1] reduction = sum
+
+// PLANNED: braid.arena_bytes
+// PLANNED: braid.all_reduce_start {{.*}} grid_axes = [1] reduction = sum

@@ -197,9 +197,11 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
 
   // Lifetimes. A start's inputs and results are in flight until its wait;
   // anything touched off the compute stream is kept for the whole step.
+  // (A wait on the compute stream orders every later compute op after the
+  // collective; one elsewhere does not, and keeps them to the end.)
   auto waitPosition = [&](Operation *start) {
     WaitOp wait = getWaitOf(start);
-    return wait ? position.lookup(wait) : end;
+    return wait && isOnComputeStream(wait) ? position.lookup(wait) : end;
   };
   auto extend = [&](Value v, size_t from, size_t to) {
     Allocation &a = allocations[slots.lookup(v).allocation];

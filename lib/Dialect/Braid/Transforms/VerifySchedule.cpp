@@ -405,9 +405,13 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
                       ? end
                       : position.lookup(user);
       auto collective = dyn_cast_or_null<CollectiveOpInterface>(user);
+      // A start's inputs are read until its wait, wherever the start runs:
+      // a wait on the compute stream orders every later compute op after
+      // the collective (one elsewhere does not: the whole step).
       if (collective && collective.isAsync()) {
         WaitOp wait = getWaitOf(user);
-        at = wait ? std::max(at, size_t(position.lookup(wait))) : end;
+        at = wait && isOnComputeStream(wait) ? size_t(position.lookup(wait))
+                                             : end;
       }
       last = std::max(last, at);
     }
