@@ -105,6 +105,14 @@ def build(batch_size=4, layers=2, lr=1e-3, seed=0, world_size=2):
     idx, targets = batch(world_size * batch_size, seed=seed + 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95),
                                   eps=1e-8, weight_decay=0.1)
+    # Megatron's layout for `--tensor-parallel N` (docs/TensorParallel.md):
+    # q, k and v by whole heads, the MLP's first matrix by columns, the
+    # output projections by rows; embeddings and norms replicated.
+    tp_plan = {"h.*.attn.c_attn": {"style": "colwise", "fused": 3},
+               "h.*.attn.c_proj": "rowwise",
+               "h.*.mlp.c_fc": "colwise",
+               "h.*.mlp.c_proj": "rowwise"}
     return dict(model=model, example_inputs=(idx[:batch_size],),
                 example_targets=(targets[:batch_size],), global_batch=((idx,), (targets,)),
-                loss_fn=loss_fn, optimizer=optimizer, world_size=world_size)
+                loss_fn=loss_fn, optimizer=optimizer, world_size=world_size,
+                tensor_parallel_plan=tp_plan)

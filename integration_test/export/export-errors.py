@@ -5,7 +5,10 @@
 #  - a non-causal mask, an unsupported optimizer or optimizer option, a
 #    parameter outside the optimizer, a non-scalar loss, bad arguments;
 #  - the command line: a missing file or function, a spec that is not a dict,
-#    no world size, a bad --arg.
+#    no world size, a bad --arg;
+#  - a tensor-parallel plan naming a module that does not exist, a style
+#    braid does not know, a module that is not an nn.Linear, a tied weight,
+#    a size that does not divide the features, no plan for --tensor-parallel.
 #
 # REQUIRES: torch
 # RUN: %python %s %t
@@ -127,6 +130,39 @@ def main():
     unused = specs.Net()
     unused.extra = nn.Linear(2, 2)
     api("unused-parameter", "parameter extra.weight does not reach the loss", model=unused)
+    # Tensor-parallel plans (braid.tensor_parallel).
+    tp = lambda plan, size=2: dict(tensor_parallel=size, tensor_parallel_plan=plan)  # noqa: E731
+    api("tp-no-plan", "tensor_parallel 2 needs a tensor_parallel_plan", tensor_parallel=2)
+    api("tp-size", "tensor_parallel must be a positive integer, not 0", tensor_parallel=0)
+    api("tp-no-module", "tensor-parallel plan: 'blocks.*.proj' matches no module of Net "
+        "(its modules: blocks, blocks.0", **tp({"blocks.*.proj": "colwise"}))
+    api("tp-style", "tensor-parallel plan: 'head' maps to 'sequence'; a style is 'colwise'",
+        **tp({"head": "sequence"}))
+    api("tp-not-linear", "tensor-parallel plan: 'blocks.0.act' (blocks.*.act) is a ReLU",
+        **tp({"blocks.*.act": "rowwise"}))
+    api("tp-divide", "the tensor-parallel size 3 does not divide the output features of "
+        "'head' (head) (output features 4", **tp({"head": "colwise"}, 3))
+    api("tp-divide-rows", "the tensor-parallel size 3 does not divide the input features 16",
+        **tp({"blocks.0.fc": "rowwise"}, 3))
+    api("tp-fused", "'head' (head) has 4 output features, which do not make 3 equal fused "
+        "parts", **tp({"head": {"style": "colwise", "fused": 3}}))
+    api("tp-twice", "is named by two patterns", **tp({"head": "colwise", "h*": "rowwise"}))
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(4, 16)
+            self.head = nn.Linear(16, 4, bias=False)
+            self.head.weight = self.emb.weight
+
+        def forward(self, x):
+            return self.head(self.emb(x).mean(1))
+
+    api("tp-tied", "'head' (head)'s weight is tied (head.weight); a tied weight stays "
+        "replicated", model=Tied(), x=torch.randint(0, 4, (8, 3)), **tp({"head": "colwise"}))
+    cli("tp-cli-no-plan", [SPECS + ":ops", "--tensor-parallel", "2"],
+        "tensor_parallel 2 needs a tensor_parallel_plan")
+
     p = subprocess.run([sys.executable, "-m", "braid.export", "--list-ops"],
                        stdout=subprocess.PIPE, text=True)
     listed = p.stdout.split()

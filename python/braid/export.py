@@ -40,6 +40,7 @@ from braid._trace import (_describe, _names, _optimizer_groups, _parameters, _te
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, op_name
 from braid.ir import StepBuilder
 from braid.spec import _parse_value, load_spec, torch_reference
+from braid.tensor_parallel import shardings as tensor_parallel_shardings
 
 __all__ = ["export", "Exported", "ExportError", "SUPPORTED_OPS", "load_spec",
            "torch_reference"]
@@ -71,7 +72,8 @@ class Exported:
 
 
 def export(model, example_inputs, example_targets, loss_fn, optimizer, world_size, *,
-           output=None, name=None, input_names=None, target_names=None, global_batch=None):
+           output=None, name=None, input_names=None, target_names=None, global_batch=None,
+           tensor_parallel=1, tensor_parallel_plan=None):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -89,6 +91,13 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      model.forward and of loss_fn after its first)
     global_batch     optional (inputs, targets) of all ranks, world_size times the
                      example batch along dimension 0, written as the batch file
+    tensor_parallel  ranks of the tensor-parallel axis per data-parallel rank:
+                     the grid is world_size x tensor_parallel
+    tensor_parallel_plan
+                     which modules to split, in the vocabulary of
+                     torch.distributed.tensor.parallel (braid.tensor_parallel);
+                     needed when tensor_parallel > 1. Parameters stay global in
+                     the files written; braid-run keeps each rank's piece
 
     Raises ExportError (nothing written) on anything it cannot export.
     """
@@ -96,6 +105,13 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
         raise ExportError("model must be a torch.nn.Module, not %s" % type(model).__name__)
     if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         raise ExportError("world_size must be a positive integer, not %r" % (world_size,))
+    if not isinstance(tensor_parallel, int) or isinstance(tensor_parallel, bool) or \
+            tensor_parallel < 1:
+        raise ExportError("tensor_parallel must be a positive integer, not %r"
+                          % (tensor_parallel,))
+    if tensor_parallel > 1 and tensor_parallel_plan is None:
+        raise ExportError("tensor_parallel %d needs a tensor_parallel_plan (module-name patterns "
+                          "to 'colwise' or 'rowwise'; braid.tensor_parallel)" % tensor_parallel)
     inputs = _tensors(example_inputs, "example_inputs")
     targets = _tensors(example_targets, "example_targets")
     input_names = _names(input_names, model.forward, 0, len(inputs), "input", "input_names")
@@ -105,8 +121,12 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     groups = _optimizer_groups(optimizer, params)
     graph = _trace(model, params, aliases, inputs, targets, loss_fn)
 
+    split = {}
+    if tensor_parallel > 1:
+        split = tensor_parallel_shardings(model, tensor_parallel_plan, tensor_parallel, aliases)
     name = name or type(model).__name__.lower() + "_step"
-    b = StepBuilder(name, world_size)
+    b = StepBuilder(name, world_size, tp=tensor_parallel)
+    b.shardings.update(split)
     mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
                                   inputs, input_names, targets, target_names)
     examples = inputs + targets
@@ -126,7 +146,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                                       n, list(g.shape), g.dtype, list(want or ()), t.dtype))
     batch = {n: t.detach().cpu().numpy() for n, t in zip(input_names + target_names, examples)}
     summary.update(model=type(model).__name__, world_size=world_size,
-                   optimizer=type(optimizer).__name__, function=name)
+                   optimizer=type(optimizer).__name__, function=name,
+                   tensor_parallel=tensor_parallel, split=split)
     result = Exported(mlir, state, batch, summary)
     if output:
         result.write(output)
@@ -285,6 +306,10 @@ def main(argv=None):
     parser.add_argument("-o", "--output", metavar="PREFIX",
                         help="writes PREFIX.mlir, PREFIX.npz, PREFIX.batch.npz")
     parser.add_argument("--world-size", type=int, help="data-parallel ranks (overrides the spec's)")
+    parser.add_argument("--tensor-parallel", type=int, metavar="N",
+                        help="tensor-parallel ranks per data-parallel rank, split by the "
+                             "spec's tensor_parallel_plan (overrides the spec's "
+                             "tensor_parallel; default 1)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
@@ -309,15 +334,25 @@ def main(argv=None):
                         spec["loss_fn"], spec["optimizer"], world, name=args.name,
                         input_names=spec.get("input_names"),
                         target_names=spec.get("target_names"),
-                        global_batch=spec.get("global_batch"))
+                        global_batch=spec.get("global_batch"),
+                        tensor_parallel=args.tensor_parallel if args.tensor_parallel is not None
+                        else spec.get("tensor_parallel", 1),
+                        tensor_parallel_plan=spec.get("tensor_parallel_plan"))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)
         print("braid.export: nothing written", file=sys.stderr)
         return 1
     s = result.summary
-    print("exported %s: @%s, %d ranks, %s" % (s["model"], s["function"], s["world_size"],
-                                               s["optimizer"]))
+    tp = s["tensor_parallel"]
+    print("exported %s: @%s, %d ranks%s, %s" % (
+        s["model"], s["function"], s["world_size"] * tp,
+        " (%d data-parallel x %d tensor-parallel)" % (s["world_size"], tp) if tp > 1 else "",
+        s["optimizer"]))
+    if tp > 1:
+        print("  tensor-parallel %d parameters split (%s)" % (
+            len(s["split"]), ", ".join("%s: %s" % kv for kv in sorted(s["split"].items())[:4])
+            + (", ..." if len(s["split"]) > 4 else "")))
     print("  parameters      %d tensors, %d elements" % (len(s["parameters"]),
                                                           s["parameter_elements"]))
     for alias, name in sorted(s["tied"].items()):

@@ -212,6 +212,21 @@ func.func @shapes(%x: tensor<6x16xf32> {braid.sharding = #s1})
   return %e, %m : tensor<2x20x3x4xf32>, tensor<6x16xf32>
 }
 
+// Batch and heads merged for a batched matmul (as torch's bmm is exported):
+// a split of the heads becomes one block per sequence, and back.
+// CHECK-LABEL: func.func @merged_heads
+// CHECK-SAME: -> (tensor<4x8x8xf32> {braid.sharding = #braid.sharding<split 0 blocks [4, 4]>}, tensor<2x2x8x8xf32> {braid.sharding = #braid.sharding<split 1>})
+// CHECK: braid.reshape %arg0 : tensor<2x2x8x4xf32> -> tensor<4x8x4xf32>
+// CHECK: braid.matmul {{.*}} : tensor<4x8x4xf32>, tensor<4x8x4xf32> -> tensor<4x8x8xf32>
+// CHECK: braid.reshape {{.*}} : tensor<4x8x8xf32> -> tensor<2x2x8x8xf32>
+func.func @merged_heads(%q: tensor<2x4x8x4xf32> {braid.sharding = #s1})
+    -> (tensor<8x8x8xf32>, tensor<2x4x8x8xf32>) {
+  %m = braid.reshape %q : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %s = braid.matmul %m, %m {transpose_b} : tensor<8x8x4xf32>, tensor<8x8x4xf32> -> tensor<8x8x8xf32>
+  %b = braid.reshape %s : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  return %s, %b : tensor<8x8x8xf32>, tensor<2x4x8x8xf32>
+}
+
 // A fused q/k/v projection split by blocks: slicing one block gives a
 // plain split, at the block's local offset; concatenating splits (the
 // gradient) gives blocks again.

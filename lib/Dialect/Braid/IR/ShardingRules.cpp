@@ -346,11 +346,16 @@ LogicalResult ReshapeOp::propagateSharding(Shardings s, Results &out) {
   ShardingAttr a = s[0];
   if (!a.isSplit())
     return all(*this, a, out);
-  // Pair the dimensions into groups of equal products. A split dimension
-  // must be the outermost (of size above 1) of its group, and maps to the
-  // outermost of the result's group: a contiguous range of it is then a
-  // contiguous range of that one.
+  // Pair the dimensions into groups of equal products; the split
+  // dimension's group is reshaped on its own. Over the group's elements in
+  // order, the split cuts runs (one per block, for every index of the
+  // group's dimensions before it), each into as many contiguous pieces as
+  // the axis has ranks. A result dimension split (with blocks) into the same
+  // runs holds the same pieces; of those, the one with the fewest blocks:
+  // features into heads (the same split), batch and heads merged for a
+  // batched matmul (a block per sequence) and back.
   ArrayRef<int64_t> in = shapeOf(getInput()), res = shapeOf(getResult());
+  int64_t d = a.getDim();
   size_t i = 0, j = 0;
   while (i < in.size() && j < res.size()) {
     size_t i0 = i, j0 = j;
@@ -363,28 +368,45 @@ LogicalResult ReshapeOp::propagateSharding(Shardings s, Results &out) {
       else
         return failure();
     }
-    int64_t d = a.getDim();
     if (d < int64_t(i0) || d >= int64_t(i))
       continue;
-    while (i0 < i && in[i0] == 1)
-      ++i0;
-    while (j0 < j && res[j0] == 1)
-      ++j0;
-    if (int64_t(i0) != d || j0 == j)
+    int64_t outer = 1, inner = 1;
+    for (size_t k = i0; k < size_t(d); ++k)
+      outer *= in[k];
+    for (size_t k = size_t(d) + 1; k < i; ++k)
+      inner *= in[k];
+    SmallVector<int64_t> period;
+    for (int64_t block : a.getBlockSizes(in))
+      period.push_back(block * inner);
+    int64_t runs = outer * int64_t(period.size());
+    if (runs > (int64_t(1) << 20))
       return failure();
-    int64_t innerIn = 1, innerOut = 1;
-    for (size_t k = i0 + 1; k < i; ++k)
-      innerIn *= in[k];
-    for (size_t k = j0 + 1; k < j; ++k)
-      innerOut *= res[k];
-    SmallVector<int64_t> blocks;
-    for (int64_t block : a.getBlockSizes(in)) {
-      if (block * innerIn % innerOut)
-        return failure();
-      blocks.push_back(block * innerIn / innerOut);
+    auto run = [&](int64_t r) { return period[size_t(r) % period.size()]; };
+    std::optional<ShardingAttr> best;
+    for (size_t e = j0; e < j; ++e) {
+      if (res[e] == 1)
+        continue;
+      int64_t outerE = 1, innerE = 1;
+      for (size_t k = j0; k < e; ++k)
+        outerE *= res[k];
+      for (size_t k = e + 1; k < j; ++k)
+        innerE *= res[k];
+      if (runs % outerE)
+        continue;
+      // Split along e with blocks, the runs repeat every `q`.
+      int64_t q = runs / outerE;
+      bool same = true;
+      for (int64_t r = q; r < runs && same; ++r)
+        same = run(r) == run(r % q);
+      SmallVector<int64_t> blocks;
+      for (int64_t r = 0; r < q && same; ++r) {
+        same = run(r) % innerE == 0;
+        blocks.push_back(run(r) / innerE);
+      }
+      if (same && (!best || blocks.size() < best->getBlockSizes(res).size()))
+        best = ShardingAttr::getSplit(getContext(), int64_t(e), blocks);
     }
-    return all(*this, ShardingAttr::getSplit(getContext(), int64_t(j0), blocks),
-               out);
+    return best ? all(*this, *best, out) : failure();
   }
   return failure();
 }

@@ -1,0 +1,128 @@
+# Tensor parallelism from PyTorch equals single-process PyTorch. The bundled
+# GPT (examples/pytorch/gpt.py: fused q/k/v, tied embedding, AdamW) is
+# exported with its tensor-parallel plan (Megatron's layout) and trained
+# with braid-run on CPU ranks:
+#
+#   - tensor-parallel 2 on 2 ranks (one data-parallel replica);
+#   - data-parallel 2 x tensor-parallel 2 on 4 ranks.
+#
+# PyTorch trains the same model on the global batch in float64 and float32
+# (braid.compare.against_pytorch): every loss of 20 steps within 1e-5
+# relative of float64 PyTorch, and every final parameter and optimizer-state
+# array no farther from float64 PyTorch than float32 PyTorch is (4x its
+# distance on that array, or its largest on any). The gradients after step 1
+# within 1e-5 relative by norm (|g - g64| / |g64|; float32 PyTorch's are
+# 1.2e-6 so, and 5e-5 elementwise on their small entries): AdamW's first
+# moment after one step is (1 - beta1) times the gradient, so braid's saved
+# exp_avg / 0.1 is its gradient, compared with float64 PyTorch's.
+#
+# REQUIRES: torch, numpy, mpi
+# RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
+
+import copy
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+from exporttest import Checker, braidtest, load_spec  # noqa: E402
+import braid  # noqa: E402
+from braid import compare  # noqa: E402
+
+STEPS = 20
+
+
+def torch_gradients(spec, inputs, targets, double):
+    """PyTorch's gradients of one step on the global batch, by parameter
+    name (a tied weight's summed)."""
+    model = copy.deepcopy(spec["model"])
+    if double:
+        model = model.double()
+    loss = spec["loss_fn"](model(inputs), targets)
+    loss.backward()
+    return {n: p.grad.numpy().astype(np.float64) for n, p in model.named_parameters()}
+
+
+def norm_rel(a, b):
+    return float(np.linalg.norm(np.asarray(a, np.float64) - b) / np.linalg.norm(b))
+
+
+def main():
+    out, examples = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    check = Checker()
+
+    for dp, tp in ((1, 2), (2, 2)):
+        what = "dp %d x tp %d" % (dp, tp)
+        spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp)
+        (inputs,), (targets,) = spec["global_batch"]
+        prefix = os.path.join(out, "gpt-dp%d-tp%d" % (dp, tp))
+        exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
+                                spec["loss_fn"], spec["optimizer"], dp, output=prefix,
+                                global_batch=spec["global_batch"], tensor_parallel=tp,
+                                tensor_parallel_plan=spec["tensor_parallel_plan"])
+        split = exported.summary["split"]
+        check(len(split) == 10 and split["h.0.attn.c_attn.weight"] ==
+              "split 0 blocks [64, 64, 64]",
+              "%s: %d parameters split by the plan" % (what, len(split)))
+        plan = prefix + ".plan"
+        braidtest.compile_step(prefix + ".mlir", plan)
+        ranks = dp * tp
+        common = ["--params", prefix + ".npz", "--data", exported.paths["batch"],
+                  "--timeout", "120"]
+
+        # Step 1's gradients, from AdamW's first moment.
+        first = prefix + ".step1.npz"
+        braidtest.braid_run(plan, ranks=ranks, args=["--steps", "1", "--save", first] + common)
+        beta1 = spec["optimizer"].defaults["betas"][0]
+        want = torch_gradients(spec, inputs, targets, double=True)
+        f32 = torch_gradients(spec, inputs, targets, double=False)
+        with np.load(first) as f:
+            got = {n: f[n + ".exp_avg"] / (1 - beta1) for n in want}
+        worst = max((norm_rel(got[n], want[n]), n) for n in want)
+        torch_worst = max(norm_rel(f32[n], want[n]) for n in want)
+        check(worst[0] <= 1e-5, "%s: %d gradients after step 1 within 1e-5 of float64 PyTorch "
+              "by norm (worst %.2e, %s; float32 PyTorch %.2e)" % (
+                  what, len(want), worst[0], worst[1], torch_worst))
+
+        # 20 steps.
+        save = prefix + ".trained.npz"
+        p = braidtest.braid_run(plan, ranks=ranks, args=["--steps", str(STEPS), "--save", save]
+                                + common)
+        losses = braidtest.losses(p.stdout)
+        check(len(losses) == STEPS and losses[-1] < 0.9 * losses[0],
+              "%s: the loss falls, %.6f -> %.6f" % (what, losses[0], losses[-1]))
+        with np.load(save) as f:
+            trained = {k: f[k] for k in f.files if k != "loss"}
+        result = compare.against_pytorch(spec, ((inputs,), (targets,)), losses, trained, STEPS)
+        for line in compare.describe(result):
+            print("     %s: %s" % (what, line))
+        check(result["ok"], "%s: braid vs PyTorch%s" % (
+            what, "".join("\n       " + p for p in result["problems"])))
+
+    # 8 tensor-parallel ranks for 4 heads: the exporter's plan divides (each
+    # fused part has 64 rows), the heads do not; braid-compile says where and
+    # writes no plan.
+    spec = load_spec(os.path.join(examples, "gpt.py"), world_size=1)
+    prefix = os.path.join(out, "gpt-tp8")
+    braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
+                 spec["loss_fn"], spec["optimizer"], 1, output=prefix, tensor_parallel=8,
+                 tensor_parallel_plan=spec["tensor_parallel_plan"])
+    if os.path.exists(prefix + ".plan"):
+        os.remove(prefix + ".plan")
+    p = braidtest.run([braidtest.tool("braid-compile"), prefix + ".mlir", "-o", prefix + ".plan"],
+                      check=False)
+    check(p.returncode == 1 and not os.path.exists(prefix + ".plan") and
+          "of 'braid.reshape' is split 2" in p.stderr and
+          "(size 4) does not divide by the tensor-parallel size 8" in p.stderr,
+          "tp 8 with 4 heads: braid-compile exits %d: %s" % (
+              p.returncode, (p.stderr.strip().splitlines() or [""])[0]))
+
+    check.finish("tensor-parallel-torch")
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    main()
