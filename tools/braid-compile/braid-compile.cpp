@@ -1,7 +1,8 @@
 //===- braid-compile.cpp - one-shot driver: step IR to plan -----*- C++ -*-===//
 //
 //   braid-compile step.mlir -o step.plan
-//       [--no-overlap | --schedule=braid|ddp|naive] [--cluster=NAME|FILE.json]
+//       [--no-overlap | --schedule=braid|ddp|naive|megatron]
+//       [--cluster=NAME|FILE.json]
 //       [--comm-streams=N] [--bucket-cap-mb=X|auto]
 //       [--first-bucket-cap-mb=Y] [--emit=plan|mlir] [--report]
 //       [--schedule-report=FILE.json]
@@ -80,7 +81,10 @@ static cl::opt<braid::OverlapSchedule> schedule(
                    "PyTorch DDP's (25 MiB buckets, 1 MiB first, optimizer "
                    "after every wait)"),
         clEnumValN(braid::OverlapSchedule::Naive, "naive",
-                   "one all-reduce after the backward")),
+                   "one all-reduce after the backward"),
+        clEnumValN(braid::OverlapSchedule::Megatron, "megatron",
+                   "ddp's for the gradients, the tensor-parallel collectives "
+                   "synchronous on the compute stream (Megatron-LM)")),
     cl::cat(category));
 static cl::opt<double>
     firstBucketCapMb("first-bucket-cap-mb",
@@ -197,11 +201,16 @@ int main(int argc, char **argv) {
   braid::OverlapPipelineOptions overlap;
   overlap.schedule = schedule;
   overlap.commStreams = commStreams;
+  // A stream per collective group unless told how many: the tensor-parallel
+  // all-reduces of a step do not wait behind its gradient buckets.
+  overlap.streamPerGroup = commStreams.getNumOccurrences() == 0;
   overlap.firstBucketCapMb = firstBucketCapMb;
   overlap.report = report;
-  if (schedule == braid::OverlapSchedule::Ddp &&
+  if ((schedule == braid::OverlapSchedule::Ddp ||
+       schedule == braid::OverlapSchedule::Megatron) &&
       bucketCapMb.getNumOccurrences() == 0) {
-    // DDP's own bucket cap, unless given.
+    // DDP's own bucket cap, unless given (Megatron's gradients go through
+    // DDP too).
     overlap.bucketCapMb = 25;
   } else {
     overlap.autoBucketCap = autoCap;

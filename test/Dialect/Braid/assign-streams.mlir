@@ -71,3 +71,18 @@ func.func @sync_collective(%x: tensor<64xf32>) -> tensor<64xf32> {
   %y = braid.relu %r : tensor<64xf32>
   return %y : tensor<64xf32>
 }
+
+// With stream-per-group, each group gets a stream of its own even when
+// comm-streams says 1 (a tensor-parallel all-reduce does not queue behind a
+// gradient bucket).
+// RUN: braid-opt %s --braid-assign-streams=stream-per-group | FileCheck %s --check-prefix=PERGROUP
+// PERGROUP-LABEL: func.func @two_groups
+// PERGROUP: braid.all_reduce_start %arg0 on @world grid_axes = [0] {{.*}}#braid.stream<comm, 0>
+// PERGROUP: braid.all_reduce_start %arg1 on @world grid_axes = [1] {{.*}}#braid.stream<comm, 1>
+func.func @two_groups(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %f = braid.all_reduce_start %a on @world grid_axes = [0] reduction = avg : tensor<4xf32>
+  %g = braid.all_reduce_start %b on @world grid_axes = [1] reduction = sum : tensor<4xf32>
+  %x = braid.wait %f : !braid.future<tensor<4xf32>>
+  %y = braid.wait %g : !braid.future<tensor<4xf32>>
+  return %x, %y : tensor<4xf32>, tensor<4xf32>
+}

@@ -92,3 +92,16 @@ func.func @every_kind(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<2xf32>, tenso
   %r = braid.recv on @world grid_axes = [1] peer = 0 : tensor<8xf32>
   return %p, %s, %r : tensor<8xf32>, tensor<2xf32>, tensor<8xf32>
 }
+
+// gradients-only (the Megatron-style baseline): a collective without
+// grad_of (a tensor-parallel all-reduce) stays synchronous.
+// RUN: braid-opt %s --braid-async-collectives=gradients-only | FileCheck %s --check-prefix=GRADS
+// GRADS-LABEL: func.func @gradients_only
+// GRADS-DAG: braid.all_reduce %arg1 on @world grid_axes = [1] reduction = sum : tensor<64xf32>
+// GRADS-DAG: braid.all_reduce_start %arg0 on @world grid_axes = [0] reduction = avg grad_of = ["w"]
+func.func @gradients_only(%g: tensor<64xf32> {braid.role = #braid.role<parameter "w">},
+                          %p: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %t = braid.all_reduce %p on @world grid_axes = [1] reduction = sum : tensor<64xf32>
+  %r = braid.all_reduce %g on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<64xf32>
+  return %r, %t : tensor<64xf32>, tensor<64xf32>
+}

@@ -22,6 +22,8 @@
 // RUN:   > %t.mlir
 // RUN: braid-compile %t.mlir -o %t.plan
 // RUN: braid-compile %t.mlir --emit=mlir -o - | FileCheck %s --check-prefix=PLANNED
+// The Megatron-style baseline keeps them synchronous.
+// RUN: braid-compile %t.mlir --schedule=megatron --emit=mlir -o - | FileCheck %s --check-prefix=MEGATRON
 // A step without braid.sharding (the data-parallel example) is unchanged.
 // RUN: braid-opt %examples/gpt-tiny.mlir --braid-tensor-parallel | braid-opt > %t.after
 // RUN: braid-opt %examples/gpt-tiny.mlir > %t.before
@@ -72,5 +74,11 @@
 // OVERLAP-LABEL: func.func @gpt_step
 // OVERLAP-COUNT-4: braid.all_reduce_start {{.*}} on @world grid_axes = [1] reduction = sum
 
+// On their own stream (one per group): the gradient buckets on comm 1.
 // PLANNED: braid.arena_bytes
-// PLANNED: braid.all_reduce_start {{.*}} grid_axes = [1] reduction = sum
+// PLANNED: braid.all_reduce_start {{.*}} grid_axes = [1] reduction = sum {braid.stream = #braid.stream<comm, 0>}
+// PLANNED: braid.all_reduce_start {{.*}} grid_axes = [0] reduction = avg {{.*}}#braid.stream<comm, 1>
+
+// MEGATRON-NOT: braid.all_reduce_start {{.*}} grid_axes = [1]
+// MEGATRON: braid.all_reduce {{.*}} grid_axes = [1] reduction = sum
+// MEGATRON: braid.all_reduce_start {{.*}} grid_axes = [0] reduction = avg

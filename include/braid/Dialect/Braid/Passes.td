@@ -220,6 +220,12 @@ def AsyncCollectives : Pass<"braid-async-collectives", "mlir::ModuleOp"> {
     %y = braid.sgd %w, %r, ...
     ```
   }];
+  let options = [
+    Option<"gradientsOnly", "gradients-only", "bool", /*default=*/"false",
+           "Split only the collectives that carry grad_of; the others (the "
+           "tensor-parallel ones) stay synchronous (the Megatron-style "
+           "baseline of utils/bench-tensor-parallel.py)">
+  ];
   let statistics = [
     Statistic<"numSplit", "collectives", "Collectives split into start and wait">
   ];
@@ -239,6 +245,11 @@ def Schedule : Pass<"braid-schedule", "mlir::ModuleOp"> {
     2. Then each wait, in start order, directly followed by the ops that
        become ready through it (the optimizer updates of that bucket), so the
        optimizer of late layers overlaps the communication of early ones.
+
+    Only the waits of gradient collectives (with `grad_of`) are deferred
+    so: the wait of a tensor-parallel all-reduce is on the step's critical
+    path and is ordered with the compute of priority 1, so that the
+    backward does not stall behind a gradient bucket's wait.
 
     Starts on one group keep their relative order. The pass measures the
     peak of live tensor bytes before and after (statistics, and with
@@ -318,7 +329,11 @@ def AssignStreams : Pass<"braid-assign-streams", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"commStreams", "comm-streams", "unsigned", /*default=*/"1",
-           "Number of communication streams (1 to 64)">
+           "Number of communication streams (1 to 64)">,
+    Option<"streamPerGroup", "stream-per-group", "bool", /*default=*/"false",
+           "At least one communication stream per collective group (up to "
+           "64): a tensor-parallel all-reduce on the critical path does not "
+           "queue behind a data-parallel bucket (braid-compile's default)">
   ];
   let statistics = [
     Statistic<"numEvents", "events", "Record/wait event pairs inserted">,

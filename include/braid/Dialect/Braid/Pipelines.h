@@ -24,7 +24,10 @@ enum class OverlapSchedule {
   /// PyTorch DDP's: bucket, start early, every wait before the updates.
   Ddp,
   /// One synchronous all-reduce per group after the backward.
-  Naive
+  Naive,
+  /// Megatron-LM's: DDP's for the gradients, the tensor-parallel
+  /// collectives synchronous on the compute stream.
+  Megatron
 };
 
 struct OverlapPipelineOptions
@@ -39,7 +42,10 @@ struct OverlapPipelineOptions
                      "bucket, start early, optimizer after every wait, no "
                      "reordering (PyTorch DDP)"),
           clEnumValN(OverlapSchedule::Naive, "naive",
-                     "one all-reduce per group after the backward"))};
+                     "one all-reduce per group after the backward"),
+          clEnumValN(OverlapSchedule::Megatron, "megatron",
+                     "ddp's for the gradients, tensor-parallel collectives "
+                     "synchronous on the compute stream (Megatron-LM)"))};
   Option<double> bucketCapMb{
       *this, "bucket-cap-mb",
       llvm::cl::desc("Most MiB of gradients in one bucket (inf: no cap)"),
@@ -71,6 +77,12 @@ struct OverlapPipelineOptions
       *this, "comm-streams",
       llvm::cl::desc("Number of communication streams (1 to 64)"),
       llvm::cl::init(1)};
+  Option<bool> streamPerGroup{
+      *this, "stream-per-group",
+      llvm::cl::desc("At least one communication stream per collective group "
+                     "(braid-compile's default unless --comm-streams is "
+                     "given)"),
+      llvm::cl::init(false)};
   Option<bool> verify{
       *this, "verify",
       llvm::cl::desc("End with braid-verify-schedule (braid-compile runs it "

@@ -17,6 +17,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include "llvm/Support/Debug.h"
 
@@ -60,13 +61,22 @@ struct AssignStreamsPass
 void AssignStreamsPass::runOnBlock(Block &body) {
   MLIRContext *context = body.getParent()->getContext();
   OpBuilder builder(context);
-  const unsigned numStreams = 1 + commStreams;
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
   if (llvm::any_of(ops, [](Operation *op) { return getStreamIndex(op); }))
     return; // Already assigned: the pass is idempotent.
 
+  unsigned streams = commStreams;
+  if (streamPerGroup) {
+    llvm::DenseSet<CollectiveGroup> groups;
+    for (Operation *op : ops)
+      if (auto collective = dyn_cast<CollectiveOpInterface>(op))
+        groups.insert(CollectiveGroup::of(collective));
+    streams = std::min<unsigned>(
+        kMaxCommStreams, std::max<unsigned>(streams, unsigned(groups.size())));
+  }
+  const unsigned numStreams = 1 + streams;
   DenseMap<CollectiveGroup, unsigned> groupIndex;
   auto streamOf = [&](Operation *op) -> unsigned {
     auto collective = dyn_cast<CollectiveOpInterface>(op);
@@ -76,7 +86,7 @@ void AssignStreamsPass::runOnBlock(Block &body) {
         groupIndex
             .try_emplace(CollectiveGroup::of(collective), groupIndex.size())
             .first->second;
-    return 1 + group % commStreams;
+    return 1 + group % streams;
   };
 
   StreamOrder order;

@@ -31,6 +31,7 @@ namespace {
 
 struct AsyncCollectivesPass
     : public braid::impl::AsyncCollectivesBase<AsyncCollectivesPass> {
+  using AsyncCollectivesBase::AsyncCollectivesBase;
   void runOnOperation() override {
     if (failed(forEachSchedulableBody(getOperation(),
                                       [&](FunctionOpInterface, Block &body) {
@@ -67,9 +68,12 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
   SmallVector<std::pair<Operation *, WaitOp>> splits;
   SmallVector<Operation *> collectives;
   for (Operation &op : body)
-    if (auto collective = dyn_cast<CollectiveOpInterface>(op))
-      if (!collective.isAsync())
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      auto gradient = dyn_cast<GradientCollectiveOpInterface>(op);
+      bool carriesGradient = gradient && gradient.getGradOf();
+      if (!collective.isAsync() && (!gradientsOnly || carriesGradient))
         collectives.push_back(&op);
+    }
   for (Operation *op : collectives) {
     builder.setInsertionPoint(op);
     // Every synchronous collective has its start form (defm

@@ -40,15 +40,19 @@ static void addOverlapPasses(OpPassManager &pm,
   }
   pm.addPass(createBucketGradients(bucket));
   if (!naive) {
-    pm.addPass(createAsyncCollectives());
+    AsyncCollectivesOptions async;
+    async.gradientsOnly = options.schedule == OverlapSchedule::Megatron;
+    pm.addPass(createAsyncCollectives(async));
     ScheduleOptions schedule;
     schedule.maxLiveIncrease = options.maxLiveIncrease;
-    schedule.ddp = options.schedule == OverlapSchedule::Ddp;
+    schedule.ddp = options.schedule == OverlapSchedule::Ddp ||
+                   options.schedule == OverlapSchedule::Megatron;
     schedule.report = options.report;
     pm.addPass(createSchedule(schedule));
   }
   AssignStreamsOptions streams;
   streams.commStreams = options.commStreams;
+  streams.streamPerGroup = options.streamPerGroup;
   pm.addPass(createAssignStreams(streams));
   if (verify)
     pm.addPass(createVerifySchedule());

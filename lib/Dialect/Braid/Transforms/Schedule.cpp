@@ -169,10 +169,16 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   SmallVector<bool> afterWait(ops.size(), false);
   SmallVector<unsigned> follows(ops.size(), 0);
   for (auto [i, op] : llvm::enumerate(ops)) {
+    // The wait of a gradient collective may wait (its users are the
+    // optimizer's); one of a collective without grad_of (tensor-parallel)
+    // is on the step's critical path and is scheduled like compute.
     if (auto wait = dyn_cast<WaitOp>(op)) {
-      afterWait[i] = true;
       Operation *start = wait.getFuture().getDefiningOp();
-      follows[i] = start ? startIndex.lookup(start) : 0;
+      auto gradient = dyn_cast_or_null<GradientCollectiveOpInterface>(start);
+      if (!start || (gradient && gradient.getGradOf())) {
+        afterWait[i] = true;
+        follows[i] = start ? startIndex.lookup(start) : 0;
+      }
     }
     for (unsigned pred : preds[i]) {
       if (!afterWait[pred])
