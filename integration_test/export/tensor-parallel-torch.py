@@ -4,7 +4,9 @@
 # with braid-run on CPU ranks:
 #
 #   - tensor-parallel 2 on 2 ranks (one data-parallel replica);
-#   - data-parallel 2 x tensor-parallel 2 on 4 ranks.
+#   - data-parallel 2 x tensor-parallel 2 on 4 ranks;
+# each with sequence parallelism (braid-compile's default) and without
+# (--sequence-parallel=false).
 #
 # PyTorch trains the same model on the global batch in float64 and float32
 # (braid.compare.against_pytorch): every loss of 20 steps within 1e-5
@@ -54,11 +56,11 @@ def main():
     os.makedirs(out, exist_ok=True)
     check = Checker()
 
-    for dp, tp in ((1, 2), (2, 2)):
-        what = "dp %d x tp %d" % (dp, tp)
+    for dp, tp, sp in ((1, 2, True), (1, 2, False), (2, 2, True), (2, 2, False)):
+        what = "dp %d x tp %d%s" % (dp, tp, " sp" if sp else "")
         spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp)
         (inputs,), (targets,) = spec["global_batch"]
-        prefix = os.path.join(out, "gpt-dp%d-tp%d" % (dp, tp))
+        prefix = os.path.join(out, "gpt-dp%d-tp%d%s" % (dp, tp, "-sp" if sp else ""))
         exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
                                 spec["loss_fn"], spec["optimizer"], dp, output=prefix,
                                 global_batch=spec["global_batch"], tensor_parallel=tp,
@@ -68,7 +70,14 @@ def main():
               "split 0 blocks [64, 64, 64]",
               "%s: %d parameters split by the plan" % (what, len(split)))
         plan = prefix + ".plan"
-        braidtest.compile_step(prefix + ".mlir", plan)
+        braidtest.compile_step(prefix + ".mlir", plan,
+                               *([] if sp else ["--sequence-parallel=false"]))
+        if sp:
+            ir = braidtest.run([braidtest.tool("braid-compile"), prefix + ".mlir", "--emit=mlir",
+                                "-o", "-"]).stdout
+            check(ir.count("reduce_scatter_start") >= 8 and "all_gather_start" in ir,
+                  "%s: %d reduce-scatters and %d all-gathers in the plan" % (
+                      what, ir.count("reduce_scatter_start"), ir.count("all_gather_start")))
         ranks = dp * tp
         common = ["--params", prefix + ".npz", "--data", exported.paths["batch"],
                   "--timeout", "120"]

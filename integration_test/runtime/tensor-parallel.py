@@ -5,7 +5,8 @@
 # (synthesized per data-parallel replica, shared by a tensor-parallel group):
 #
 #   - a GPT (fused q/k/v, tied embedding, AdamW) at tp 2 on 2 ranks against
-#     1 rank, and at dp 2 x tp 2 on 4 ranks against dp 2 on 2 ranks;
+#     1 rank, with sequence parallelism (braid-compile's default) and
+#     without, and at dp 2 x tp 2 on 4 ranks against dp 2 on 2 ranks;
 #   - an MLP of three linear layers (column, row, replicated; SGD) at tp 2.
 #
 # Judged: the losses of every step within 1e-5 relative (the pieces sum in
@@ -39,12 +40,12 @@ def check(ok, what):
         failures.append(what)
 
 
-def build(out, name, model, dp, tp, *extra):
+def build(out, name, model, dp, tp, *extra, flags=()):
     mlir = os.path.join(out, name + ".mlir")
     braidtest.run([sys.executable, "-m", "braid.models", model, "--tiny", "--world-size", str(dp),
                    "--tp", str(tp), "-o", mlir] + list(extra))
     plan = os.path.join(out, name + ".plan")
-    braidtest.compile_step(mlir, plan)
+    braidtest.compile_step(mlir, plan, *flags)
     return plan
 
 
@@ -85,6 +86,9 @@ def main():
     got = train(gpt2, 2, path("gpt-tp2.npz"))
     compare_losses("gpt tp 2 vs 1", got, want)
     compare_state("gpt tp 2 vs 1", path("gpt-tp2.npz"), path("gpt-tp1.npz"), 1e-4, moments)
+    gpt2n = build(out, "gpt-tp2-nosp", "gpt", 1, 2, flags=["--sequence-parallel=false"])
+    got = train(gpt2n, 2, path("gpt-tp2-nosp.npz"))
+    compare_losses("gpt tp 2 without sequence parallelism vs 1", got, want)
 
     gpt21 = build(out, "gpt-dp2", "gpt", 2, 1)
     gpt22 = build(out, "gpt-dp2-tp2", "gpt", 2, 2)

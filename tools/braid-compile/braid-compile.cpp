@@ -51,6 +51,12 @@ static cl::opt<std::string> inputFilename(cl::Positional,
 static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("file"),
                                            cl::init("-"), cl::cat(category));
+static cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("Split the tokens between the tensor-parallel collectives of a "
+             "tensor-parallel step (braid-sequence-parallel; default on, "
+             "--sequence-parallel=false to compare)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<bool> noOverlap(
     "no-overlap",
     cl::desc("Keep the schedule as written (synchronous collectives, no "
@@ -218,6 +224,7 @@ int main(int argc, char **argv) {
   }
   braid::CompilePipelineOptions compile;
   compile.overlap = !noOverlap;
+  compile.sequenceParallel = sequenceParallel;
   compile.report = report;
   PassManager pm(&context);
   // The input is verified by the parser; the passes are trusted to keep it

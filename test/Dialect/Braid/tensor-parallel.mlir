@@ -21,9 +21,11 @@
 // RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
 // RUN:   > %t.mlir
 // RUN: braid-compile %t.mlir -o %t.plan
-// RUN: braid-compile %t.mlir --emit=mlir -o - | FileCheck %s --check-prefix=PLANNED
+// RUN: braid-compile %t.mlir --sequence-parallel=false --emit=mlir -o - | FileCheck %s --check-prefix=PLANNED
+// RUN: braid-compile %t.mlir --emit=mlir -o - | FileCheck %s --check-prefix=SP
 // The Megatron-style baseline keeps them synchronous.
-// RUN: braid-compile %t.mlir --schedule=megatron --emit=mlir -o - | FileCheck %s --check-prefix=MEGATRON
+// RUN: braid-compile %t.mlir --schedule=megatron --sequence-parallel=false --emit=mlir -o - \
+// RUN:   | FileCheck %s --check-prefix=MEGATRON
 // A step without braid.sharding (the data-parallel example) is unchanged.
 // RUN: braid-opt %examples/gpt-tiny.mlir --braid-tensor-parallel | braid-opt > %t.after
 // RUN: braid-opt %examples/gpt-tiny.mlir > %t.before
@@ -78,6 +80,12 @@
 // PLANNED: braid.arena_bytes
 // PLANNED: braid.all_reduce_start {{.*}} grid_axes = [1] reduction = sum {braid.stream = #braid.stream<comm, 0>}
 // PLANNED: braid.all_reduce_start {{.*}} grid_axes = [0] reduction = avg {{.*}}#braid.stream<comm, 1>
+
+// With sequence parallelism (braid-compile's default): reduce-scatters and
+// all-gathers on the tensor-parallel stream.
+// SP: braid.arena_bytes
+// SP: braid.reduce_scatter_start {{.*}} grid_axes = [1] reduction = sum scatter_dim = 0 {braid.stream = #braid.stream<comm, 0>}
+// SP: braid.all_gather_start {{.*}} grid_axes = [1] gather_dim = 0 {braid.stream = #braid.stream<comm, 0>}
 
 // MEGATRON-NOT: braid.all_reduce_start {{.*}} grid_axes = [1]
 // MEGATRON: braid.all_reduce {{.*}} grid_axes = [1] reduction = sum

@@ -48,4 +48,11 @@ propagateCollectiveSharding(mlir::Operation *op,
 
 #include "braid/Dialect/Braid/BraidInterfaces.h.inc"
 
+namespace braid {
+/// The trait of ops that compute each token from that token alone
+/// (Braid_PerToken in BraidOps.td).
+template <typename ConcreteType>
+class PerToken : public mlir::OpTrait::TraitBase<ConcreteType, PerToken> {};
+} // namespace braid
+
 #endif // BRAID_DIALECT_BRAID_BRAIDINTERFACES_H

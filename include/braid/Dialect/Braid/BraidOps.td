@@ -24,6 +24,18 @@ def Braid_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>;
 def Braid_ScalarTensor : 0DTensorOf<[F16, BF16, F32, F64]>;
 
 //===----------------------------------------------------------------------===//
+// Traits
+//===----------------------------------------------------------------------===//
+
+/// An op that computes each token (each index of its tensors' leading
+/// dimension) from that token alone: elementwise ops, the bias add, the
+/// layer norm and their backward. braid-sequence-parallel runs these on a
+/// rank's share of the tokens.
+def Braid_PerToken : NativeOpTrait<"PerToken"> {
+  let cppNamespace = "::braid";
+}
+
+//===----------------------------------------------------------------------===//
 // Base classes
 //===----------------------------------------------------------------------===//
 
@@ -55,14 +67,16 @@ class Braid_UpdateOp<string mnemonic, list<int> inPlace, list<Trait> traits = []
 }
 
 class Braid_UnaryOp<string mnemonic, list<Trait> traits = []>
-    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType,
+                                                     Braid_PerToken])> {
   let arguments = (ins Braid_FloatTensor:$input);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
 class Braid_BinaryOp<string mnemonic, list<Trait> traits = []>
-    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType,
+                                                     Braid_PerToken])> {
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
@@ -71,7 +85,8 @@ class Braid_BinaryOp<string mnemonic, list<Trait> traits = []>
 /// An elementwise backward op: the gradient of the result from the gradient
 /// of the forward op's output and a saved forward value.
 class Braid_BackwardOp<string mnemonic, list<Trait> traits = []>
-    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+    : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType,
+                                                     Braid_PerToken])> {
   let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$saved);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$grad `,` $saved attr-dict `:` type($result)";
@@ -126,7 +141,7 @@ def Braid_DivOp : Braid_BinaryOp<"div"> {
   let summary = "elementwise quotient of two tensors of one type";
 }
 
-def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType]> {
+def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType, Braid_PerToken]> {
   let opcode = 14;
   let summary = "multiply every element by a constant";
   let description = [{
@@ -140,7 +155,7 @@ def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType]> {
 }
 
 def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
-    AllTypesMatch<["input", "result"]>]> {
+    AllTypesMatch<["input", "result"]>, Braid_PerToken]> {
   let opcode = 15;
   let summary = "add a rank-1 bias along the last dimension";
   let description = [{
@@ -156,7 +171,7 @@ def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
   let hasVerifier = 1;
 }
 
-def Braid_CastOp : Braid_ComputeOp<"cast"> {
+def Braid_CastOp : Braid_ComputeOp<"cast", [Braid_PerToken]> {
   let opcode = 16;
   let summary = "convert the element type, keeping the shape";
   let description = [{
@@ -227,7 +242,7 @@ def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward"> {
   }];
 }
 
-def Braid_GeluOp : Braid_ComputeOp<"gelu", [SameOperandsAndResultType]> {
+def Braid_GeluOp : Braid_ComputeOp<"gelu", [SameOperandsAndResultType, Braid_PerToken]> {
   let opcode = 32;
   let summary = "Gaussian error linear unit";
   let description = [{
@@ -239,7 +254,7 @@ def Braid_GeluOp : Braid_ComputeOp<"gelu", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [SameOperandsAndResultType]> {
+def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [SameOperandsAndResultType, Braid_PerToken]> {
   let opcode = 33;
   let summary = "gradient of gelu";
   let description = [{
@@ -327,7 +342,7 @@ def Braid_CausalMaskOp : Braid_ComputeOp<"causal_mask", [SameOperandsAndResultTy
 
 def Braid_LayerNormOp : Braid_ComputeOp<"layer_norm", [
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
-    AllTypesMatch<["mean", "rstd"]>]> {
+    AllTypesMatch<["mean", "rstd"]>, Braid_PerToken]> {
   let opcode = 40;
   let summary = "layer normalization over the trailing dimensions";
   let description = [{
@@ -355,7 +370,7 @@ def Braid_LayerNormOp : Braid_ComputeOp<"layer_norm", [
 def Braid_LayerNormBackwardOp : Braid_ComputeOp<"layer_norm_backward", [
     AllTypesMatch<["grad", "input", "grad_input"]>,
     AllTypesMatch<["gamma", "grad_gamma", "grad_beta"]>,
-    AllTypesMatch<["mean", "rstd"]>]> {
+    AllTypesMatch<["mean", "rstd"]>, Braid_PerToken]> {
   let opcode = 41;
   let summary = "gradients of layer_norm: dx, dgamma, dbeta";
   let description = [{

@@ -190,6 +190,70 @@ def TensorParallel : Pass<"braid-tensor-parallel", "mlir::ModuleOp"> {
   ];
 }
 
+def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
+  let summary = "Split the tokens between tensor-parallel collectives (Megatron-LM sequence parallelism)";
+  let description = [{
+    Runs on a step partitioned by `braid-tensor-parallel` (its
+    `braid.tensor_parallel` attribute names the axis). Each tensor-parallel
+    all-reduce becomes a reduce-scatter along the leading dimension (the
+    tokens, or the sequences of a `[batch, seq, hidden]` step): the ops
+    that follow it and compute each token alone (ops with the `PerToken`
+    trait: bias add, residual add, layer norm, elementwise activations,
+    and their backward) run on the rank's share of the tokens, by their
+    sharding rules; an op that needs every token (a matmul) gets an
+    all-gather along that dimension right before it. A ring all-reduce is a
+    reduce-scatter and an all-gather, so the bytes sent stay the same, and
+    what the backward keeps of these ops (the residual stream, the layer
+    norms' inputs and statistics) is the local share (Korthikanti et al.
+    2022). The backward is rewritten by the same rules: a token-split
+    gradient is gathered before the matmuls of a row-parallel layer's
+    backward, the partial input gradient of a column-parallel one is
+    reduce-scattered before the layer norm's backward, and the layer norms'
+    parameter gradients, partial sums over the tokens, are all-reduced over
+    the axis before their update.
+
+    An all-gather is made again for each stretch of the step between two
+    tensor-parallel collectives, so the backward gathers its saved inputs
+    again instead of keeping the forward's whole copies alive, as Megatron
+    does. Where a replicated value meets a token-split one in a per-token op
+    (the embeddings' output meets the first layer, the lm head's gradient
+    meets the last layer norm), the replicated value is cut to the rank's
+    share by a `braid.reduce_scatter` with `reduction = max` of identical
+    copies: exact, at the cost of one reduce-scatter (a local slice that
+    costs nothing is to come). A leading dimension that does not divide by
+    the axis size keeps the all-reduce.
+
+    Before (per rank, after braid-tensor-parallel):
+    ```mlir
+    %p = braid.matmul %ctx, %w_proj {transpose_b} : ... -> tensor<64x64xf32>
+    %r = braid.all_reduce %p on @world grid_axes = [1] reduction = sum : tensor<64x64xf32>
+    %b = braid.bias_add %r, %bias : tensor<64x64xf32>, tensor<64xf32>
+    %x3 = braid.add %x, %b : tensor<64x64xf32>
+    %y, %mean, %rstd = braid.layer_norm %x3, %g, %beta eps = 1.0e-05 : ...
+    %fc = braid.matmul %y, %w_fc {transpose_b} : ...
+    ```
+    After:
+    ```mlir
+    %p = braid.matmul %ctx, %w_proj {transpose_b} : ... -> tensor<64x64xf32>
+    %r = braid.reduce_scatter %p on @world grid_axes = [1] reduction = sum
+        scatter_dim = 0 : tensor<64x64xf32> -> tensor<32x64xf32>
+    %b = braid.bias_add %r, %bias : tensor<32x64xf32>, tensor<64xf32>
+    %x3 = braid.add %x, %b : tensor<32x64xf32>
+    %y, %mean, %rstd = braid.layer_norm %x3, %g, %beta eps = 1.0e-05 : ...
+    %yg = braid.all_gather %y on @world grid_axes = [1] gather_dim = 0
+        : tensor<32x64xf32> -> tensor<64x64xf32>
+    %fc = braid.matmul %yg, %w_fc {transpose_b} : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numReduceScatters", "reduce-scatters",
+              "Tensor-parallel all-reduces made reduce-scatters">,
+    Statistic<"numAllGathers", "all-gathers", "All-gathers inserted">,
+    Statistic<"numScatters", "scatters",
+              "Replicated values cut to the rank's share">
+  ];
+}
+
 def AsyncCollectives : Pass<"braid-async-collectives", "mlir::ModuleOp"> {
   let summary = "Split collectives into a start and a wait, as far apart as the data allows";
   let description = [{

@@ -103,6 +103,9 @@ void buildOverlapPipeline(mlir::OpPassManager &pm,
 struct CompilePipelineOptions {
   bool overlap = true;
   bool report = false;
+  /// braid-sequence-parallel after braid-tensor-parallel (a step that is
+  /// not tensor-parallel is not changed).
+  bool sequenceParallel = true;
 };
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const OverlapPipelineOptions &overlapOptions,

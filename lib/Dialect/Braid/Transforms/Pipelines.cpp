@@ -1,7 +1,8 @@
 //===- Pipelines.cpp - braid-overlap and braid-compile's pipeline ---------===//
 //
-// braid-compile's pipeline starts with braid-tensor-parallel (a step
-// without sharded parameters is not changed). braid-overlap runs
+// braid-compile's pipeline starts with braid-tensor-parallel and
+// braid-sequence-parallel (a step without sharded parameters is not
+// changed). braid-overlap runs
 // bucket-gradients, async-collectives, schedule, assign-streams and
 // verify-schedule; its schedule option picks the kind (docs/Overlap.md
 // shows the MLP step before and after, docs/Benchmarks.md compares the
@@ -69,6 +70,8 @@ void braid::buildCompilePipeline(OpPassManager &pm,
   // A step with sharded parameters becomes the per-rank program first; one
   // without is not changed.
   pm.addPass(createTensorParallel());
+  if (options.sequenceParallel)
+    pm.addPass(createSequenceParallel());
   if (options.overlap)
     // The schedule is checked once, below, with the memory plan.
     addOverlapPasses(pm, overlapOptions, /*verify=*/false);

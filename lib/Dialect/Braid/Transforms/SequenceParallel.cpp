@@ -1,0 +1,339 @@
+//===- SequenceParallel.cpp - split the tokens between collectives -*- C++
+//-*-===//
+//
+// Megatron-LM's sequence parallelism on a step braid-tensor-parallel
+// partitioned: each tensor-parallel all-reduce becomes a reduce-scatter
+// along the leading dimension, the per-token ops after it run on the
+// rank's share of the tokens (by their sharding rules), and an all-gather
+// comes back before the ops that need every token.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/BraidOps.h"
+#include "braid/Dialect/Braid/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#define DEBUG_TYPE "braid-sequence-parallel"
+
+namespace braid {
+#define GEN_PASS_DEF_SEQUENCEPARALLEL
+#include "braid/Dialect/Braid/Passes.h.inc"
+} // namespace braid
+
+using namespace mlir;
+using namespace braid;
+
+namespace {
+
+struct SequenceParallelPass
+    : public braid::impl::SequenceParallelBase<SequenceParallelPass> {
+  void runOnOperation() override;
+};
+
+/// The rewrite of one function. Token-split values are split along their
+/// leading dimension (ShardingAttr split 0, over the local types the
+/// tensor-parallel pass made); every other value is whole on each rank.
+class TokenSplitter {
+public:
+  TokenSplitter(func::FuncOp func, shard::GridOp grid, int64_t axis,
+                int64_t size)
+      : func(func), grid(grid), axis(axis), size(size),
+        builder(func.getContext()) {}
+
+  void run();
+
+  unsigned numReduceScatters = 0, numAllGathers = 0, numScatters = 0;
+
+private:
+  ShardingAttr stateOf(Value v) {
+    auto it = state.find(v);
+    return it != state.end() ? it->second
+                             : ShardingAttr::getReplicated(func.getContext());
+  }
+  bool splittable(Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.getRank() >= 1 && type.getDimSize(0) % size == 0 &&
+           type.getDimSize(0) >= size;
+  }
+  bool isTensorParallelAllReduce(Operation *op);
+  RankedTensorType splitType(Type type, int64_t dim, bool gather);
+  /// A reduce-scatter (sum, or max of identical copies) or all-gather of
+  /// `v` along dimension 0 over the axis, before `before`.
+  Value reduceScatter(Value v, ReductionKind kind, Operation *before);
+  Value gathered(Value v, Operation *before);
+  Value scattered(Value v, Operation *before);
+  Value reduced(Value v, Operation *before);
+  /// The op's results from its rule over the operands' states; false (and
+  /// the op unchanged) where it has none.
+  bool propagate(Operation *op);
+  /// Makes every operand of `op` whole: gathers split ones, sums partial
+  /// ones.
+  void makeWhole(Operation *op);
+  /// Cuts whole operands of the per-token `op` that are shaped as the
+  /// global value of a token-split one to this rank's share, one at a time
+  /// in operand order until the op's rule holds; false (nothing cut) if it
+  /// never does.
+  bool cutToShare(Operation *op);
+
+  func::FuncOp func;
+  shard::GridOp grid;
+  int64_t axis, size;
+  OpBuilder builder;
+  DenseMap<Value, ShardingAttr> state;
+  /// Gathers of the current stretch between two tensor-parallel
+  /// collectives (the backward gathers again), scatters and sums of the
+  /// whole step.
+  DenseMap<Value, Value> gathers, scatters, sums;
+  /// Whole values that per-token ops combine with a tensor-parallel
+  /// all-reduce's result (the residual stream entering the first layer):
+  /// cut to the rank's share at their first per-token use.
+  llvm::DenseSet<Value> residuals;
+  void findResiduals(Block &body);
+};
+
+} // namespace
+
+bool TokenSplitter::isTensorParallelAllReduce(Operation *op) {
+  auto allReduce = dyn_cast<AllReduceOp>(op);
+  return allReduce &&
+         allReduce.getGridAttr().getAttr() == grid.getSymNameAttr() &&
+         allReduce.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)} &&
+         allReduce.getReduction() == ReductionKind::Sum &&
+         allReduce.getInputs().size() == 1 && !allReduce.getGradOf();
+}
+
+RankedTensorType TokenSplitter::splitType(Type type, int64_t dim, bool gather) {
+  auto tensor = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape = llvm::to_vector(tensor.getShape());
+  shape[dim] = gather ? shape[dim] * size : shape[dim] / size;
+  return tensor.clone(shape);
+}
+
+Value TokenSplitter::reduceScatter(Value v, ReductionKind kind,
+                                   Operation *before) {
+  builder.setInsertionPoint(before);
+  auto op = ReduceScatterOp::create(
+      builder, v.getLoc(), splitType(v.getType(), 0, false), v,
+      FlatSymbolRefAttr::get(grid),
+      builder.getDenseI16ArrayAttr({int16_t(axis)}),
+      ReductionKindAttr::get(func.getContext(), kind),
+      builder.getI64IntegerAttr(0), /*grad_of=*/nullptr,
+      /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
+  state[op.getResult()] = ShardingAttr::getSplit(func.getContext(), 0);
+  return op.getResult();
+}
+
+Value TokenSplitter::gathered(Value v, Operation *before) {
+  Value &g = gathers[v];
+  if (g)
+    return g;
+  builder.setInsertionPoint(before);
+  auto op =
+      AllGatherOp::create(builder, v.getLoc(), splitType(v.getType(), 0, true),
+                          v, FlatSymbolRefAttr::get(grid),
+                          builder.getDenseI16ArrayAttr({int16_t(axis)}),
+                          builder.getI64IntegerAttr(0));
+  ++numAllGathers;
+  return g = op.getResult();
+}
+
+Value TokenSplitter::scattered(Value v, Operation *before) {
+  Value &s = scatters[v];
+  if (!s) {
+    s = reduceScatter(v, ReductionKind::Max, before);
+    ++numScatters;
+  }
+  return s;
+}
+
+Value TokenSplitter::reduced(Value v, Operation *before) {
+  Value &r = sums[v];
+  if (r)
+    return r;
+  builder.setInsertionPoint(before);
+  auto op = AllReduceOp::create(
+      builder, v.getLoc(), ValueRange{v}, FlatSymbolRefAttr::get(grid),
+      builder.getDenseI16ArrayAttr({int16_t(axis)}),
+      ReductionKindAttr::get(func.getContext(), ReductionKind::Sum),
+      /*grad_of=*/nullptr, /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
+  return r = op.getResult(0);
+}
+
+bool TokenSplitter::propagate(Operation *op) {
+  auto rule = dyn_cast<ShardingOpInterface>(op);
+  if (!rule)
+    return false;
+  SmallVector<ShardingAttr> in, out;
+  for (Value v : op->getOperands())
+    in.push_back(stateOf(v));
+  if (failed(rule.propagateSharding(in, out)))
+    return false;
+  for (auto [result, s] : llvm::zip(op->getResults(), out)) {
+    if (s.isSplit())
+      result.setType(splitType(result.getType(), s.getDim(), false));
+    if (!s.isReplicated())
+      state[result] = s;
+  }
+  return true;
+}
+
+void TokenSplitter::makeWhole(Operation *op) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    ShardingAttr s = stateOf(operand.get());
+    if (s.isSplit())
+      operand.set(gathered(operand.get(), op));
+    else if (s.isPartial())
+      operand.set(reduced(operand.get(), op));
+  }
+}
+
+bool TokenSplitter::cutToShare(Operation *op) {
+  auto rule = cast<ShardingOpInterface>(op);
+  SmallVector<ShardingAttr> in, out;
+  SmallVector<ArrayRef<int64_t>> globals;
+  SmallVector<SmallVector<int64_t>> storage;
+  for (Value v : op->getOperands()) {
+    in.push_back(stateOf(v));
+    if (in.back().isSplit() && in.back().getDim() == 0) {
+      storage.push_back(
+          llvm::to_vector(splitType(v.getType(), 0, true).getShape()));
+    }
+  }
+  for (auto &shape : storage)
+    globals.push_back(shape);
+  SmallVector<unsigned> cut;
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!in[i].isReplicated() || !type || !splittable(v) ||
+        !llvm::is_contained(globals, type.getShape()))
+      continue;
+    in[i] = ShardingAttr::getSplit(op->getContext(), 0);
+    cut.push_back(i);
+    out.clear();
+    if (succeeded(rule.propagateSharding(in, out))) {
+      for (unsigned k : cut)
+        op->setOperand(k, scattered(op->getOperand(k), op));
+      return propagate(op);
+    }
+  }
+  return false;
+}
+
+void TokenSplitter::findResiduals(Block &body) {
+  for (Operation &op : body) {
+    if (!isTensorParallelAllReduce(&op) || !splittable(op.getOperand(0)))
+      continue;
+    Type type = op.getResult(0).getType();
+    SmallVector<Value> work = {op.getResult(0)};
+    llvm::DenseSet<Value> reached(work.begin(), work.end());
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (!user->hasTrait<PerToken>())
+          continue;
+        for (Value operand : user->getOperands())
+          if (!reached.count(operand) && operand.getType() == type &&
+              !isa_and_nonnull<AllReduceOp>(operand.getDefiningOp()))
+            residuals.insert(operand);
+        for (Value result : user->getResults())
+          if (result.getType() == type && reached.insert(result).second)
+            work.push_back(result);
+      }
+    }
+  }
+}
+
+void TokenSplitter::run() {
+  Block &body = func.getBody().front();
+  findResiduals(body);
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    // A tensor-parallel all-reduce: a reduce-scatter along the tokens, and
+    // a new stretch for gathers.
+    if (isTensorParallelAllReduce(&op)) {
+      gathers.clear();
+      Value input = op.getOperand(0);
+      if (!stateOf(input).isReplicated() || !splittable(input))
+        continue;
+      Value split = reduceScatter(input, ReductionKind::Sum, &op);
+      op.getResult(0).replaceAllUsesWith(split);
+      op.erase();
+      ++numReduceScatters;
+      continue;
+    }
+    if (auto collective = dyn_cast<CollectiveOpInterface>(&op))
+      if (collective.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)})
+        gathers.clear();
+    if (op.hasTrait<PerToken>())
+      for (OpOperand &operand : op.getOpOperands())
+        if (residuals.count(operand.get()) &&
+            stateOf(operand.get()).isReplicated())
+          operand.set(scattered(operand.get(), &op));
+    bool touched = llvm::any_of(
+        op.getOperands(), [&](Value v) { return !stateOf(v).isReplicated(); });
+    if (!touched)
+      continue;
+    if (isa<func::ReturnOp>(op)) {
+      makeWhole(&op);
+      continue;
+    }
+    // Per-token ops (and collectives over other axes, which keep a
+    // sharding) run on the tokens they get; a whole value that meets a
+    // token-split one is cut to this rank's share first.
+    bool perToken = op.hasTrait<PerToken>() || isa<CollectiveOpInterface>(op);
+    if (perToken && propagate(&op))
+      continue;
+    if (op.hasTrait<PerToken>() && cutToShare(&op))
+      continue;
+    makeWhole(&op);
+  }
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                        body.getTerminator()->getOperandTypes()));
+}
+
+void SequenceParallelPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    auto tp = func->getAttrOfType<DictionaryAttr>(
+        BraidDialect::kTensorParallelAttrName);
+    if (!tp || func.isExternal())
+      continue;
+    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+        func, tp.getAs<FlatSymbolRefAttr>("grid"));
+    int64_t axis = tp.getAs<IntegerAttr>("axis").getInt();
+    if (!grid || axis >= int64_t(grid.getShape().size()) ||
+        ShapedType::isDynamic(grid.getShape()[axis])) {
+      func.emitError() << "braid-sequence-parallel: '"
+                       << BraidDialect::kTensorParallelAttrName
+                       << "' names no static axis of a grid of the module";
+      return signalPassFailure();
+    }
+    if (!llvm::hasSingleElement(func.getBody())) {
+      func.emitError() << "braid-sequence-parallel needs a function body of "
+                          "one block, but @"
+                       << func.getName() << " has "
+                       << func.getBody().getBlocks().size();
+      return signalPassFailure();
+    }
+    for (Operation &op : func.getBody().front())
+      if (isa<WaitOp>(op)) {
+        op.emitError() << "braid-sequence-parallel rewrites graph-level "
+                          "steps; '"
+                       << op.getName()
+                       << "' is already scheduled (run it before the overlap "
+                          "passes)";
+        return signalPassFailure();
+      }
+    TokenSplitter splitter(func, grid, axis, grid.getShape()[axis]);
+    splitter.run();
+    numReduceScatters += splitter.numReduceScatters;
+    numAllGathers += splitter.numAllGathers;
+    numScatters += splitter.numScatters;
+  }
+}

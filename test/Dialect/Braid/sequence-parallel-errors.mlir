@@ -1,0 +1,29 @@
+// RUN: braid-opt %s --split-input-file --verify-diagnostics --braid-sequence-parallel
+
+// expected-error @below {{braid-sequence-parallel: 'braid.tensor_parallel' names no static axis of a grid of the module}}
+func.func @no_grid(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @mesh}} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2x2)
+// expected-error @below {{braid-sequence-parallel needs a function body of one block, but @blocks has 2}}
+func.func @blocks(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+  cf.br ^next
+^next:
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2x2)
+func.func @scheduled(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+  %f = braid.all_reduce_start %x on @world grid_axes = [1] reduction = sum : tensor<4xf32>
+  // expected-error @below {{braid-sequence-parallel rewrites graph-level steps; 'braid.wait' is already scheduled (run it before the overlap passes)}}
+  %r = braid.wait %f : !braid.future<tensor<4xf32>>
+  return %r : tensor<4xf32>
+}

@@ -1,0 +1,59 @@
+// Sequence parallelism on the GPT block of tensor-parallel.mlir (tp 2):
+// each tensor-parallel all-reduce becomes a reduce-scatter along the
+// tokens, the bias add, residual add and layer norm after it run on 32 of
+// the 64 tokens, and an all-gather comes back before the next matmul. The
+// backward mirrors it, and the layer norms' gamma and beta gradients
+// (partial sums over the tokens) are all-reduced over the axis.
+//
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 1 --tp 2 \
+// RUN:   | braid-opt --braid-tensor-parallel --braid-sequence-parallel | FileCheck %s
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 1 --tp 2 \
+// RUN:   | braid-opt --braid-tensor-parallel --braid-sequence-parallel | FileCheck %s --check-prefix=COUNT
+// It compiles and the schedule verifier proves it (braid-compile runs the
+// pass by default).
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 1 --tp 2 \
+// RUN:   > %t.mlir
+// RUN: braid-compile %t.mlir -o %t.plan
+// Without a tensor-parallel step nothing changes.
+// RUN: braid-opt %examples/gpt-tiny.mlir --braid-sequence-parallel | braid-opt > %t.after
+// RUN: braid-opt %examples/gpt-tiny.mlir > %t.before
+// RUN: diff %t.before %t.after
+
+// CHECK-LABEL: func.func @gpt_step
+// The embeddings' output (whole on every rank) cut to this rank's tokens
+// before the first layer norm, whose output is gathered for the q/k/v
+// matmul.
+// CHECK: %[[X:.*]] = braid.reduce_scatter {{.*}} reduction = max scatter_dim = 0 : tensor<64x64xf32> -> tensor<32x64xf32>
+// CHECK-NEXT: %[[Y1:.*]], %{{.*}}, %{{.*}} = braid.layer_norm %[[X]], {{.*}} : tensor<32x64xf32>, tensor<64xf32> -> tensor<32xf32>
+// CHECK-NEXT: %[[Y1G:.*]] = braid.all_gather %[[Y1]] on @world grid_axes = [1] gather_dim = 0 : tensor<32x64xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: braid.matmul %[[Y1G]], {{.*}} -> tensor<64x96xf32>
+// The attention's row-parallel output, reduce-scattered.
+// CHECK: %[[PROJ:.*]] = braid.matmul {{.*}} : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: %[[RS:.*]] = braid.reduce_scatter %[[PROJ]] on @world grid_axes = [1] reduction = sum scatter_dim = 0 : tensor<64x64xf32> -> tensor<32x64xf32>
+// CHECK-NEXT: %[[B:.*]] = braid.bias_add %[[RS]], {{.*}} : tensor<32x64xf32>, tensor<64xf32>
+// CHECK-NEXT: %[[X3:.*]] = braid.add %[[X]], %[[B]] : tensor<32x64xf32>
+// CHECK-NEXT: %[[Y:.*]], %{{.*}}, %{{.*}} = braid.layer_norm %[[X3]], {{.*}} : tensor<32x64xf32>, tensor<64xf32> -> tensor<32xf32>
+// CHECK-NEXT: %[[YG:.*]] = braid.all_gather %[[Y]] on @world grid_axes = [1] gather_dim = 0 : tensor<32x64xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: braid.matmul %[[YG]], {{.*}} -> tensor<64x128xf32>
+// The MLP's output: the same, the residual stream already split.
+// CHECK: braid.reduce_scatter {{.*}} reduction = sum scatter_dim = 0
+// CHECK-NEXT: braid.bias_add {{.*}} : tensor<32x64xf32>
+// CHECK-NEXT: braid.add %[[X3]], {{.*}} : tensor<32x64xf32>
+// Backward: the lm head's gradient cut to the tokens for ln_f's backward;
+// the MLP's input gradient reduce-scattered for ln_2's backward, on split
+// inputs and statistics.
+// CHECK: braid.layer_norm_backward {{.*}} : tensor<32x64xf32>, tensor<32xf32>, tensor<64xf32>
+// CHECK: %[[DY2:.*]] = braid.matmul {{.*}} : tensor<64x128xf32>, tensor<128x64xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: %[[DY2S:.*]] = braid.reduce_scatter %[[DY2]] {{.*}} reduction = sum scatter_dim = 0
+// CHECK-NEXT: %{{.*}}, %[[DG:.*]], %[[DB:.*]] = braid.layer_norm_backward %[[DY2S]], {{.*}} : tensor<32x64xf32>, tensor<32xf32>, tensor<64xf32>
+// The layer norm's parameter gradients, summed over the axis before the
+// update (after their data-parallel all-reduce).
+// CHECK-DAG: %[[DGR:.*]] = braid.all_reduce %[[DG]] on @world grid_axes = [0] reduction = avg grad_of = ["h0.ln_2.weight"]
+// CHECK-DAG: braid.all_reduce %[[DGR]] on @world grid_axes = [1] reduction = sum
+
+// No tensor-parallel all-reduce of activations is left: only those of the
+// norms' parameter gradients.
+// COUNT-LABEL: func.func @gpt_step
+// COUNT-NOT: braid.all_reduce {{.*}} grid_axes = [1] reduction = sum : tensor<64x64xf32>
+// COUNT: braid.all_reduce {{.*}} grid_axes = [1] reduction = sum : tensor<64xf32>
+// COUNT-NOT: braid.all_reduce {{.*}} grid_axes = [1] reduction = sum : tensor<64x64xf32>
