@@ -12,11 +12,14 @@ it (braid-tensor-parallel) and schedule it two ways for the cluster:
   braid     (the default)        every collective started as early and
                                  waited as late as dependencies allow,
                                  buckets sized by the cost model
+  braid+sp  (braid-compile's        the same with braid-sequence-parallel:
+             default)              reduce-scatters and all-gathers around the
+                                   per-token ops, which run on 1/t of the
+                                   tokens
 simulates each with braid-run --backend=sim, and prints a markdown table:
-step time, communication and exposed communication, the memory plan's peak
-per rank, and braid's speedup. Sequence parallelism (braid-sequence-parallel)
-is not built yet: its columns say so. Exits 1 if braid is slower than the
-baseline on a row.
+step time, exposed communication, the memory plan's peak per rank, and
+braid's speedup. Exits 1 if braid (without sequence parallelism) is slower
+than the baseline on a row, or sequence parallelism does not lower the peak.
 
 usage: /usr/bin/python3 utils/bench-tensor-parallel.py [--quick] [--keep DIR]
 """
@@ -42,7 +45,8 @@ CASES = [
     ("llama2-7b", "h100-8x8", 8, ["--batch", "1"]),
 ]
 TP = 8
-SCHEDULES = [("megatron", ["--schedule=megatron"]), ("braid", [])]
+SCHEDULES = [("megatron", ["--schedule=megatron", "--sequence-parallel=false"]),
+             ("braid", ["--sequence-parallel=false"]), ("braid+sp", [])]
 
 
 def run(cmd, **kw):
@@ -79,27 +83,34 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="braid-bench-tp-")
     os.makedirs(work, exist_ok=True)
 
-    print("| model | cluster | dp x tp | compute ms | comm ms | step ms megatron / braid "
-          "| exposed comm ms megatron / braid | peak GiB/rank megatron / braid "
-          "| braid vs megatron | with sequence parallelism |")
-    print("|---|---|---|---:|---:|---|---|---|---:|---|")
+    print("| model | cluster | dp x tp | compute ms | step ms megatron / braid / braid+sp "
+          "| exposed comm ms megatron / braid / braid+sp "
+          "| peak GiB/rank megatron / braid / braid+sp | braid vs megatron | braid+sp vs megatron |")
+    print("|---|---|---|---:|---|---|---|---:|---:|")
     failures = []
     start = time.time()
     for model, cluster, dp, options in CASES:
         r = case(model, cluster, dp, options, work, layers=2 if args.quick else None)
-        m, b = r["megatron"], r["braid"]
+        m, b, p = r["megatron"], r["braid"], r["braid+sp"]
         ms = lambda x: "%.3f" % (x * 1e3)  # noqa: E731
         gib = lambda x: "%.2f" % (x["peak_memory_bytes"] / 2 ** 30)  # noqa: E731
-        print("| %s | %s | %d x %d | %s | %s | %s / %s | %s / %s | %s / %s | %.4fx | not built |" % (
-            model, cluster, dp, TP, ms(b["compute_time"]), ms(b["comm_time"]),
-            ms(m["step_time"]), ms(b["step_time"]), ms(m["exposed_comm"]),
-            ms(b["exposed_comm"]), gib(m), gib(b), m["step_time"] / b["step_time"]))
+        print("| %s | %s | %d x %d | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s | %.4fx "
+              "| %.4fx |" % (
+                  model, cluster, dp, TP, ms(b["compute_time"]),
+                  ms(m["step_time"]), ms(b["step_time"]), ms(p["step_time"]),
+                  ms(m["exposed_comm"]), ms(b["exposed_comm"]), ms(p["exposed_comm"]),
+                  gib(m), gib(b), gib(p), m["step_time"] / b["step_time"],
+                  m["step_time"] / p["step_time"]))
         sys.stdout.flush()
         if b["step_time"] > m["step_time"] * (1 + 1e-9):
             failures.append("%s on %s: braid %.6f ms slower than megatron %.6f ms" % (
                 model, cluster, b["step_time"] * 1e3, m["step_time"] * 1e3))
+        if p["peak_memory_bytes"] >= b["peak_memory_bytes"]:
+            failures.append("%s on %s: sequence parallelism does not lower the peak (%d >= %d)"
+                            % (model, cluster, p["peak_memory_bytes"], b["peak_memory_bytes"]))
     print()
-    print("%d cases, %.0f s. Claim: braid >= the Megatron-style baseline on every row: %s" % (
+    print("%d cases, %.0f s. Claims: braid >= the Megatron-style baseline on every row, "
+          "sequence parallelism lowers the peak: %s" % (
         len(CASES), time.time() - start, "holds" if not failures else "FAIL"))
     for f in failures:
         print("FAIL " + f)
