@@ -6,7 +6,8 @@
 #   - tensor-parallel 2 on 2 ranks (one data-parallel replica);
 #   - data-parallel 2 x tensor-parallel 2 on 4 ranks;
 # each with sequence parallelism (braid-compile's default) and without
-# (--sequence-parallel=false).
+# (--sequence-parallel=false); and one sequence per rank ([1, seq, hidden]:
+# sequence parallelism splits the sequence, dimension 1).
 #
 # PyTorch trains the same model on the global batch in float64 and float32
 # (braid.compare.against_pytorch): every loss of 20 steps within 1e-5
@@ -56,11 +57,13 @@ def main():
     os.makedirs(out, exist_ok=True)
     check = Checker()
 
-    for dp, tp, sp in ((1, 2, True), (1, 2, False), (2, 2, True), (2, 2, False)):
-        what = "dp %d x tp %d%s" % (dp, tp, " sp" if sp else "")
-        spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp)
+    for dp, tp, sp, rows in ((1, 2, True, 4), (1, 2, False, 4), (2, 2, True, 4),
+                             (2, 2, False, 4), (1, 2, True, 1)):
+        what = "dp %d x tp %d%s%s" % (dp, tp, " sp" if sp else "",
+                                      ", 1 sequence" if rows == 1 else "")
+        spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp, batch_size=rows)
         (inputs,), (targets,) = spec["global_batch"]
-        prefix = os.path.join(out, "gpt-dp%d-tp%d%s" % (dp, tp, "-sp" if sp else ""))
+        prefix = os.path.join(out, "gpt-dp%d-tp%d%s-b%d" % (dp, tp, "-sp" if sp else "", rows))
         exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
                                 spec["loss_fn"], spec["optimizer"], dp, output=prefix,
                                 global_batch=spec["global_batch"], tensor_parallel=tp,
@@ -75,9 +78,11 @@ def main():
         if sp:
             ir = braidtest.run([braidtest.tool("braid-compile"), prefix + ".mlir", "--emit=mlir",
                                 "-o", "-"]).stdout
-            check(ir.count("reduce_scatter_start") >= 8 and "all_gather_start" in ir,
-                  "%s: %d reduce-scatters and %d all-gathers in the plan" % (
-                      what, ir.count("reduce_scatter_start"), ir.count("all_gather_start")))
+            dim = "scatter_dim = %d" % (1 if rows == 1 else 0)
+            check(ir.count("reduce_scatter_start") >= 8 and "all_gather_start" in ir and
+                  dim in ir,
+                  "%s: %d reduce-scatters (%s) and %d all-gathers in the plan" % (
+                      what, ir.count("reduce_scatter_start"), dim, ir.count("all_gather_start")))
         ranks = dp * tp
         common = ["--params", prefix + ".npz", "--data", exported.paths["batch"],
                   "--timeout", "120"]

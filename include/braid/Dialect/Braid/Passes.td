@@ -195,8 +195,10 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
   let description = [{
     Runs on a step partitioned by `braid-tensor-parallel` (its
     `braid.tensor_parallel` attribute names the axis). Each tensor-parallel
-    all-reduce becomes a reduce-scatter along the leading dimension (the
-    tokens, or the sequences of a `[batch, seq, hidden]` step): the ops
+    all-reduce becomes a reduce-scatter along the token dimension: the
+    outermost of size above 1 before the features (the tokens of
+    `[tokens, hidden]`, the sequences of `[batch, seq, hidden]`, the
+    sequence of `[1, seq, hidden]`): the ops
     that follow it and compute each token alone (ops with the `PerToken`
     trait: bias add, residual add, layer norm, elementwise activations,
     and their backward) run on the rank's share of the tokens, by their
@@ -220,7 +222,7 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
     meets the last layer norm), the replicated value is cut to the rank's
     share by a `braid.reduce_scatter` with `reduction = max` of identical
     copies: exact, at the cost of one reduce-scatter (a local slice that
-    costs nothing is to come). A leading dimension that does not divide by
+    costs nothing is to come). A token dimension that does not divide by
     the axis size keeps the all-reduce.
 
     Before (per rank, after braid-tensor-parallel):

@@ -56,10 +56,28 @@ private:
     return it != state.end() ? it->second
                              : ShardingAttr::getReplicated(func.getContext());
   }
-  bool splittable(Value v) {
+  /// The dimension of `v` that holds its tokens: the outermost of size
+  /// above 1 before the last (the features), or the only one of a vector
+  /// (a layer norm's statistics); -1 if none. For `[tokens, h]` the first,
+  /// for `[1, seq, h]` the sequence. (The runtime's collectives split the
+  /// outermost dimension of size above 1.)
+  int64_t tokenDim(Value v) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    return type && type.getRank() >= 1 && type.getDimSize(0) % size == 0 &&
-           type.getDimSize(0) >= size;
+    if (!type || type.getRank() == 0)
+      return -1;
+    if (type.getRank() == 1)
+      return 0;
+    for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+      if (type.getDimSize(d) != 1)
+        return d;
+    return -1;
+  }
+  bool splittable(Value v) {
+    int64_t d = tokenDim(v);
+    if (d < 0)
+      return false;
+    int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(d);
+    return n % size == 0 && n >= size;
   }
   bool isTensorParallelAllReduce(Operation *op);
   RankedTensorType splitType(Type type, int64_t dim, bool gather);
@@ -118,14 +136,15 @@ RankedTensorType TokenSplitter::splitType(Type type, int64_t dim, bool gather) {
 Value TokenSplitter::reduceScatter(Value v, ReductionKind kind,
                                    Operation *before) {
   builder.setInsertionPoint(before);
+  int64_t d = tokenDim(v);
   auto op = ReduceScatterOp::create(
-      builder, v.getLoc(), splitType(v.getType(), 0, false), v,
+      builder, v.getLoc(), splitType(v.getType(), d, false), v,
       FlatSymbolRefAttr::get(grid),
       builder.getDenseI16ArrayAttr({int16_t(axis)}),
       ReductionKindAttr::get(func.getContext(), kind),
-      builder.getI64IntegerAttr(0), /*grad_of=*/nullptr,
+      builder.getI64IntegerAttr(d), /*grad_of=*/nullptr,
       /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
-  state[op.getResult()] = ShardingAttr::getSplit(func.getContext(), 0);
+  state[op.getResult()] = ShardingAttr::getSplit(func.getContext(), d);
   return op.getResult();
 }
 
@@ -134,11 +153,12 @@ Value TokenSplitter::gathered(Value v, Operation *before) {
   if (g)
     return g;
   builder.setInsertionPoint(before);
+  int64_t d = stateOf(v).getDim();
   auto op =
-      AllGatherOp::create(builder, v.getLoc(), splitType(v.getType(), 0, true),
+      AllGatherOp::create(builder, v.getLoc(), splitType(v.getType(), d, true),
                           v, FlatSymbolRefAttr::get(grid),
                           builder.getDenseI16ArrayAttr({int16_t(axis)}),
-                          builder.getI64IntegerAttr(0));
+                          builder.getI64IntegerAttr(d));
   ++numAllGathers;
   return g = op.getResult();
 }
@@ -200,9 +220,9 @@ bool TokenSplitter::cutToShare(Operation *op) {
   SmallVector<SmallVector<int64_t>> storage;
   for (Value v : op->getOperands()) {
     in.push_back(stateOf(v));
-    if (in.back().isSplit() && in.back().getDim() == 0) {
-      storage.push_back(
-          llvm::to_vector(splitType(v.getType(), 0, true).getShape()));
+    if (in.back().isSplit()) {
+      storage.push_back(llvm::to_vector(
+          splitType(v.getType(), in.back().getDim(), true).getShape()));
     }
   }
   for (auto &shape : storage)
@@ -213,7 +233,7 @@ bool TokenSplitter::cutToShare(Operation *op) {
     if (!in[i].isReplicated() || !type || !splittable(v) ||
         !llvm::is_contained(globals, type.getShape()))
       continue;
-    in[i] = ShardingAttr::getSplit(op->getContext(), 0);
+    in[i] = ShardingAttr::getSplit(op->getContext(), tokenDim(v));
     cut.push_back(i);
     out.clear();
     if (succeeded(rule.propagateSharding(in, out))) {
