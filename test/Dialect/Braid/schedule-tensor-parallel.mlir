@@ -27,3 +27,26 @@ func.func @tensor_parallel_wait_first(
   %y = braid.relu %t : tensor<64xf32>
   return %w2, %m2, %y : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
 }
+
+// The wait of a tensor-parallel reduce-scatter comes as late as the data
+// allow: the weight gradient, which does not need it, runs while the input
+// gradient is reduced (Megatron's asynchronous tensor-parallel backward).
+// CHECK-LABEL: func.func @weight_gradient_under_the_wait
+// CHECK: %[[F:.*]] = braid.reduce_scatter_start
+// CHECK-NEXT: %[[DW:.*]] = braid.matmul %arg0, %arg1 {transpose_a}
+// CHECK-NEXT: braid.all_reduce_start %[[DW]] on @world grid_axes = [0]
+// CHECK-NEXT: %[[R:.*]] = braid.wait %[[F]]
+// CHECK-NEXT: braid.relu %[[R]]
+func.func @weight_gradient_under_the_wait(
+    %dy: tensor<8x16xf32>, %x: tensor<8x16xf32>,
+    %w: tensor<16x16xf32> {braid.role = #braid.role<parameter "w">})
+    -> (tensor<16x16xf32>, tensor<4x16xf32>) {
+  %dx = braid.matmul %dy, %w : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+  %f = braid.reduce_scatter_start %dx on @world grid_axes = [1] reduction = sum scatter_dim = 0 : tensor<8x16xf32> -> !braid.future<tensor<4x16xf32>>
+  %r = braid.wait %f : !braid.future<tensor<4x16xf32>>
+  %a = braid.relu %r : tensor<4x16xf32>
+  %dw = braid.matmul %dy, %x {transpose_a} : tensor<8x16xf32>, tensor<8x16xf32> -> tensor<16x16xf32>
+  %fg = braid.all_reduce_start %dw on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<16x16xf32>
+  %g = braid.wait %fg : !braid.future<tensor<16x16xf32>>
+  return %g, %a : tensor<16x16xf32>, tensor<4x16xf32>
+}

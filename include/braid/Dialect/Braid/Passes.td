@@ -313,9 +313,12 @@ def Schedule : Pass<"braid-schedule", "mlir::ModuleOp"> {
        optimizer of late layers overlaps the communication of early ones.
 
     Only the waits of gradient collectives (with `grad_of`) are deferred
-    so: the wait of a tensor-parallel all-reduce is on the step's critical
+    so: the wait of a tensor-parallel collective is on the step's critical
     path and is ordered with the compute of priority 1, so that the
-    backward does not stall behind a gradient bucket's wait.
+    backward does not stall behind a gradient bucket's wait, but after
+    every other op of priority 1 that is ready: as late as the data allow,
+    so that a weight gradient runs while the input gradient is
+    reduce-scattered (Megatron's asynchronous tensor-parallel backward).
 
     Starts on one group keep their relative order. The pass measures the
     peak of live tensor bytes before and after (statistics, and with

@@ -191,7 +191,13 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   // List scheduling.
   // An op that feeds no collective (the loss, a step counter) runs as soon
   // as it is ready: it frees its operands early and delays no bucket much.
+  // The wait of a collective on the critical path (not deferred to the
+  // optimizer) comes after every other op that is ready: as late as
+  // dependencies allow, so that what does not need it (a weight gradient
+  // while the input gradient is reduce-scattered) overlaps it.
   auto priorityOf = [&](unsigned i) {
+    if (!afterWait[i] && isa<WaitOp>(ops[i]))
+      return Priority{false, kNoStart - 1, i};
     unsigned bucket = afterWait[i]           ? follows[i]
                       : feeds[i] == kNoStart ? 0
                                              : feeds[i];
