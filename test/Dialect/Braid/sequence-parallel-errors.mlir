@@ -27,3 +27,23 @@ func.func @scheduled(%x: tensor<4xf32>) -> tensor<4xf32>
   %r = braid.wait %f : !braid.future<tensor<4xf32>>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+shard.grid @world(shape = 1x2)
+func.func @odd_tokens(%q: tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+  // expected-error @below {{sequence parallelism splits the tokens of 'tensor<1x3x4xf32>' over 2 tensor-parallel ranks, but dimension 1 has 3 tokens, which do not divide by 2; compile with --sequence-parallel=false}}
+  %t = braid.all_reduce %q on @world grid_axes = [1] reduction = sum : tensor<1x3x4xf32>
+  return %t : tensor<1x3x4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 1x2)
+func.func @no_tokens(%q: tensor<1x1x4xf32>) -> tensor<1x1x4xf32>
+    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+  // expected-error @below {{sequence parallelism splits the tokens of 'tensor<1x1x4xf32>' over 2 tensor-parallel ranks, but it has no token dimension (every dimension before the features is 1); compile with --sequence-parallel=false}}
+  %t = braid.all_reduce %q on @world grid_axes = [1] reduction = sum : tensor<1x1x4xf32>
+  return %t : tensor<1x1x4xf32>
+}

@@ -46,7 +46,7 @@ public:
       : func(func), grid(grid), axis(axis), size(size),
         builder(func.getContext()) {}
 
-  void run();
+  LogicalResult run();
 
   unsigned numReduceScatters = 0, numAllGathers = 0, numScatters = 0;
 
@@ -269,7 +269,7 @@ void TokenSplitter::findResiduals(Block &body) {
   }
 }
 
-void TokenSplitter::run() {
+LogicalResult TokenSplitter::run() {
   Block &body = func.getBody().front();
   findResiduals(body);
   for (Operation &op : llvm::make_early_inc_range(body)) {
@@ -278,8 +278,24 @@ void TokenSplitter::run() {
     if (isTensorParallelAllReduce(&op)) {
       gathers.clear();
       Value input = op.getOperand(0);
-      if (!stateOf(input).isReplicated() || !splittable(input))
+      if (!stateOf(input).isReplicated())
         continue;
+      if (!splittable(input)) {
+        int64_t d = tokenDim(input);
+        InFlightDiagnostic diag =
+            op.emitError() << "sequence parallelism splits the tokens of "
+                           << input.getType() << " over " << size
+                           << " tensor-parallel ranks, but ";
+        if (d < 0)
+          diag << "it has no token dimension (every dimension before the "
+                  "features is 1)";
+        else
+          diag << "dimension " << d << " has "
+               << cast<RankedTensorType>(input.getType()).getDimSize(d)
+               << " tokens, which do not divide by " << size;
+        diag << "; compile with --sequence-parallel=false";
+        return failure();
+      }
       Value split = reduceScatter(input, ReductionKind::Sum, &op);
       op.getResult(0).replaceAllUsesWith(split);
       op.erase();
@@ -315,6 +331,7 @@ void TokenSplitter::run() {
   func.setFunctionType(
       FunctionType::get(func.getContext(), body.getArgumentTypes(),
                         body.getTerminator()->getOperandTypes()));
+  return success();
 }
 
 void SequenceParallelPass::runOnOperation() {
@@ -351,7 +368,8 @@ void SequenceParallelPass::runOnOperation() {
         return signalPassFailure();
       }
     TokenSplitter splitter(func, grid, axis, grid.getShape()[axis]);
-    splitter.run();
+    if (failed(splitter.run()))
+      return signalPassFailure();
     numReduceScatters += splitter.numReduceScatters;
     numAllGathers += splitter.numAllGathers;
     numScatters += splitter.numScatters;
