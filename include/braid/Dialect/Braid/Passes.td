@@ -223,7 +223,8 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
     share by a `braid.reduce_scatter` with `reduction = max` of identical
     copies: exact, at the cost of one reduce-scatter (a local slice that
     costs nothing is to come). A token dimension that does not divide by
-    the axis size keeps the all-reduce.
+    the axis size is an error that names it (compile with
+    `--sequence-parallel=false`).
 
     Before (per rank, after braid-tensor-parallel):
     ```mlir
