@@ -102,3 +102,12 @@ uint64_t braid::getPeakLiveBytes(Block &block, ArrayRef<Operation *> order) {
   }
   return peak;
 }
+
+braid::AllReduceOp braid::createAxisSum(OpBuilder &builder, Value value,
+                                        FlatSymbolRefAttr grid, int64_t axis) {
+  return AllReduceOp::create(
+      builder, value.getLoc(), ValueRange{value}, grid,
+      builder.getDenseI16ArrayAttr({int16_t(axis)}),
+      ReductionKindAttr::get(builder.getContext(), ReductionKind::Sum),
+      /*grad_of=*/nullptr, /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
+}

@@ -15,6 +15,13 @@
 
 namespace braid {
 
+/// A `braid.all_reduce` with `reduction = sum` of `value` over grid axis
+/// `axis` of `grid`, at `builder`'s insertion point: the sum of a partial
+/// value over the tensor-parallel axis (braid-tensor-parallel and
+/// braid-sequence-parallel make it).
+AllReduceOp createAxisSum(mlir::OpBuilder &builder, mlir::Value value,
+                          mlir::FlatSymbolRefAttr grid, int64_t axis);
+
 /// Calls `fn` on the body of every function of `module` that has one. The
 /// overlap passes schedule one block: a function with several blocks is an
 /// error. Goes on after a failure, so that every function is diagnosed, and

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ScheduleUtils.h"
+
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/Passes.h"
@@ -177,11 +179,8 @@ Value TokenSplitter::reduced(Value v, Operation *before) {
   if (r)
     return r;
   builder.setInsertionPoint(before);
-  auto op = AllReduceOp::create(
-      builder, v.getLoc(), ValueRange{v}, FlatSymbolRefAttr::get(grid),
-      builder.getDenseI16ArrayAttr({int16_t(axis)}),
-      ReductionKindAttr::get(func.getContext(), ReductionKind::Sum),
-      /*grad_of=*/nullptr, /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
+  AllReduceOp op =
+      createAxisSum(builder, v, FlatSymbolRefAttr::get(grid), axis);
   return r = op.getResult(0);
 }
 
