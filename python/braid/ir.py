@@ -75,6 +75,10 @@ class StepBuilder:
     # -- naming -----------------------------------------------------------
     def _fresh(self, hint):
         hint = "".join(c if c.isalnum() else "_" for c in hint)
+        # An SSA name is digits only or starts with a letter or '_' (the
+        # parameters of an nn.Sequential are named "0.weight").
+        if not hint or hint[0].isdigit():
+            hint = "_" + hint
         n = self._names.get(hint, 0)
         self._names[hint] = n + 1
         return "%%%s%s" % (hint, "" if n == 0 else "_%d" % n)

@@ -513,8 +513,8 @@ func.func @concat_total(%a: tensor<2x8xf32>) {
 // -----
 
 func.func @sgd_lr(%p: tensor<4xf32>) {
-  // expected-error @below {{lr must be positive, but is 0}}
-  %0:2 = braid.sgd %p, %p, %p lr = 0.0 momentum = 0.9 weight_decay = 0.0 : tensor<4xf32>
+  // expected-error @below {{lr must be non-negative, but is -5.000000e-01}}
+  %0:2 = braid.sgd %p, %p, %p lr = -0.5 momentum = 0.9 weight_decay = 0.0 : tensor<4xf32>
   return
 }
 
@@ -561,7 +561,7 @@ func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<4xbf16>) {
 // -----
 
 func.func @adamw_lr(%p: tensor<4xf32>, %s: tensor<f32>) {
-  // expected-error @below {{lr must be positive, but is -1}}
+  // expected-error @below {{lr must be non-negative, but is -1}}
   %0:3 = braid.adamw %p, %p, %p, %p, %s lr = -1.0 beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>
   return
 }

@@ -153,6 +153,9 @@ func.func @optimizers(%p: tensor<16x16xf32>, %g: tensor<16x16xf32>,
                       %step: tensor<f32>) {
   // CHECK: braid.sgd %[[V_P]], %[[V_G]], %[[V_M]] lr = 1.000000e-02 momentum = 9.000000e-01 weight_decay = 0.000000e+00 : tensor<16x16xf32>
   %0:2 = braid.sgd %p, %g, %m lr = 0.01 momentum = 0.9 weight_decay = 0.0 : tensor<16x16xf32>
+  // A rate of 0 (a frozen update) is valid, as in torch.optim (issue 18, item 17).
+  // CHECK: braid.sgd {{.*}} lr = 0.000000e+00 momentum
+  %z:2 = braid.sgd %p, %g, %m lr = 0.0 momentum = 0.9 weight_decay = 0.0 : tensor<16x16xf32>
   // CHECK: braid.sgd {{.*}} weight_decay = 1.000000e-04 {nesterov} : tensor<16x16xf32>
   %1:2 = braid.sgd %p, %g, %m lr = 0.01 momentum = 0.9 weight_decay = 1.0e-4 {nesterov} : tensor<16x16xf32>
   // CHECK: braid.adamw %[[V_P]], %[[V_G]], %[[V_M]], %[[V_V]], %[[V_STEP]] lr = 3.000000e-04 beta1 = 9.000000e-01 beta2 = 0.99899999999999999 eps = 1.000000e-08 weight_decay = 1.000000e-01 : tensor<16x16xf32>, tensor<f32>

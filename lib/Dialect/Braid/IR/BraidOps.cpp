@@ -504,8 +504,9 @@ LogicalResult SgdOp::verify() {
   double momentum = getMomentum().convertToDouble();
   double dampening = getDampening().convertToDouble();
   double weightDecay = getWeightDecay().convertToDouble();
-  if (!(lr > 0))
-    return emitOpError() << "lr must be positive, but is " << lr;
+  // As torch.optim: a rate of 0 is a valid update that changes nothing.
+  if (!(lr >= 0))
+    return emitOpError() << "lr must be non-negative, but is " << lr;
   if (!(momentum >= 0))
     return emitOpError() << "momentum must be non-negative, but is "
                          << momentum;
@@ -527,8 +528,8 @@ LogicalResult AdamWOp::verify() {
   double beta2 = getBeta2().convertToDouble();
   double eps = getEps().convertToDouble();
   double weightDecay = getWeightDecay().convertToDouble();
-  if (!(lr > 0))
-    return emitOpError() << "lr must be positive, but is " << lr;
+  if (!(lr >= 0))
+    return emitOpError() << "lr must be non-negative, but is " << lr;
   if (!(beta1 >= 0 && beta1 < 1))
     return emitOpError() << "beta1 must be in [0, 1), but is " << beta1;
   if (!(beta2 >= 0 && beta2 < 1))
