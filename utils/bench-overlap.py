@@ -21,15 +21,12 @@ usage: /usr/bin/python3 utils/bench-overlap.py [--quick] [--cases N ...] [--keep
 """
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("BRAID_BIN") or os.path.join(ROOT, "build", "bin")
+import benchlib
 
 # (model, cluster, generator options): per-GPU micro-batches as commonly
 # trained (GPT-2 1024 tokens x 8, BERT 512 x 16, Llama 4096 x 1).
@@ -60,29 +57,12 @@ SCHEDULES = [("naive", ["--schedule=naive"]), ("ddp", ["--schedule=ddp"]), ("bra
 GPUS = {"a100-8": 8, "h100-8": 8, "h200-8": 8, "h100-8x8": 64, "h100-8x32": 256}
 
 
-def run(cmd, **kw):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-    if p.returncode != 0:
-        sys.exit("bench-overlap: command failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr))
-    return p
-
-
 def case(model, cluster, options, work, layers=None):
-    gpus = GPUS[cluster]
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
-    run([sys.executable, "-m", "braid.models", model, "--dtype", "bf16", "--world-size", str(gpus),
-         *options, *extra, "-o", mlir], env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
-    reports = {}
-    for name, flags in SCHEDULES:
-        plan = mlir.replace(".mlir", "-%s.plan" % name)
-        run([os.path.join(BIN, "braid-compile"), mlir, "--cluster=" + cluster, *flags, "-o", plan])
-        report = plan + ".json"
-        run([os.path.join(BIN, "braid-run"), "--backend=sim", "--cluster=" + cluster, plan,
-             "--report", report])
-        with open(report) as f:
-            reports[name] = json.load(f)
-    return reports
+    benchlib.generate([model, "--dtype", "bf16", "--world-size", str(GPUS[cluster]), *options,
+                       *extra], mlir, "bench-overlap")
+    return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-overlap")
 
 
 def main():

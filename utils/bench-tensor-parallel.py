@@ -25,15 +25,12 @@ usage: /usr/bin/python3 utils/bench-tensor-parallel.py [--quick] [--keep DIR]
 """
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("BRAID_BIN") or os.path.join(ROOT, "build", "bin")
+import benchlib
 
 # (preset, cluster, data-parallel ranks, generator options): t = 8, the
 # ranks of one node; micro-batches as commonly trained with tensor
@@ -49,30 +46,12 @@ SCHEDULES = [("megatron", ["--schedule=megatron", "--sequence-parallel=false"]),
              ("braid", ["--sequence-parallel=false"]), ("braid+sp", [])]
 
 
-def run(cmd, **kw):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-    if p.returncode != 0:
-        sys.exit("bench-tensor-parallel: command failed (%d): %s\n%s" % (
-            p.returncode, " ".join(cmd), p.stderr))
-    return p
-
-
 def case(model, cluster, dp, options, work, layers=None):
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
-    run([sys.executable, "-m", "braid.models", model, "--dtype", "bf16", "--world-size", str(dp),
-         "--tp", str(TP), *options, *extra, "-o", mlir],
-        env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
-    reports = {}
-    for name, flags in SCHEDULES:
-        plan = mlir.replace(".mlir", "-%s.plan" % name)
-        run([os.path.join(BIN, "braid-compile"), mlir, "--cluster=" + cluster, *flags, "-o", plan])
-        report = plan + ".json"
-        run([os.path.join(BIN, "braid-run"), "--backend=sim", "--cluster=" + cluster, plan,
-             "--report", report])
-        with open(report) as f:
-            reports[name] = json.load(f)
-    return reports
+    benchlib.generate([model, "--dtype", "bf16", "--world-size", str(dp), "--tp", str(TP),
+                       *options, *extra], mlir, "bench-tensor-parallel")
+    return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-tensor-parallel")
 
 
 def main():
