@@ -1,7 +1,9 @@
 # Every collective of the cpu backend (MPI) on 2 and 4 ranks, synchronous
 # and started/waited, against numpy: all_reduce (sum, avg, max, min; f32 and
 # i64; a bucket of two), reduce_scatter, all_gather, all_to_all,
-# collective_broadcast, and send/recv (on a one-rank group: every rank sends
+# collective_broadcast, and send/recv; reduce_scatter, all_gather and
+# all_to_all also along inner dimensions (dimension 1 of 3, and the last),
+# which the runtime packs through staging memory; and send/recv (on a one-rank group: every rank sends
 # to itself, since one SPMD program names one peer index on every rank).
 # Every rank saves its results (--save with {rank}) and every rank's are
 # checked: shapes exactly, values within 1e-6 relative (a float32 sum of at
@@ -25,11 +27,14 @@ shard.grid @pairs(shape = {R}x1)
 func.func @collectives(
     %x: tensor<{N}x3xf32> {{braid.role = #braid.role<batch "x">}},
     %y: tensor<3xf32> {{braid.role = #braid.role<batch "y">}},
-    %i: tensor<4xi64> {{braid.role = #braid.role<batch "i">}})
+    %i: tensor<4xi64> {{braid.role = #braid.role<batch "i">}},
+    %z: tensor<2x{W}x3xf32> {{braid.role = #braid.role<batch "z">}})
     -> (tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
         tensor<4xi64>, tensor<3xf32>, tensor<2x3xf32>, tensor<{G}x3xf32>,
         tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
-        tensor<{N}x3xf32>, tensor<3xf32>) {{
+        tensor<{N}x3xf32>, tensor<3xf32>,
+        tensor<2x2x3xf32>, tensor<2x{WG}x3xf32>, tensor<2x{W}x3xf32>, tensor<2x{W}x{L}xf32>,
+        tensor<2x{W}x3xf32>) {{
   %sum = braid.all_reduce %x on @world grid_axes = [0] reduction = sum : tensor<{N}x3xf32>
   %avg = braid.all_reduce %x on @world grid_axes = [0] reduction = avg : tensor<{N}x3xf32>
   %max = braid.all_reduce %x on @world grid_axes = [0] reduction = max : tensor<{N}x3xf32>
@@ -40,17 +45,26 @@ func.func @collectives(
   %ag = braid.all_gather %x on @world grid_axes = [0] gather_dim = 0 : tensor<{N}x3xf32> -> tensor<{G}x3xf32>
   %a2a = braid.all_to_all %x on @world grid_axes = [0] split_dim = 0 concat_dim = 0 : tensor<{N}x3xf32> -> tensor<{N}x3xf32>
   %bc = braid.collective_broadcast %x on @world grid_axes = [0] root = 1 : tensor<{N}x3xf32> -> tensor<{N}x3xf32>
+  %rs1 = braid.reduce_scatter %z on @world grid_axes = [0] reduction = sum scatter_dim = 1 : tensor<2x{W}x3xf32> -> tensor<2x2x3xf32>
+  %ag1 = braid.all_gather %z on @world grid_axes = [0] gather_dim = 1 : tensor<2x{W}x3xf32> -> tensor<2x{WG}x3xf32>
+  %a2a1 = braid.all_to_all %z on @world grid_axes = [0] split_dim = 1 concat_dim = 1 : tensor<2x{W}x3xf32> -> tensor<2x{W}x3xf32>
+  %ag2 = braid.all_gather %z on @world grid_axes = [0] gather_dim = 2 : tensor<2x{W}x3xf32> -> tensor<2x{W}x{L}xf32>
+  %fz = braid.all_gather_start %rs1 on @world grid_axes = [0] gather_dim = 1 : tensor<2x2x3xf32> -> !braid.future<tensor<2x{W}x3xf32>>
   %f = braid.all_reduce_start %x on @world grid_axes = [0] reduction = sum : tensor<{N}x3xf32>
   %s = braid.send_start %x on @pairs grid_axes = [1] peer = 0 : tensor<{N}x3xf32> -> !braid.future<>
   %r = braid.recv_start on @pairs grid_axes = [1] peer = 0 : !braid.future<tensor<{N}x3xf32>>
   braid.wait %s : !braid.future<>
   %recv = braid.wait %r : !braid.future<tensor<{N}x3xf32>>
   %async = braid.wait %f : !braid.future<tensor<{N}x3xf32>>
-  return %sum, %avg, %max, %min, %isum, %bucket#0, %rs, %ag, %a2a, %bc, %async, %recv, %bucket#1, %y
+  %agz = braid.wait %fz : !braid.future<tensor<2x{W}x3xf32>>
+  return %sum, %avg, %max, %min, %isum, %bucket#0, %rs, %ag, %a2a, %bc, %async, %recv, %bucket#1, %y,
+      %rs1, %ag1, %a2a1, %ag2, %agz
       : tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
         tensor<4xi64>, tensor<3xf32>, tensor<2x3xf32>, tensor<{G}x3xf32>,
         tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
-        tensor<{N}x3xf32>, tensor<3xf32>
+        tensor<{N}x3xf32>, tensor<3xf32>,
+        tensor<2x2x3xf32>, tensor<2x{WG}x3xf32>, tensor<2x{W}x3xf32>, tensor<2x{W}x{L}xf32>,
+        tensor<2x{W}x3xf32>
 }}
 """
 
@@ -65,11 +79,16 @@ def main():
         x = rng.standard_normal((R, N, 3)).astype(np.float32)   # x[r]: rank r's
         y = rng.standard_normal((R, 3)).astype(np.float32)
         i = rng.integers(-100, 100, (R, 4)).astype(np.int64)
+        W = 2 * R
+        # Quarters of small integers: their sums are exact in float32, in
+        # any order.
+        z = (rng.integers(-8, 9, (R, 2, W, 3)) / 4).astype(np.float32)
         mlir = os.path.join(out, "c%d.mlir" % R)
         with open(mlir, "w") as f:
-            f.write(STEP.format(R=R, N=N, G=N * R))
+            f.write(STEP.format(R=R, N=N, G=N * R, W=W, WG=W * R, L=3 * R))
         data = os.path.join(out, "c%d.npz" % R)
-        np.savez(data, x=x.reshape(R * N, 3), y=y.reshape(R * 3), i=i.reshape(R * 4))
+        np.savez(data, x=x.reshape(R * N, 3), y=y.reshape(R * 3), i=i.reshape(R * 4),
+                 z=np.concatenate(list(z), axis=0))
         save = os.path.join(out, "c%d-out-{rank}.npz" % R)
         for flags in ([], ["--no-overlap"]):
             plan = os.path.join(out, "c%d.plan" % R)
@@ -81,7 +100,9 @@ def main():
                                                      "--timeout", "60"])
             names = ["sum", "avg", "max", "min", "i64 sum", "bucket[0]", "reduce_scatter",
                      "all_gather", "all_to_all", "broadcast", "started all_reduce",
-                     "send/recv", "bucket[1]", "input"]
+                     "send/recv", "bucket[1]", "input", "reduce_scatter dim 1",
+                     "all_gather dim 1", "all_to_all dim 1", "all_gather last dim",
+                     "started all_gather dim 1 of the reduce_scatter"]
             for r in range(R):
                 got = np.load(save.replace("{rank}", str(r)))
                 # Rank r's chunk r of the sum; of all_to_all, chunk r of
@@ -89,7 +110,10 @@ def main():
                 a2a = np.concatenate([x[s][2 * r:2 * r + 2] for s in range(R)])
                 expected = [x.sum(0), x.mean(0), x.max(0), x.min(0), i.sum(0), y.mean(0),
                             x.sum(0)[2 * r:2 * r + 2], x.reshape(R * N, 3), a2a, x[1],
-                            x.sum(0), x[r], x.mean(0), y[r]]
+                            x.sum(0), x[r], x.mean(0), y[r],
+                            z.sum(0)[:, 2 * r:2 * r + 2], np.concatenate(list(z), axis=1),
+                            np.concatenate([z[s][:, 2 * r:2 * r + 2] for s in range(R)], axis=1),
+                            np.concatenate(list(z), axis=2), z.sum(0)]
                 for k, (name, ref) in enumerate(zip(names, expected)):
                     value = got["result%d" % k]
                     ok = (value.shape == ref.shape and value.dtype == ref.dtype and

@@ -8,9 +8,43 @@
 using namespace braid;
 using namespace braid::rt;
 
+namespace {
+
+/// A tensor split into `parts` along one dimension, seen as `rows` rows (the
+/// product of the dimensions before it) of `parts` pieces of `piece` bytes.
+struct Pieces {
+  uint64_t rows = 1, piece = 0, parts = 1;
+
+  Pieces(const Buffer &whole, int64_t dim, int64_t parts) : parts(parts) {
+    for (int64_t d = 0; d < dim; ++d)
+      rows *= whole.shape[d];
+    piece = rows ? whole.bytes / rows / parts : 0;
+  }
+  /// Whether the pieces are contiguous already (rank order is memory order).
+  bool contiguous() const { return rows <= 1; }
+  /// Copies piece `p` of every row of `whole` to the contiguous block `p` of
+  /// `blocks`, or back.
+  void pack(CollectiveMemory &m, uint8_t *blocks, const uint8_t *whole) const {
+    for (uint64_t p = 0; p < parts; ++p)
+      m.copyRows(blocks + p * rows * piece, piece, whole + p * piece,
+                 parts * piece, piece, rows);
+  }
+  void unpack(CollectiveMemory &m, uint8_t *whole,
+              const uint8_t *blocks) const {
+    for (uint64_t p = 0; p < parts; ++p)
+      m.copyRows(whole + p * piece, parts * piece, blocks + p * rows * piece,
+                 piece, piece, rows);
+  }
+};
+
+} // namespace
+
 void braid::rt::issueCollective(const Plan &plan, const Instr &instr,
                                 uint8_t *arena, Communicator &comm,
-                                const ArenaCopy &copy) {
+                                CollectiveMemory &memory) {
+  auto copy = [&](uint8_t *dst, const uint8_t *src, uint64_t bytes) {
+    memory.copy(dst, src, bytes);
+  };
   auto buffer = [&](uint32_t id) -> const Buffer & { return plan.buffers[id]; };
   auto at = [&](const Buffer &b) { return arena + b.offset; };
   auto in = [&]() -> const Buffer & { return buffer(instr.operands[0]); };
@@ -47,15 +81,49 @@ void braid::rt::issueCollective(const Plan &plan, const Instr &instr,
     comm.groupEnd();
     return;
   }
-  case CollectiveKind::ReduceScatter:
-    return comm.reduceScatter(at(in()), at(out()), out().numElements(),
-                              out().dtype,
-                              instr.as<ops::ReduceScatterAttrs>().reduction);
-  case CollectiveKind::AllGather:
-    return comm.allGather(at(in()), at(out()), in().numElements(), in().dtype);
-  case CollectiveKind::AllToAll:
-    return comm.allToAll(at(in()), at(out()), in().numElements() / comm.size(),
-                         in().dtype);
+  case CollectiveKind::ReduceScatter: {
+    const auto &attrs = instr.as<ops::ReduceScatterAttrs>();
+    Pieces pieces(in(), attrs.scatter_dim, comm.size());
+    const uint8_t *input = at(in());
+    if (!pieces.contiguous()) {
+      uint8_t *blocks = memory.staging(in().bytes);
+      pieces.pack(memory, blocks, input);
+      input = blocks;
+    }
+    return comm.reduceScatter(input, at(out()), out().numElements(),
+                              out().dtype, attrs.reduction);
+  }
+  case CollectiveKind::AllGather: {
+    Pieces pieces(out(), instr.as<ops::AllGatherAttrs>().gather_dim,
+                  comm.size());
+    if (pieces.contiguous())
+      return comm.allGather(at(in()), at(out()), in().numElements(),
+                            in().dtype);
+    uint8_t *blocks = memory.staging(out().bytes);
+    comm.allGather(at(in()), blocks, in().numElements(), in().dtype);
+    uint8_t *output = at(out());
+    memory.afterwards([&memory, pieces, output, blocks] {
+      pieces.unpack(memory, output, blocks);
+    });
+    return;
+  }
+  case CollectiveKind::AllToAll: {
+    // split_dim == concat_dim (OpChecks): block j of the pieces goes to
+    // rank j, and block i received takes the place of piece i.
+    Pieces pieces(in(), instr.as<ops::AllToAllAttrs>().split_dim, comm.size());
+    int64_t chunk = in().numElements() / comm.size();
+    if (pieces.contiguous())
+      return comm.allToAll(at(in()), at(out()), chunk, in().dtype);
+    uint8_t *sent = memory.staging(in().bytes);
+    uint8_t *received = memory.staging(out().bytes);
+    pieces.pack(memory, sent, at(in()));
+    comm.allToAll(sent, received, chunk, in().dtype);
+    uint8_t *output = at(out());
+    memory.afterwards([&memory, pieces, output, received] {
+      pieces.unpack(memory, output, received);
+    });
+    return;
+  }
   case CollectiveKind::Broadcast:
     copy(at(out()), at(in()), out().bytes);
     return comm.broadcast(at(out()), out().numElements(), out().dtype,

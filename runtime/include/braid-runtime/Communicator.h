@@ -59,16 +59,36 @@ public:
   virtual void groupEnd() {}
 };
 
-/// Copies `bytes` within a backend's arena (memcpy, cudaMemcpyAsync).
-using ArenaCopy =
-    std::function<void(uint8_t *dst, const uint8_t *src, uint64_t bytes)>;
+/// What issueCollective needs of a backend's memory besides the
+/// communicator: copies within its arena (memcpy, cudaMemcpyAsync), and for
+/// a split along an inner dimension, staging memory and work to do once the
+/// communication has completed (unpacking a gather).
+class CollectiveMemory {
+public:
+  virtual ~CollectiveMemory() = default;
+  /// Copies `bytes` from `src` to `dst`.
+  virtual void copy(uint8_t *dst, const uint8_t *src, uint64_t bytes) = 0;
+  /// Copies `rows` rows of `width` bytes, `srcPitch` bytes apart at `src`,
+  /// to `dstPitch` bytes apart at `dst`.
+  virtual void copyRows(uint8_t *dst, uint64_t dstPitch, const uint8_t *src,
+                        uint64_t srcPitch, uint64_t width, uint64_t rows) = 0;
+  /// `bytes` of staging memory, valid until the collective has completed.
+  virtual uint8_t *staging(uint64_t bytes) = 0;
+  /// Runs `fn` once the collective's communication has completed (in stream
+  /// order on cuda: at once).
+  virtual void afterwards(std::function<void()> fn) = 0;
+};
 
 /// Issues the collective `instr` on `comm`, over a backend's arena at
 /// `arena`: the one decoding of a collective instruction. An all-reduce runs
 /// in place over its results (inputs elsewhere are copied in first), one
 /// call per run of adjacent results of one type, so a bucket is one call.
+/// A reduce-scatter, all-gather or all-to-all along a dimension with
+/// non-unit dimensions before it packs its pieces into staging memory
+/// first (or unpacks them afterwards): the communication libraries move
+/// contiguous blocks only.
 void issueCollective(const Plan &plan, const Instr &instr, uint8_t *arena,
-                     Communicator &comm, const ArenaCopy &copy);
+                     Communicator &comm, CollectiveMemory &memory);
 
 /// Calls `fn(group, stream)` once for each communicator the plan needs (one
 /// per device group and stream that issues its collectives), in plan order:

@@ -36,8 +36,24 @@ public:
   void copy(const Buffer &dst, const Buffer &src) override;
 
 private:
+  /// A collective's staging memory and what it unpacks once complete.
+  class Staging : public CollectiveMemory {
+  public:
+    void copy(uint8_t *dst, const uint8_t *src, uint64_t bytes) override;
+    void copyRows(uint8_t *dst, uint64_t dstPitch, const uint8_t *src,
+                  uint64_t srcPitch, uint64_t width, uint64_t rows) override;
+    uint8_t *staging(uint64_t bytes) override;
+    void afterwards(std::function<void()> fn) override;
+    /// After the communication: the unpacking, then the memory is freed.
+    void finish();
+
+  private:
+    std::vector<std::unique_ptr<uint8_t[]>> buffers;
+    std::vector<std::function<void()>> pending;
+  };
   struct Pending {
     MpiWork work;
+    Staging staging;
     int64_t sequence = 0;
   };
   void post(unsigned stream, const Instr &instr, Pending &pending);

@@ -112,16 +112,43 @@ void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
   pending.work = MpiWork();
   pending.sequence = watchdog.arrive(instr.group, groupMembers[instr.group]);
   comm.begin(pending.work);
-  issueCollective(*plan, instr, arena, comm,
-                  [](uint8_t *dst, const uint8_t *src, uint64_t bytes) {
-                    std::memcpy(dst, src, bytes);
-                  });
+  pending.staging = Staging();
+  issueCollective(*plan, instr, arena, comm, pending.staging);
+}
+
+void CpuBackend::Staging::copy(uint8_t *dst, const uint8_t *src,
+                               uint64_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
+
+void CpuBackend::Staging::copyRows(uint8_t *dst, uint64_t dstPitch,
+                                   const uint8_t *src, uint64_t srcPitch,
+                                   uint64_t width, uint64_t rows) {
+  for (uint64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * dstPitch, src + r * srcPitch, width);
+}
+
+uint8_t *CpuBackend::Staging::staging(uint64_t bytes) {
+  buffers.push_back(std::make_unique<uint8_t[]>(bytes));
+  return buffers.back().get();
+}
+
+void CpuBackend::Staging::afterwards(std::function<void()> fn) {
+  pending.push_back(std::move(fn));
+}
+
+void CpuBackend::Staging::finish() {
+  for (const auto &fn : pending)
+    fn();
+  pending.clear();
+  buffers.clear();
 }
 
 void CpuBackend::complete(const Instr &instr, Pending &pending) {
   watchdog.wait(instr, pending.work.requests, pending.sequence,
                 groupMembers[instr.group]);
   pending.work.finish();
+  pending.staging.finish();
   // The inputs were read until now: nothing may have overwritten them.
   use(instr.operands, instr, " (in flight)");
   define(instr.results);

@@ -22,6 +22,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 using namespace braid;
 using namespace braid::rt;
@@ -144,15 +145,53 @@ void CudaBackend::kernel(unsigned stream, const Instr &instr) {
                    state->blas[stream], state->errorFlag);
 }
 
+namespace {
+
+/// Stream-ordered copies and staging memory on one CUDA stream: what is
+/// enqueued after the NCCL call runs after it, so `afterwards` runs at
+/// once; the staging memory is freed in stream order at the end.
+class StreamStaging : public CollectiveMemory {
+public:
+  explicit StreamStaging(cudaStream_t stream) : stream(stream) {}
+  ~StreamStaging() override {
+    for (void *p : buffers)
+      cudaFreeAsync(p, stream);
+  }
+  void copy(uint8_t *dst, const uint8_t *src, uint64_t bytes) override {
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                              stream),
+              "copying a collective's input");
+  }
+  void copyRows(uint8_t *dst, uint64_t dstPitch, const uint8_t *src,
+                uint64_t srcPitch, uint64_t width, uint64_t rows) override {
+    cudaCheck(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows,
+                                cudaMemcpyDeviceToDevice, stream),
+              "copying a collective's pieces");
+  }
+  uint8_t *staging(uint64_t bytes) override {
+    void *p = nullptr;
+    cudaCheck(cudaMallocAsync(&p, bytes, stream),
+              "allocating a collective's staging memory");
+    buffers.push_back(p);
+    return static_cast<uint8_t *>(p);
+  }
+  void afterwards(std::function<void()> fn) override { fn(); }
+
+private:
+  cudaStream_t stream;
+  std::vector<void *> buffers;
+};
+
+} // namespace
+
 void CudaBackend::startCollective(unsigned stream, const Instr &instr) {
   State &s = *state;
   cudaStream_t cs = s.streams[stream];
-  issueCollective(*s.plan, instr, s.arena, *s.comms.at({instr.group, stream}),
-                  [&](uint8_t *dst, const uint8_t *src, uint64_t bytes) {
-                    cudaCheck(cudaMemcpyAsync(dst, src, bytes,
-                                              cudaMemcpyDeviceToDevice, cs),
-                              "copying a collective's input");
-                  });
+  {
+    StreamStaging staging(cs);
+    issueCollective(*s.plan, instr, s.arena,
+                    *s.comms.at({instr.group, stream}), staging);
+  }
   if (instr.kind == InstrKind::CollectiveStart)
     cudaCheck(cudaEventRecord(s.futureEvents[instr.future], cs),
               "cudaEventRecord");
