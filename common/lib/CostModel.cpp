@@ -290,6 +290,8 @@ std::vector<AffineCost> cost::collectiveAlgorithms(const Cluster &c,
     return {{base + (net ? c.networkLatency : c.nvlinkLatency),
              1 / (net ? bNet : bNv)}};
   case CollectiveKind::None:
+  case CollectiveKind::AxisIndex:
+    // Nothing moves (an axis index is known locally).
     return {AffineCost()};
   }
   return {AffineCost()};

@@ -3,7 +3,8 @@
 # i64; a bucket of two), reduce_scatter, all_gather, all_to_all,
 # collective_broadcast, and send/recv; reduce_scatter, all_gather and
 # all_to_all also along inner dimensions (dimension 1 of 3, and the last),
-# which the runtime packs through staging memory; and send/recv (on a one-rank group: every rank sends
+# which the runtime packs through staging memory; axis_index (each rank's
+# own index); and send/recv (on a one-rank group: every rank sends
 # to itself, since one SPMD program names one peer index on every rank).
 # Every rank saves its results (--save with {rank}) and every rank's are
 # checked: shapes exactly, values within 1e-6 relative (a float32 sum of at
@@ -34,7 +35,7 @@ func.func @collectives(
         tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
         tensor<{N}x3xf32>, tensor<3xf32>,
         tensor<2x2x3xf32>, tensor<2x{WG}x3xf32>, tensor<2x{W}x3xf32>, tensor<2x{W}x{L}xf32>,
-        tensor<2x{W}x3xf32>) {{
+        tensor<2x{W}x3xf32>, tensor<i64>) {{
   %sum = braid.all_reduce %x on @world grid_axes = [0] reduction = sum : tensor<{N}x3xf32>
   %avg = braid.all_reduce %x on @world grid_axes = [0] reduction = avg : tensor<{N}x3xf32>
   %max = braid.all_reduce %x on @world grid_axes = [0] reduction = max : tensor<{N}x3xf32>
@@ -50,6 +51,7 @@ func.func @collectives(
   %a2a1 = braid.all_to_all %z on @world grid_axes = [0] split_dim = 1 concat_dim = 1 : tensor<2x{W}x3xf32> -> tensor<2x{W}x3xf32>
   %ag2 = braid.all_gather %z on @world grid_axes = [0] gather_dim = 2 : tensor<2x{W}x3xf32> -> tensor<2x{W}x{L}xf32>
   %fz = braid.all_gather_start %rs1 on @world grid_axes = [0] gather_dim = 1 : tensor<2x2x3xf32> -> !braid.future<tensor<2x{W}x3xf32>>
+  %idx = braid.axis_index on @world grid_axes = [0] : tensor<i64>
   %f = braid.all_reduce_start %x on @world grid_axes = [0] reduction = sum : tensor<{N}x3xf32>
   %s = braid.send_start %x on @pairs grid_axes = [1] peer = 0 : tensor<{N}x3xf32> -> !braid.future<>
   %r = braid.recv_start on @pairs grid_axes = [1] peer = 0 : !braid.future<tensor<{N}x3xf32>>
@@ -58,13 +60,13 @@ func.func @collectives(
   %async = braid.wait %f : !braid.future<tensor<{N}x3xf32>>
   %agz = braid.wait %fz : !braid.future<tensor<2x{W}x3xf32>>
   return %sum, %avg, %max, %min, %isum, %bucket#0, %rs, %ag, %a2a, %bc, %async, %recv, %bucket#1, %y,
-      %rs1, %ag1, %a2a1, %ag2, %agz
+      %rs1, %ag1, %a2a1, %ag2, %agz, %idx
       : tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
         tensor<4xi64>, tensor<3xf32>, tensor<2x3xf32>, tensor<{G}x3xf32>,
         tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
         tensor<{N}x3xf32>, tensor<3xf32>,
         tensor<2x2x3xf32>, tensor<2x{WG}x3xf32>, tensor<2x{W}x3xf32>, tensor<2x{W}x{L}xf32>,
-        tensor<2x{W}x3xf32>
+        tensor<2x{W}x3xf32>, tensor<i64>
 }}
 """
 
@@ -102,7 +104,7 @@ def main():
                      "all_gather", "all_to_all", "broadcast", "started all_reduce",
                      "send/recv", "bucket[1]", "input", "reduce_scatter dim 1",
                      "all_gather dim 1", "all_to_all dim 1", "all_gather last dim",
-                     "started all_gather dim 1 of the reduce_scatter"]
+                     "started all_gather dim 1 of the reduce_scatter", "axis_index"]
             for r in range(R):
                 got = np.load(save.replace("{rank}", str(r)))
                 # Rank r's chunk r of the sum; of all_to_all, chunk r of
@@ -113,7 +115,8 @@ def main():
                             x.sum(0), x[r], x.mean(0), y[r],
                             z.sum(0)[:, 2 * r:2 * r + 2], np.concatenate(list(z), axis=1),
                             np.concatenate([z[s][:, 2 * r:2 * r + 2] for s in range(R)], axis=1),
-                            np.concatenate(list(z), axis=2), z.sum(0)]
+                            np.concatenate(list(z), axis=2), z.sum(0),
+                            np.array(r, np.int64)]
                 for k, (name, ref) in enumerate(zip(names, expected)):
                     value = got["result%d" % k]
                     ok = (value.shape == ref.shape and value.dtype == ref.dtype and

@@ -58,6 +58,8 @@ OPS = {
     'recv_start': (113, 'CollectiveStart', 'Recv', 0, 1, ('peer',)),
     'collective_permute': (114, 'Collective', 'Permute', 1, 1, ('offset',)),
     'collective_permute_start': (115, 'CollectiveStart', 'Permute', 1, 1, ('offset',)),
+    'axis_index': (116, 'Collective', 'AxisIndex', 0, 1, ()),
+    'axis_index_start': (117, 'CollectiveStart', 'AxisIndex', 0, 1, ()),
     'wait': (200, 'Wait', None, 0, -1, ()),
     'record_event': (201, 'RecordEvent', None, 0, 0, ()),
     'wait_event': (202, 'WaitEvent', None, 0, 0, ()),

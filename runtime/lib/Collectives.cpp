@@ -142,6 +142,10 @@ void braid::rt::issueCollective(const Plan &plan, const Instr &instr,
                          int((index + offset + n) % n),
                          int((index - offset + n) % n));
   }
+  case CollectiveKind::AxisIndex: {
+    int64_t index = comm.rank();
+    return memory.upload(at(out()), &index, sizeof(index));
+  }
   case CollectiveKind::None:
     break;
   }

@@ -487,6 +487,10 @@ void checkCollective(Checker &c) {
     return inGroup("peer", instr.as<ops::SendAttrs>().peer);
   case CollectiveKind::Recv:
     return inGroup("peer", instr.as<ops::RecvAttrs>().peer);
+  case CollectiveKind::AxisIndex:
+    if (c.out(0).dtype != DType::I64)
+      c.fail("the rank index '" + c.out(0).name + "' must be i64");
+    return c.shape(c.out(0), {});
   case CollectiveKind::None:
     c.fail("is not a collective");
   }

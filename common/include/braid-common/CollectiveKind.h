@@ -27,7 +27,9 @@ enum class CollectiveKind : uint8_t {
   Recv,
   /// Every rank sends to the rank `offset` ahead and receives from the one
   /// behind (braid.collective_permute).
-  Permute
+  Permute,
+  /// No communication: the rank's index in the group (braid.axis_index).
+  AxisIndex
 };
 
 inline const char *collectiveKindName(CollectiveKind kind) {
@@ -50,6 +52,8 @@ inline const char *collectiveKindName(CollectiveKind kind) {
     return "recv";
   case CollectiveKind::Permute:
     return "permute";
+  case CollectiveKind::AxisIndex:
+    return "axis_index";
   }
   return "?";
 }
@@ -72,6 +76,7 @@ inline uint64_t getCommBytes(CollectiveKind kind, uint64_t inputBytes,
   case CollectiveKind::Permute:
     return inputBytes;
   case CollectiveKind::None:
+  case CollectiveKind::AxisIndex:
     return 0;
   }
   return 0;

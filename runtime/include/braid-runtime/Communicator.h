@@ -68,6 +68,9 @@ public:
   virtual ~CollectiveMemory() = default;
   /// Copies `bytes` from `src` to `dst`.
   virtual void copy(uint8_t *dst, const uint8_t *src, uint64_t bytes) = 0;
+  /// Copies `bytes` from host memory at `src` (which may be gone once this
+  /// returns) to `dst`.
+  virtual void upload(uint8_t *dst, const void *src, uint64_t bytes) = 0;
   /// Copies `rows` rows of `width` bytes, `srcPitch` bytes apart at `src`,
   /// to `dstPitch` bytes apart at `dst`.
   virtual void copyRows(uint8_t *dst, uint64_t dstPitch, const uint8_t *src,

@@ -40,6 +40,7 @@ private:
   class Staging : public CollectiveMemory {
   public:
     void copy(uint8_t *dst, const uint8_t *src, uint64_t bytes) override;
+    void upload(uint8_t *dst, const void *src, uint64_t bytes) override;
     void copyRows(uint8_t *dst, uint64_t dstPitch, const uint8_t *src,
                   uint64_t srcPitch, uint64_t width, uint64_t rows) override;
     uint8_t *staging(uint64_t bytes) override;

@@ -121,6 +121,11 @@ void CpuBackend::Staging::copy(uint8_t *dst, const uint8_t *src,
   std::memcpy(dst, src, bytes);
 }
 
+void CpuBackend::Staging::upload(uint8_t *dst, const void *src,
+                                 uint64_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
+
 void CpuBackend::Staging::copyRows(uint8_t *dst, uint64_t dstPitch,
                                    const uint8_t *src, uint64_t srcPitch,
                                    uint64_t width, uint64_t rows) {

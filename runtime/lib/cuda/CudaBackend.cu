@@ -162,6 +162,11 @@ public:
                               stream),
               "copying a collective's input");
   }
+  void upload(uint8_t *dst, const void *src, uint64_t bytes) override {
+    // From pageable memory: returns once `src` has been read.
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
+              "writing a rank index");
+  }
   void copyRows(uint8_t *dst, uint64_t dstPitch, const uint8_t *src,
                 uint64_t srcPitch, uint64_t width, uint64_t rows) override {
     cudaCheck(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows,

@@ -381,6 +381,24 @@ func.func @permute_axis(%x: tensor<8xf32>) {
 
 // -----
 
+shard.grid @world(shape = 4x2)
+func.func @axis_index_type() {
+  // expected-error @below {{yields 'tensor<1xi64>', but a rank index is a tensor<i64>}}
+  %0 = braid.axis_index_start on @world grid_axes = [0] : !braid.future<tensor<1xi64>>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @axis_index_axis() {
+  // expected-error @below {{grid axis 2 is out of range for grid @world of rank 2}}
+  %0 = braid.axis_index on @world grid_axes = [2] : tensor<i64>
+  return
+}
+
+// -----
+
 func.func @scatter_grad_of(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w">}, %x: tensor<8xf32>) {
   // expected-error @below {{grad_of names 'x', which is not a parameter argument of @scatter_grad_of}}
   %0 = braid.reduce_scatter %w on @world grid_axes = [0] reduction = sum scatter_dim = 0 grad_of = ["x"] : tensor<8xf32> -> tensor<2xf32>

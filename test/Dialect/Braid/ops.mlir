@@ -189,6 +189,8 @@ func.func @collectives(%w: tensor<16x8xf32> {braid.role = #braid.role<parameter 
   %7 = braid.collective_broadcast %x on @world grid_axes = [0] root = 3 : tensor<8x16xf32> -> tensor<8x16xf32>
   // CHECK: %[[V_PERM:[a-z0-9_]+]] = braid.collective_permute %[[V_X]] on @world grid_axes = [1] offset = -1 : tensor<8x16xf32> -> tensor<8x16xf32>
   %perm = braid.collective_permute %x on @world grid_axes = [1] offset = -1 : tensor<8x16xf32> -> tensor<8x16xf32>
+  // CHECK: %[[V_IDX:[a-z0-9_]+]] = braid.axis_index on @world grid_axes = [1] : tensor<i64>
+  %idx = braid.axis_index on @world grid_axes = [1] : tensor<i64>
   // CHECK: %[[V_RSG:[a-z0-9_]+]] = braid.reduce_scatter %[[V_W]] on @world grid_axes = [0] reduction = avg scatter_dim = 0 grad_of = ["w"] : tensor<16x8xf32> -> tensor<4x8xf32>
   %rsg = braid.reduce_scatter %w on @world grid_axes = [0] reduction = avg scatter_dim = 0 grad_of = ["w"] : tensor<16x8xf32> -> tensor<4x8xf32>
   // CHECK: braid.send %[[V_X]] on @world grid_axes = [1] peer = 1 : tensor<8x16xf32>
@@ -222,6 +224,9 @@ func.func @async_collectives(%w: tensor<16x8xf32> {braid.role = #braid.role<para
   // CHECK: %[[V_F7:[a-z0-9_]+]] = braid.collective_permute_start %[[V_X]] on @world grid_axes = [0, 1] offset = 1 : tensor<8x16xf32> -> !braid.future<tensor<8x16xf32>>
   %f7 = braid.collective_permute_start %x on @world grid_axes = [0, 1] offset = 1 : tensor<8x16xf32> -> !braid.future<tensor<8x16xf32>>
   %r7 = braid.wait %f7 : !braid.future<tensor<8x16xf32>>
+  // CHECK: %[[V_F8:[a-z0-9_]+]] = braid.axis_index_start on @world grid_axes = [0, 1] : !braid.future<tensor<i64>>
+  %f8 = braid.axis_index_start on @world grid_axes = [0, 1] : !braid.future<tensor<i64>>
+  %r8 = braid.wait %f8 : !braid.future<tensor<i64>>
   // CHECK: %[[S:.*]] = braid.send_start %[[V_X]] on @world grid_axes = [1] peer = 1 : tensor<8x16xf32> -> !braid.future<>
   %f5 = braid.send_start %x on @world grid_axes = [1] peer = 1 : tensor<8x16xf32> -> !braid.future<>
   // CHECK: braid.wait %[[S]] : !braid.future<>

@@ -255,6 +255,27 @@ defm Braid_CollectivePermute : Braid_Collective<"collective_permute", 114,
     ```
   }]>;
 
+defm Braid_AxisIndex : Braid_Collective<"axis_index", 116, "AxisIndex",
+    "verifyAxisIndex", Braid_CollectiveArgs,
+    (outs 0DTensorOf<[I64]>:$result), (outs Braid_FutureType:$result),
+    [{
+      `on` $grid `grid_axes` `=` $grid_axes attr-dict `:` type($result)
+    }], [{
+      `on` $grid `grid_axes` `=` $grid_axes attr-dict `:`
+      qualified(type($result))
+    }],
+    "this rank's index in the group", [{
+    The index of the rank within the group that `grid_axes` span, as JAX's
+    `axis_index` and upstream `shard.process_linear_index` give it. It
+    communicates nothing; it is a collective because its value is the
+    group's (braid-tensor-parallel uses it to find a rank's shard of a
+    table split by rows). It costs nothing in the cost model.
+
+    ```mlir
+    %i = braid.axis_index on @world grid_axes = [1] : tensor<i64>
+    ```
+  }]>;
+
 //===----------------------------------------------------------------------===//
 // Scheduling
 //===----------------------------------------------------------------------===//

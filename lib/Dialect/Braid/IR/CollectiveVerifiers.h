@@ -261,6 +261,18 @@ template <typename Op> static LogicalResult verifyCollectivePermute(Op op) {
   return verifyYieldsInputType(op);
 }
 
+template <typename Op> static LogicalResult verifyAxisIndex(Op op) {
+  if (failed(verifyGridAxes(op, op.getGridAxes())))
+    return failure();
+  RankedTensorType result = getYieldedTensor(op, op.getResult());
+  if (!result)
+    return failure();
+  if (result.getRank() != 0 || !result.getElementType().isInteger(64))
+    return op.emitOpError()
+           << "yields " << result << ", but a rank index is a tensor<i64>";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Grid checks (SymbolUserOpInterface)
 //===----------------------------------------------------------------------===//
@@ -347,6 +359,11 @@ static LogicalResult verifyAllReduceGrid(Op op, SymbolTableCollection &table) {
 template <typename Op>
 static LogicalResult verifyCollectivePermuteGrid(Op op,
                                                  SymbolTableCollection &table) {
+  return verifyGridOnly(op, table);
+}
+
+template <typename Op>
+static LogicalResult verifyAxisIndexGrid(Op op, SymbolTableCollection &table) {
   return verifyGridOnly(op, table);
 }
 
