@@ -195,6 +195,40 @@ def build(rng):
             s.op("%%r = braid.nll_loss_backward %s, %s, %s reduction = %s : tensor<f32>, %s, %s" % (
                 s.input(grad), s.input(lpf), s.input(labels), red, lt, ct), [-1.5 * onehot / div])
 
+    # The vocabulary-parallel cross-entropy: shard `index` of `parts` holds
+    # columns [index * C, (index + 1) * C); the loss and gradient from every
+    # shard's summary equal cross_entropy of the whole logits (labels fall
+    # in every shard, and outside this one).
+    parts, index = 3, int(rng.integers(0, 3))
+    whole = randn(rng, rows, parts * classes) * 3
+    labels = rng.integers(0, parts * classes, rows).astype(np.int64)
+    lt = ttype((rows, classes))
+    piece = lambda p: np.ascontiguousarray(whole[:, p * classes:(p + 1) * classes])
+    def stats_of(p):
+        x = piece(p).astype(np.float64)
+        m = x.max(1)
+        local = labels - p * classes
+        inside = (local >= 0) & (local < classes)
+        t = np.where(inside, x[np.arange(rows), np.clip(local, 0, classes - 1)], 0)
+        return np.stack([m, np.exp(x - m[:, None]).sum(1), t], 1)[None]
+    idx = s.input(np.array(index, np.int64))
+    s.op("%%r = braid.cross_entropy_shard_stats %s, %s, %s parts = %d : %s, %s -> %s" % (
+        s.input(piece(index)), s.input(labels), idx, parts, lt, ttype((rows,), "i64"),
+        ttype((1, rows, 3))), [stats_of(index)])
+    stats = np.concatenate([stats_of(p) for p in range(parts)]).astype(np.float32)
+    lpw = np.log(softmax(whole.astype(np.float64), 1))
+    for red in ("mean", "sum"):
+        div = rows if red == "mean" else 1
+        s.op("%%r = braid.cross_entropy_shard_loss %s reduction = %s : %s -> tensor<f32>" % (
+            s.input(stats), red, ttype(stats.shape)),
+            [np.array(-lpw[np.arange(rows), labels].sum() / div)])
+        full = 1.5 * (np.exp(lpw) - np.eye(parts * classes)[labels]) / div
+        s.op("%%r = braid.cross_entropy_shard_backward %s, %s, %s, %s, %s reduction = %s : "
+             "tensor<f32>, %s, %s, %s" % (
+                 s.input(np.array(1.5, np.float32)), s.input(piece(index)), s.input(labels),
+                 s.input(stats), idx, red, lt, ttype((rows,), "i64"), ttype(stats.shape)),
+             [full[:, index * classes:(index + 1) * classes]])
+
     # Embedding and its backward (repeated ids accumulate).
     vocab, width = dim(2, 10), dim()
     table = randn(rng, vocab, width)
@@ -207,6 +241,23 @@ def build(rng):
     np.add.at(ref, ids.reshape(-1), g.reshape(-1, width))
     s.op("%%r = braid.embedding_backward %s, %s : %s, %s -> %s" % (
         s.input(g), s.input(ids), ttype(g.shape), ttype(ids.shape, "i64"), ttype(ref.shape)), [ref])
+
+    # One shard of a table split by rows: ids elsewhere give zero rows and
+    # add no gradient.
+    shard = randn(rng, vocab, width)
+    ids3 = rng.integers(0, parts * vocab, (dim(1, 4), dim())).astype(np.int64)
+    local = ids3 - index * vocab
+    inside = (local >= 0) & (local < vocab)
+    ref = np.where(inside[..., None], shard[np.clip(local, 0, vocab - 1)], 0)
+    s.op("%%r = braid.embedding_shard %s, %s, %s parts = %d : %s, %s -> %s" % (
+        s.input(shard), s.input(ids3), idx, parts, ttype(shard.shape), ttype(ids3.shape, "i64"),
+        ttype(ids3.shape + (width,))), [ref])
+    g3 = randn(rng, *(ids3.shape + (width,)))
+    ref = np.zeros((vocab, width))
+    np.add.at(ref, local[inside], g3[inside])
+    s.op("%%r = braid.embedding_shard_backward %s, %s, %s parts = %d : %s, %s -> %s" % (
+        s.input(g3), s.input(ids3), idx, parts, ttype(g3.shape), ttype(ids3.shape, "i64"),
+        ttype(ref.shape)), [ref])
 
     # Data movement.
     s.op("%%r = braid.reshape %s : %s -> %s" % (s.input(x), t, ttype((shape[0] * shape[1], shape[2]))),

@@ -243,6 +243,58 @@ void embeddingBackward(Checker &c) {
   c.shape(c.in(0), expected);
 }
 
+/// A shard op's rank index (a tensor<i64>) and `parts`.
+void shardIndex(Checker &c, const Buffer &index, int64_t parts) {
+  if (index.dtype != DType::I64)
+    c.fail("the rank index '" + index.name + "' must be i64");
+  c.shape(index, {});
+  if (parts < 1)
+    c.fail("parts must be positive, but is " + std::to_string(parts));
+}
+
+void embeddingShard(Checker &c, int64_t parts) {
+  embedding(c);
+  shardIndex(c, c.in(2), parts);
+}
+
+void embeddingShardBackward(Checker &c, int64_t parts) {
+  embeddingBackward(c);
+  shardIndex(c, c.in(2), parts);
+}
+
+/// `stats` must be [P, rows, 3] (P == `parts` when given).
+void shardStats(Checker &c, const Buffer &stats, int64_t rows,
+                int64_t parts = -1) {
+  c.f32(stats);
+  if (stats.shape.size() != 3 || stats.shape[1] != rows ||
+      stats.shape[2] != 3 || (parts >= 0 && stats.shape[0] != parts))
+    c.fail("'" + stats.name + "' is " + shapeOf(stats) + ", but must be [" +
+           (parts >= 0 ? std::to_string(parts) : std::string("P")) + ", " +
+           std::to_string(rows) + ", 3]");
+}
+
+void crossEntropyShardStats(Checker &c, int64_t parts) {
+  c.f32(c.in(0));
+  c.index(c.in(1));
+  if (c.in(0).shape.size() != 2)
+    c.fail("the logits must be [N, C]");
+  c.shape(c.in(1), {c.in(0).shape[0]});
+  shardIndex(c, c.in(2), parts);
+  shardStats(c, c.out(0), c.in(0).shape[0], 1);
+}
+
+void crossEntropyShardLoss(Checker &c) {
+  shardStats(c, c.in(0), c.in(0).shape.size() == 3 ? c.in(0).shape[1] : 0);
+  c.f32(c.out(0));
+  c.shape(c.out(0), {});
+}
+
+void crossEntropyShardBackward(Checker &c) {
+  lossBackward(c);
+  shardStats(c, c.in(3), c.in(1).shape[0]);
+  shardIndex(c, c.in(4), 1);
+}
+
 void reshape(Checker &c) {
   if (c.in(0).dtype != c.out(0).dtype ||
       c.in(0).numElements() != c.out(0).numElements())
@@ -381,10 +433,22 @@ void checkKernel(Checker &c) {
   case Opcode::NllLossBackward:
   case Opcode::CrossEntropyBackward:
     return lossBackward(c);
+  case Opcode::CrossEntropyShardStats:
+    return crossEntropyShardStats(
+        c, instr.as<ops::CrossEntropyShardStatsAttrs>().parts);
+  case Opcode::CrossEntropyShardLoss:
+    return crossEntropyShardLoss(c);
+  case Opcode::CrossEntropyShardBackward:
+    return crossEntropyShardBackward(c);
   case Opcode::Embedding:
     return embedding(c);
   case Opcode::EmbeddingBackward:
     return embeddingBackward(c);
+  case Opcode::EmbeddingShard:
+    return embeddingShard(c, instr.as<ops::EmbeddingShardAttrs>().parts);
+  case Opcode::EmbeddingShardBackward:
+    return embeddingShardBackward(
+        c, instr.as<ops::EmbeddingShardBackwardAttrs>().parts);
   case Opcode::Reshape:
     return reshape(c);
   case Opcode::Transpose:

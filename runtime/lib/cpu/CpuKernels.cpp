@@ -320,6 +320,86 @@ void lossBackward(const Args &a, bool fromLogits, bool mean) {
   }
 }
 
+/// A shard op's rank index (operand `i`, a tensor<i64>), checked against
+/// `parts`.
+int64_t shardIndex(const Args &a, size_t i, int64_t parts) {
+  int64_t index =
+      reinterpret_cast<const int64_t *>(a.arena + a.inBuf(i).offset)[0];
+  if (index < 0 || index >= parts)
+    throw KernelError(a.instr.describe() + ": rank index " +
+                      std::to_string(index) + " is out of range [0, " +
+                      std::to_string(parts) + ")");
+  return index;
+}
+
+/// A row's summary over one shard of the classes: its largest logit, the
+/// sum of exp(logit - that), and the label's logit if the shard has it.
+void crossEntropyShardStats(const Args &a, int64_t parts) {
+  const Buffer &xb = a.inBuf(0);
+  int64_t rows = xb.shape[0], classes = xb.shape[1];
+  int64_t first = shardIndex(a, 2, parts) * classes;
+  const float *x = a.in(0);
+  float *stats = a.out(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = a.index(1, r, parts * classes, "label") - first;
+    const float *row = x + r * classes;
+    float mx = classes ? *std::max_element(row, row + classes) : -INFINITY;
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(double(row[c]) - mx);
+    stats[3 * r] = mx;
+    stats[3 * r + 1] = float(sum);
+    stats[3 * r + 2] = label >= 0 && label < classes ? row[label] : 0.0f;
+  }
+}
+
+/// Every shard's summaries [P, N, 3] combined for row `r`: the largest
+/// logit M, the sum S of exp(logit - M), and the label's logit T.
+struct RowStats {
+  double max, sum, target;
+};
+RowStats combineStats(const Buffer &b, const float *stats, int64_t r) {
+  int64_t parts = b.shape[0], rows = b.shape[1];
+  double mx = -INFINITY;
+  for (int64_t p = 0; p < parts; ++p)
+    mx = std::max(mx, double(stats[3 * (p * rows + r)]));
+  RowStats out{mx, 0, 0};
+  for (int64_t p = 0; p < parts; ++p) {
+    const float *s = stats + 3 * (p * rows + r);
+    out.sum += double(s[1]) * std::exp(double(s[0]) - mx);
+    out.target += s[2];
+  }
+  return out;
+}
+
+void crossEntropyShardLoss(const Args &a, bool mean) {
+  const Buffer &sb = a.inBuf(0);
+  int64_t rows = sb.shape[1];
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    RowStats s = combineStats(sb, a.in(0), r);
+    total += std::log(s.sum) + s.max - s.target;
+  }
+  a.out(0)[0] = float(mean && rows ? total / rows : total);
+}
+
+void crossEntropyShardBackward(const Args &a, bool mean) {
+  const Buffer &xb = a.inBuf(1), &sb = a.inBuf(3);
+  int64_t rows = xb.shape[0], classes = xb.shape[1];
+  int64_t first = shardIndex(a, 4, sb.shape[0]) * classes;
+  double scale = a.in(0)[0] / (mean && rows ? double(rows) : 1.0);
+  const float *x = a.in(1);
+  float *dx = a.out(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = a.index(2, r, sb.shape[0] * classes, "label") - first;
+    RowStats s = combineStats(sb, a.in(3), r);
+    for (int64_t c = 0; c < classes; ++c)
+      dx[r * classes + c] =
+          float(scale * (std::exp(double(x[r * classes + c]) - s.max) / s.sum -
+                         (c == label ? 1.0 : 0.0)));
+  }
+}
+
 void embedding(const Args &a) {
   const Buffer &table = a.inBuf(0);
   int64_t vocab = table.shape[0], dim = table.shape[1];
@@ -327,6 +407,38 @@ void embedding(const Args &a) {
   for (int64_t i = 0; i < count; ++i) {
     int64_t id = a.index(1, i, vocab, "token id");
     std::memcpy(a.out(0) + i * dim, a.in(0) + id * dim, dim * sizeof(float));
+  }
+}
+
+void embeddingShard(const Args &a, int64_t parts) {
+  const Buffer &table = a.inBuf(0);
+  int64_t vocab = table.shape[0], dim = table.shape[1];
+  int64_t first = shardIndex(a, 2, parts) * vocab;
+  int64_t count = a.inBuf(1).numElements();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t id = a.index(1, i, parts * vocab, "token id") - first;
+    float *row = a.out(0) + i * dim;
+    if (id >= 0 && id < vocab)
+      std::memcpy(row, a.in(0) + id * dim, dim * sizeof(float));
+    else
+      std::fill(row, row + dim, 0.0f);
+  }
+}
+
+void embeddingShardBackward(const Args &a, int64_t parts) {
+  const Buffer &out = a.outBuf(0);
+  int64_t vocab = out.shape[0], dim = out.shape[1];
+  int64_t first = shardIndex(a, 2, parts) * vocab;
+  int64_t count = a.inBuf(1).numElements();
+  float *dt = a.out(0);
+  std::fill(dt, dt + vocab * dim, 0.0f);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t id = a.index(1, i, parts * vocab, "token id") - first;
+    if (id < 0 || id >= vocab)
+      continue;
+    const float *g = a.in(0) + i * dim;
+    for (int64_t k = 0; k < dim; ++k)
+      dt[id * dim + k] += g[k];
   }
 }
 
@@ -492,10 +604,24 @@ void run(const Args &a) {
   case Opcode::CrossEntropyBackward:
     return lossBackward(
         a, true, isMean(instr.as<ops::CrossEntropyBackwardAttrs>().reduction));
+  case Opcode::CrossEntropyShardStats:
+    return crossEntropyShardStats(
+        a, instr.as<ops::CrossEntropyShardStatsAttrs>().parts);
+  case Opcode::CrossEntropyShardLoss:
+    return crossEntropyShardLoss(
+        a, isMean(instr.as<ops::CrossEntropyShardLossAttrs>().reduction));
+  case Opcode::CrossEntropyShardBackward:
+    return crossEntropyShardBackward(
+        a, isMean(instr.as<ops::CrossEntropyShardBackwardAttrs>().reduction));
   case Opcode::Embedding:
     return embedding(a);
   case Opcode::EmbeddingBackward:
     return embeddingBackward(a);
+  case Opcode::EmbeddingShard:
+    return embeddingShard(a, instr.as<ops::EmbeddingShardAttrs>().parts);
+  case Opcode::EmbeddingShardBackward:
+    return embeddingShardBackward(
+        a, instr.as<ops::EmbeddingShardBackwardAttrs>().parts);
   case Opcode::Reshape:
     std::memmove(a.arena + a.outBuf(0).offset, a.arena + a.inBuf(0).offset,
                  a.outBuf(0).bytes);

@@ -429,6 +429,137 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
+  case Opcode::CrossEntropyShardStats: {
+    int64_t rows = inBuf(0).shape[0], classes = inBuf(0).shape[1];
+    int64_t parts = instr.as<ops::CrossEntropyShardStatsAttrs>().parts;
+    const float *x = in(0);
+    const uint8_t *labels = arena + inBuf(1).offset;
+    bool wide = inBuf(1).dtype == DType::I64;
+    const int64_t *index =
+        reinterpret_cast<const int64_t *>(arena + inBuf(2).offset);
+    float *stats = out(0);
+    int *flag = errorFlag;
+    forEach(rows, stream, [=] __device__(int64_t r) {
+      int64_t label = loadIndex(labels, wide, r);
+      if (label < 0 || label >= parts * classes || *index < 0 ||
+          *index >= parts) {
+        atomicExch(flag, 1);
+        return;
+      }
+      label -= *index * classes;
+      const float *row = x + r * classes;
+      float mx = -INFINITY;
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        mx = fmaxf(mx, row[c]);
+      for (int64_t c = 0; c < classes; ++c)
+        sum += exp(double(row[c]) - mx);
+      stats[3 * r] = mx;
+      stats[3 * r + 1] = float(sum);
+      stats[3 * r + 2] = label >= 0 && label < classes ? row[label] : 0.0f;
+    });
+    return;
+  }
+  case Opcode::CrossEntropyShardLoss:
+  case Opcode::CrossEntropyShardBackward: {
+    bool backward = op == Opcode::CrossEntropyShardBackward;
+    size_t si = backward ? 3 : 0;
+    int64_t parts = inBuf(si).shape[0], rows = inBuf(si).shape[1];
+    int64_t classes = backward ? inBuf(1).shape[1] : 0;
+    ops::LossReduction reduction =
+        backward ? instr.as<ops::CrossEntropyShardBackwardAttrs>().reduction
+                 : instr.as<ops::CrossEntropyShardLossAttrs>().reduction;
+    double divisor =
+        reduction == ops::LossReduction::Mean && rows ? double(rows) : 1.0;
+    const float *stats = in(si);
+    const float *x = backward ? in(1) : nullptr,
+                *grad = backward ? in(0) : nullptr;
+    const uint8_t *labels = backward ? arena + inBuf(2).offset : nullptr;
+    bool wide = backward && inBuf(2).dtype == DType::I64;
+    const int64_t *index =
+        backward ? reinterpret_cast<const int64_t *>(arena + inBuf(4).offset)
+                 : nullptr;
+    float *y = out(0);
+    int *flag = errorFlag;
+    if (!backward)
+      check(cudaMemsetAsync(y, 0, sizeof(float), stream), instr);
+    forEach(rows, stream, [=] __device__(int64_t r) {
+      double mx = -INFINITY, sum = 0, target = 0;
+      for (int64_t p = 0; p < parts; ++p)
+        mx = fmax(mx, double(stats[3 * (p * rows + r)]));
+      for (int64_t p = 0; p < parts; ++p) {
+        const float *s = stats + 3 * (p * rows + r);
+        sum += double(s[1]) * exp(double(s[0]) - mx);
+        target += s[2];
+      }
+      if (!backward) {
+        atomicAdd(y, float((::log(sum) + mx - target) / divisor));
+        return;
+      }
+      int64_t label = loadIndex(labels, wide, r);
+      if (label < 0 || label >= parts * classes || *index < 0 ||
+          *index >= parts) {
+        atomicExch(flag, 1);
+        return;
+      }
+      label -= *index * classes;
+      double scale = grad[0] / divisor;
+      for (int64_t c = 0; c < classes; ++c)
+        y[r * classes + c] =
+            float(scale * (exp(double(x[r * classes + c]) - mx) / sum -
+                           (c == label ? 1.0 : 0.0)));
+    });
+    return;
+  }
+  case Opcode::EmbeddingShard: {
+    int64_t vocab = inBuf(0).shape[0], dim = inBuf(0).shape[1];
+    int64_t parts = instr.as<ops::EmbeddingShardAttrs>().parts;
+    const float *table = in(0);
+    const uint8_t *ids = arena + inBuf(1).offset;
+    bool wide = inBuf(1).dtype == DType::I64;
+    const int64_t *index =
+        reinterpret_cast<const int64_t *>(arena + inBuf(2).offset);
+    float *y = out(0);
+    int *flag = errorFlag;
+    forEach(n, stream, [=] __device__(int64_t i) {
+      int64_t id = loadIndex(ids, wide, i / dim);
+      if (id < 0 || id >= parts * vocab || *index < 0 || *index >= parts) {
+        atomicExch(flag, 1);
+        y[i] = 0;
+        return;
+      }
+      id -= *index * vocab;
+      y[i] = id >= 0 && id < vocab ? table[id * dim + i % dim] : 0.0f;
+    });
+    return;
+  }
+  case Opcode::EmbeddingShardBackward: {
+    int64_t vocab = outBuf(0).shape[0], dim = outBuf(0).shape[1];
+    int64_t parts = instr.as<ops::EmbeddingShardBackwardAttrs>().parts;
+    int64_t count = inBuf(1).numElements();
+    const float *g = in(0);
+    const uint8_t *ids = arena + inBuf(1).offset;
+    bool wide = inBuf(1).dtype == DType::I64;
+    const int64_t *index =
+        reinterpret_cast<const int64_t *>(arena + inBuf(2).offset);
+    float *y = out(0);
+    int *flag = errorFlag;
+    check(cudaMemsetAsync(y, 0, outBuf(0).bytes, stream), instr);
+    // A thread per column, in token order (deterministic, as above).
+    forEach(dim, stream, [=] __device__(int64_t k) {
+      for (int64_t t = 0; t < count; ++t) {
+        int64_t id = loadIndex(ids, wide, t);
+        if (id < 0 || id >= parts * vocab || *index < 0 || *index >= parts) {
+          atomicExch(flag, 1);
+          continue;
+        }
+        id -= *index * vocab;
+        if (id >= 0 && id < vocab)
+          y[id * dim + k] += g[t * dim + k];
+      }
+    });
+    return;
+  }
   case Opcode::Embedding: {
     int64_t vocab = inBuf(0).shape[0], dim = inBuf(0).shape[1];
     const float *table = in(0);

@@ -320,6 +320,30 @@ func.func @embedding_shape(%t: tensor<100x16xf32>, %i: tensor<4xi64>) {
 
 // -----
 
+func.func @embedding_shard_parts(%t: tensor<100x16xf32>, %i: tensor<4xi64>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.embedding_shard' op parts must be positive, but is 0}}
+  %0 = braid.embedding_shard %t, %i, %ix parts = 0 : tensor<100x16xf32>, tensor<4xi64> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_shard_stats_shape(%x: tensor<4x16xf32>, %l: tensor<4xi64>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.cross_entropy_shard_stats' op stats have shape 2x4x3, expected [1, 4, 3]}}
+  %0 = braid.cross_entropy_shard_stats %x, %l, %ix parts = 2 : tensor<4x16xf32>, tensor<4xi64> -> tensor<2x4x3xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_shard_backward_stats(%d: tensor<f32>, %x: tensor<4x16xf32>, %l: tensor<4xi64>, %s: tensor<2x8x3xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.cross_entropy_shard_backward' op stats have shape 2x8x3, expected [P, 4, 3]}}
+  %0 = braid.cross_entropy_shard_backward %d, %x, %l, %s, %ix reduction = mean : tensor<f32>, tensor<4x16xf32>, tensor<4xi64>, tensor<2x8x3xf32>
+  return
+}
+
+// -----
+
 func.func @embedding_backward_shape(%d: tensor<4x8xf32>, %i: tensor<4xi64>) {
   // expected-error @below {{'braid.embedding_backward' op rows has shape 4x8, expected 4x16}}
   %0 = braid.embedding_backward %d, %i : tensor<4x8xf32>, tensor<4xi64> -> tensor<100x16xf32>

@@ -107,6 +107,14 @@ func.func @norms_and_losses(%x: tensor<4x8x16xf32>, %g: tensor<16xf32>,
   %l1 = braid.cross_entropy %logits, %labels32 reduction = mean : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
   // CHECK: %[[V_D1:[a-z0-9_]+]] = braid.cross_entropy_backward %[[V_L1]], %[[V_LOGITS]], %[[V_LABELS32]] reduction = mean : tensor<f32>, tensor<32x10xf32>, tensor<32xi32>
   %d1 = braid.cross_entropy_backward %l1, %logits, %labels32 reduction = mean : tensor<f32>, tensor<32x10xf32>, tensor<32xi32>
+  // CHECK: %[[V_IX:[a-z0-9_]+]] = braid.axis_index
+  %ix = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+  // CHECK: %[[V_ST:[a-z0-9_]+]] = braid.cross_entropy_shard_stats %[[V_LOGITS]], %[[V_LABELS]], %[[V_IX]] parts = 2 : tensor<32x10xf32>, tensor<32xi64> -> tensor<1x32x3xf32>
+  %st = braid.cross_entropy_shard_stats %logits, %labels, %ix parts = 2 : tensor<32x10xf32>, tensor<32xi64> -> tensor<1x32x3xf32>
+  // CHECK: %[[V_L2:[a-z0-9_]+]] = braid.cross_entropy_shard_loss %[[V_ST]] reduction = sum : tensor<1x32x3xf32> -> tensor<f32>
+  %l2 = braid.cross_entropy_shard_loss %st reduction = sum : tensor<1x32x3xf32> -> tensor<f32>
+  // CHECK: braid.cross_entropy_shard_backward %[[V_L2]], %[[V_LOGITS]], %[[V_LABELS]], %[[V_ST]], %[[V_IX]] reduction = mean : tensor<f32>, tensor<32x10xf32>, tensor<32xi64>, tensor<1x32x3xf32>
+  %d2 = braid.cross_entropy_shard_backward %l2, %logits, %labels, %st, %ix reduction = mean : tensor<f32>, tensor<32x10xf32>, tensor<32xi64>, tensor<1x32x3xf32>
   return
 }
 
@@ -121,6 +129,11 @@ func.func @data_movement(%table: tensor<100x16xf32>, %ids: tensor<4x8xi64>,
   %0 = braid.embedding %table, %ids : tensor<100x16xf32>, tensor<4x8xi64> -> tensor<4x8x16xf32>
   // CHECK: %[[V_1:[a-z0-9_]+]] = braid.embedding_backward %[[V_X]], %[[V_IDS]] : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
   %1 = braid.embedding_backward %x, %ids : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
+  %ix = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+  // CHECK: braid.embedding_shard %[[V_TABLE]], %[[V_IDS]], %{{.*}} parts = 4 : tensor<100x16xf32>, tensor<4x8xi64> -> tensor<4x8x16xf32>
+  %es = braid.embedding_shard %table, %ids, %ix parts = 4 : tensor<100x16xf32>, tensor<4x8xi64> -> tensor<4x8x16xf32>
+  // CHECK: braid.embedding_shard_backward %[[V_X]], %[[V_IDS]], %{{.*}} parts = 4 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
+  %esb = braid.embedding_shard_backward %x, %ids, %ix parts = 4 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
   // CHECK: %[[V_2:[a-z0-9_]+]] = braid.reshape %[[V_X]] : tensor<4x8x16xf32> -> tensor<32x16xf32>
   %2 = braid.reshape %x : tensor<4x8x16xf32> -> tensor<32x16xf32>
   // CHECK: %[[V_3:[a-z0-9_]+]] = braid.transpose %[[V_X]] permutation = [1, 0, 2] : tensor<4x8x16xf32> -> tensor<8x4x16xf32>

@@ -22,6 +22,9 @@ def Braid_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
 def Braid_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def Braid_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>;
 def Braid_ScalarTensor : 0DTensorOf<[F16, BF16, F32, F64]>;
+/// A rank's index in its group (braid.axis_index), as the shard ops take it.
+def Braid_RankIndexTensor : 0DTensorOf<[I64]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
 
 //===----------------------------------------------------------------------===//
 // Traits
@@ -462,6 +465,96 @@ def Braid_CrossEntropyBackwardOp
   }];
 }
 
+/// The vocabulary-parallel cross-entropy (Megatron's
+/// vocab_parallel_cross_entropy): each rank holds the logits of one shard of
+/// the classes, `cross_entropy_shard_stats` summarizes them per row, an
+/// all-gather over the group brings every shard's summary, and
+/// `cross_entropy_shard_loss` and `cross_entropy_shard_backward` finish from
+/// those. braid-tensor-parallel builds this from `braid.cross_entropy`.
+def Braid_CrossEntropyShardStatsOp
+    : Braid_ComputeOp<"cross_entropy_shard_stats"> {
+  let opcode = 54;
+  let summary = "per-row summary of one shard of the logits";
+  let description = [{
+    `logits` `[N, C]` are the columns `[index * C, (index + 1) * C)` of
+    logits with `parts * C` classes. Row `i` of the `[1, N, 3]` result is
+    `(m, s, t)`: the row's largest logit `m`, `sum(exp(logits[i] - m))`, and
+    the logit of `labels[i]` if this shard holds it, else 0. A label outside
+    `[0, parts * C)` is an error.
+
+    ```mlir
+    %s = braid.cross_entropy_shard_stats %logits, %labels, %index parts = 2
+        : tensor<1024x25152xf32>, tensor<1024xi64> -> tensor<1x1024x3xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$logits, Braid_IndexTensor:$labels,
+                       Braid_RankIndexTensor:$index, I64Attr:$parts);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $index `parts` `=` $parts attr-dict `:`
+    type($logits) `,` type($labels) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_CrossEntropyShardLossOp
+    : Braid_ComputeOp<"cross_entropy_shard_loss"> {
+  let opcode = 55;
+  let summary = "cross-entropy from every shard's summary";
+  let description = [{
+    `stats` `[P, N, 3]` holds `cross_entropy_shard_stats` of each of the `P`
+    shards. With `M = max_p m_p`, `S = sum_p s_p exp(m_p - M)` and
+    `T = sum_p t_p` per row, the loss of a row is `log(S) + M - T`; the
+    result is their mean (or sum): `braid.cross_entropy` of the whole
+    logits.
+
+    ```mlir
+    %loss = braid.cross_entropy_shard_loss %stats reduction = mean
+        : tensor<2x1024x3xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$stats,
+                       DefaultValuedAttr<Braid_LossReduction,
+                                         "::braid::LossReduction::Mean">:$reduction);
+  let results = (outs Braid_ScalarTensor:$result);
+  let assemblyFormat = [{
+    $stats `reduction` `=` $reduction attr-dict `:` type($stats) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_CrossEntropyShardBackwardOp
+    : Braid_ComputeOp<"cross_entropy_shard_backward",
+                      [AllTypesMatch<["logits", "result"]>]> {
+  let opcode = 56;
+  let summary = "gradient of the cross-entropy for one shard of the logits";
+  let description = [{
+    The columns of this shard of `braid.cross_entropy_backward`:
+    `grad * (exp(logits - M) / S - onehot(labels - index * C))`, divided by
+    `N` for the mean, with `M` and `S` from `stats` (every shard's
+    summary, as `cross_entropy_shard_loss` takes it).
+
+    ```mlir
+    %d = braid.cross_entropy_shard_backward %g, %logits, %labels, %stats,
+        %index reduction = mean : tensor<f32>, tensor<1024x25152xf32>,
+        tensor<1024xi64>, tensor<2x1024x3xf32>
+    ```
+  }];
+  let arguments = (ins Braid_ScalarTensor:$grad, Braid_FloatTensor:$logits,
+                       Braid_IndexTensor:$labels, Braid_FloatTensor:$stats,
+                       Braid_RankIndexTensor:$index,
+                       DefaultValuedAttr<Braid_LossReduction,
+                                         "::braid::LossReduction::Mean">:$reduction);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $labels `,` $stats `,` $index `reduction` `=`
+    $reduction attr-dict `:` type($grad) `,` type($logits) `,` type($labels)
+    `,` type($stats)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding
 //===----------------------------------------------------------------------===//
@@ -496,6 +589,56 @@ def Braid_EmbeddingBackwardOp : Braid_ComputeOp<"embedding_backward"> {
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $ids attr-dict `:` type($grad) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+/// The vocabulary-parallel embedding (Megatron's VocabParallelEmbedding):
+/// each rank holds a shard of the table's rows, looks up the ids in its
+/// shard and gives zero rows for the others; a sum over the group gives the
+/// embedding. braid-tensor-parallel builds these from `braid.embedding` and
+/// `braid.embedding_backward` for a table split along its rows.
+def Braid_EmbeddingShardOp : Braid_ComputeOp<"embedding_shard", [],
+                                             ["getBytesRead"]> {
+  let opcode = 62;
+  let summary = "gather rows of one shard of a table, zero for the others";
+  let description = [{
+    `table` `[V, D]` holds rows `[index * V, (index + 1) * V)` of a table of
+    `parts * V` rows: `result[i..., d] = table[ids[i...] - index * V, d]`
+    for an id in the shard, 0 otherwise. An id outside `[0, parts * V)` is
+    an error.
+
+    ```mlir
+    %e = braid.embedding_shard %wte, %ids, %index parts = 2
+        : tensor<25152x768xf32>, tensor<8x128xi64> -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$table, Braid_IndexTensor:$ids,
+                       Braid_RankIndexTensor:$index, I64Attr:$parts);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids `,` $index `parts` `=` $parts attr-dict `:` type($table)
+    `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_EmbeddingShardBackwardOp
+    : Braid_ComputeOp<"embedding_shard_backward"> {
+  let opcode = 63;
+  let summary = "scatter-add the row gradients of one shard of a table";
+  let description = [{
+    The rows `[index * V, (index + 1) * V)` of `braid.embedding_backward`,
+    for a table of `parts * V` rows (the result type gives `[V, D]`); ids
+    outside the shard add nothing. An id outside `[0, parts * V)` is an
+    error.
+  }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_IndexTensor:$ids,
+                       Braid_RankIndexTensor:$index, I64Attr:$parts);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $ids `,` $index `parts` `=` $parts attr-dict `:` type($grad)
+    `,` type($ids) `->` type($result)
   }];
   let hasVerifier = 1;
 }

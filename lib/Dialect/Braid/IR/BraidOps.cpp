@@ -325,6 +325,62 @@ uint64_t CrossEntropyBackwardOp::getFlops() {
   return 6 * numElements(getInput());
 }
 
+/// Checks that a shard op's `parts` is positive.
+static LogicalResult verifyParts(Operation *op, int64_t parts) {
+  if (parts < 1)
+    return op->emitOpError() << "parts must be positive, but is " << parts;
+  return success();
+}
+
+/// Checks `stats` against `[P, N, 3]` summaries of `rows` rows (P == 1 for
+/// one shard's).
+static LogicalResult verifyShardStats(Operation *op, Value stats, int64_t rows,
+                                      std::optional<int64_t> parts) {
+  ArrayRef<int64_t> t = tensorType(stats).getShape();
+  if (t.size() != 3 || t[1] != rows || t[2] != 3 || (parts && t[0] != *parts))
+    return op->emitOpError()
+           << "stats have shape " << shapeString(t) << ", expected ["
+           << (parts ? std::to_string(*parts) : std::string("P")) << ", "
+           << rows << ", 3]";
+  return success();
+}
+
+LogicalResult CrossEntropyShardStatsOp::verify() {
+  if (failed(verifyLossShapes(*this, getLogits(), getLabels())) ||
+      failed(verifyParts(*this, getParts())) ||
+      failed(verifySameElementType(*this, "logits", getLogits(), "result",
+                                   getResult())))
+    return failure();
+  return verifyShardStats(*this, getResult(),
+                          tensorType(getLogits()).getDimSize(0), 1);
+}
+LogicalResult CrossEntropyShardLossOp::verify() {
+  ArrayRef<int64_t> t = tensorType(getStats()).getShape();
+  if (failed(verifySameElementType(*this, "stats", getStats(), "result",
+                                   getResult())))
+    return failure();
+  return verifyShardStats(*this, getStats(), t.size() == 3 ? t[1] : 0,
+                          std::nullopt);
+}
+LogicalResult CrossEntropyShardBackwardOp::verify() {
+  if (failed(verifyLossShapes(*this, getLogits(), getLabels())) ||
+      failed(verifySameElementType(*this, "logits", getLogits(), "stats",
+                                   getStats())))
+    return failure();
+  return verifyShardStats(*this, getStats(),
+                          tensorType(getLogits()).getDimSize(0), std::nullopt);
+}
+
+uint64_t CrossEntropyShardStatsOp::getFlops() {
+  return 4 * numElements(getLogits());
+}
+uint64_t CrossEntropyShardLossOp::getFlops() {
+  return 4 * numElements(getStats());
+}
+uint64_t CrossEntropyShardBackwardOp::getFlops() {
+  return 4 * numElements(getLogits()) + 4 * numElements(getStats());
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding
 //===----------------------------------------------------------------------===//
@@ -358,6 +414,25 @@ uint64_t EmbeddingOp::getBytesRead() {
          getTensorBytes(getIds().getType());
 }
 uint64_t EmbeddingBackwardOp::getFlops() { return numElements(getGrad()); }
+
+LogicalResult EmbeddingShardOp::verify() {
+  if (failed(verifyParts(*this, getParts())))
+    return failure();
+  return verifyEmbeddingShapes(*this, getTable(), getIds(), getResult());
+}
+LogicalResult EmbeddingShardBackwardOp::verify() {
+  if (failed(verifyParts(*this, getParts())))
+    return failure();
+  return verifyEmbeddingShapes(*this, getResult(), getIds(), getGrad());
+}
+
+uint64_t EmbeddingShardOp::getFlops() { return 0; }
+uint64_t EmbeddingShardOp::getBytesRead() {
+  // At most the gathered rows are read from the table.
+  return getTensorBytes(getResult().getType()) +
+         getTensorBytes(getIds().getType());
+}
+uint64_t EmbeddingShardBackwardOp::getFlops() { return numElements(getGrad()); }
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement

@@ -313,6 +313,23 @@ LogicalResult CrossEntropyBackwardOp::propagateSharding(Shardings s,
   return replicatedOnly(*this, s, out);
 }
 
+// The shard ops are what braid-tensor-parallel makes of the cross-entropy
+// of a split of the classes: per-rank programs, not partitioned again.
+LogicalResult CrossEntropyShardStatsOp::propagateSharding(Shardings s,
+                                                          Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
+LogicalResult CrossEntropyShardLossOp::propagateSharding(Shardings s,
+                                                         Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
+LogicalResult CrossEntropyShardBackwardOp::propagateSharding(Shardings s,
+                                                             Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding
 //===----------------------------------------------------------------------===//
@@ -324,6 +341,15 @@ LogicalResult EmbeddingOp::propagateSharding(Shardings s, Results &out) {
     return failure();
   int64_t last = shapeOf(getResult()).size() - 1;
   return all(*this, table.isSplit() ? table.withDim(last) : table, out);
+}
+
+LogicalResult EmbeddingShardOp::propagateSharding(Shardings s, Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
+LogicalResult EmbeddingShardBackwardOp::propagateSharding(Shardings s,
+                                                          Results &out) {
+  return replicatedOnly(*this, s, out);
 }
 
 LogicalResult EmbeddingBackwardOp::propagateSharding(Shardings s,
