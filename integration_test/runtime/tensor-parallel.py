@@ -7,6 +7,9 @@
 #   - a GPT (fused q/k/v, tied embedding, AdamW) at tp 2 on 2 ranks against
 #     1 rank, with sequence parallelism (braid-compile's default) and
 #     without, and at dp 2 x tp 2 on 4 ranks against dp 2 on 2 ranks;
+#   - the same GPT with the vocabulary-parallel embedding and cross-entropy
+#     (--vocab-parallel: the tied table split by rows) at tp 2, with and
+#     without sequence parallelism, and at dp 2 x tp 2;
 #   - an MLP of three linear layers (column, row, replicated; SGD) at tp 2.
 #
 # Judged: the losses of every step within 1e-5 relative (the pieces sum in
@@ -90,6 +93,16 @@ def main():
     got = train(gpt2n, 2, path("gpt-tp2-nosp.npz"))
     compare_losses("gpt tp 2 without sequence parallelism vs 1", got, want)
 
+    # The vocabulary-parallel embedding and cross-entropy (the tied table
+    # split by rows), with sequence parallelism and without.
+    for name, flags in (("gpt-tp2-vocab", []),
+                        ("gpt-tp2-vocab-nosp", ["--sequence-parallel=false"])):
+        plan = build(out, name, "gpt", 1, 2, "--vocab-parallel", flags=flags)
+        got = train(plan, 2, path(name + ".npz"))
+        compare_losses(name + " vs tp 1", got, want)
+        compare_state(name + " vs tp 1", path(name + ".npz"), path("gpt-tp1.npz"), 1e-4,
+                      moments)
+
     gpt21 = build(out, "gpt-dp2", "gpt", 2, 1)
     gpt22 = build(out, "gpt-dp2-tp2", "gpt", 2, 2)
     want = train(gpt21, 2, path("gpt-dp2.npz"))
@@ -97,6 +110,11 @@ def main():
     compare_losses("gpt dp 2 x tp 2 vs dp 2", got, want)
     compare_state("gpt dp 2 x tp 2 vs dp 2", path("gpt-dp2-tp2.npz"), path("gpt-dp2.npz"), 1e-4,
                   moments)
+    gpt22v = build(out, "gpt-dp2-tp2-vocab", "gpt", 2, 2, "--vocab-parallel")
+    got = train(gpt22v, 4, path("gpt-dp2-tp2-vocab.npz"))
+    compare_losses("gpt dp 2 x tp 2 vocabulary-parallel vs dp 2", got, want)
+    compare_state("gpt dp 2 x tp 2 vocabulary-parallel vs dp 2", path("gpt-dp2-tp2-vocab.npz"),
+                  path("gpt-dp2.npz"), 1e-4, moments)
 
     mlp1 = build(out, "mlp-tp1", "mlp", 1, 1, "--layers", "2")
     mlp2 = build(out, "mlp-tp2", "mlp", 1, 2, "--layers", "2")

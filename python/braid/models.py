@@ -73,17 +73,19 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
 
 
 def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
-        lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1, tp=1):
+        lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1, tp=1,
+        vocab_parallel=False):
     """A GPT-2 (pre-norm attention and gelu MLP, tied lm head) with AdamW,
     `layers` blocks (default one). Defaults are GPT-2 small's shapes."""
     return transformer("gpt2", batch=batch, seq=seq, hidden=hidden, heads=heads,
                        vocab=vocab, world_size=world_size, lr=lr, betas=betas, eps=eps,
-                       weight_decay=weight_decay, layers=layers, tp=tp)
+                       weight_decay=weight_decay, layers=layers, tp=tp,
+                       vocab_parallel=vocab_parallel)
 
 
 def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                 ffn=None, kv_heads=None, dtype="f32", lr=3e-4, betas=(0.9, 0.95),
-                eps=1e-8, weight_decay=0.1, tp=1):
+                eps=1e-8, weight_decay=0.1, tp=1, vocab_parallel=False):
     """A transformer training step with AdamW, forward and backward by hand.
 
     kind "gpt2": learned positions, layer norm with bias, biased projections,
@@ -101,7 +103,10 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     With `tp` > 1 the grid is `world_size x tp` with Megatron's layout:
     the fused q/k/v projection, the MLP's first matrices (and gate)
     column-parallel by whole heads, the output projections row-parallel;
-    embeddings, norms and the output biases replicated."""
+    norms and the output biases replicated; the embeddings too unless
+    `vocab_parallel`: then the token table (tied with the lm head) and
+    llama's lm head are split by rows, Megatron's vocabulary-parallel
+    embedding and cross-entropy."""
     assert hidden % heads == 0
     kv_heads = kv_heads or heads
     assert heads % kv_heads == 0
@@ -163,6 +168,10 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
         if llama:
             b.shard(h + "mlp.gate.weight", "split 0")
         b.shard(h + "mlp.c_proj.weight", "split 1")
+    if vocab_parallel:
+        b.shard("wte", "split 0")
+        if llama:
+            b.shard("lm_head.weight", "split 0")
     zero_bias = b.fill(0.0, (H,), dtype, hint="no_bias") if llama else None
 
     def bias(x, name, hint):
@@ -379,6 +388,10 @@ def main(argv=None):
                         help="tensor-parallel ranks per data-parallel rank: the grid is "
                              "WORLD_SIZE x TP with Megatron's sharding of the parameters, "
                              "for braid-tensor-parallel (default 1: data parallel only)")
+    parser.add_argument("--vocab-parallel", action="store_true",
+                        help="with --tp: split the token embedding (tied with the lm head) "
+                             "and llama's lm head by rows over the tensor-parallel ranks "
+                             "(Megatron's vocabulary-parallel embedding and cross-entropy)")
     parser.add_argument("--layers", type=int, default=None,
                         help="hidden layers (mlp; default 1) or transformer blocks")
     parser.add_argument("--batch", type=int, default=None,
@@ -402,7 +415,13 @@ def main(argv=None):
         parser.error("--world-size must be at least 1")
     if args.tp < 1:
         parser.error("--tp must be at least 1")
+    if args.vocab_parallel and args.tp == 1:
+        parser.error("--vocab-parallel needs --tp above 1")
     kwargs = {"world_size": args.world_size, "tp": args.tp}
+    if args.vocab_parallel:
+        if args.model == "mlp":
+            parser.error("--vocab-parallel is for transformers")
+        kwargs["vocab_parallel"] = True
     tiny = {"gpt": dict(batch=2, seq=32, hidden=64, heads=4, vocab=64),
             "mlp": dict(batch=16, features=32, hidden=64, classes=10)}
     if args.tiny:
@@ -444,6 +463,8 @@ def main(argv=None):
         command.append("--world-size %d" % args.world_size)
     if args.tp != 1:
         command.append("--tp %d" % args.tp)
+    if args.vocab_parallel:
+        command.append("--vocab-parallel")
     for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes"):
         if getattr(args, name) is not None:
             command.append("--%s %d" % (name, getattr(args, name)))

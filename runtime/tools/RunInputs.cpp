@@ -125,6 +125,20 @@ int64_t indexLimit(const Plan &plan, uint32_t buffer,
                   op == Opcode::CrossEntropyBackward) &&
                  k == 2)
           limit = std::min(limit, in(1).shape[1]);
+        // One shard of a table or of the classes: `parts` of them.
+        else if (op == Opcode::EmbeddingShard && k == 1)
+          limit = std::min(limit, in(0).shape[0] *
+                                      i.as<ops::EmbeddingShardAttrs>().parts);
+        else if (op == Opcode::EmbeddingShardBackward && k == 1)
+          limit = std::min(limit,
+                           plan.buffers[i.results[0]].shape[0] *
+                               i.as<ops::EmbeddingShardBackwardAttrs>().parts);
+        else if (op == Opcode::CrossEntropyShardStats && k == 1)
+          limit = std::min(limit,
+                           in(0).shape[1] *
+                               i.as<ops::CrossEntropyShardStatsAttrs>().parts);
+        else if (op == Opcode::CrossEntropyShardBackward && k == 2)
+          limit = std::min(limit, in(1).shape[1] * in(3).shape[0]);
         else if (op == Opcode::Reshape || op == Opcode::Transpose ||
                  op == Opcode::Slice || op == Opcode::Broadcast ||
                  op == Opcode::Concat)

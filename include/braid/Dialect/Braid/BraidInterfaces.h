@@ -25,6 +25,20 @@ uint64_t getTensorBytes(mlir::Type type);
 /// Sum of getTensorBytes over `types`.
 uint64_t sumTensorBytes(mlir::TypeRange types);
 
+/// What an op's localizeForSharding may build with: the tensor-parallel
+/// axis and the collectives over it (braid-tensor-parallel implements it).
+class LocalizeContext {
+public:
+  virtual ~LocalizeContext() = default;
+  /// The number of ranks on the axis.
+  virtual int64_t getSize() const = 0;
+  /// This rank's index on the axis (a tensor<i64>, made once per function).
+  virtual mlir::Value getAxisIndex() = 0;
+  /// Gathers `value` along `dim` over the axis, at the builder's point.
+  virtual mlir::Value allGather(mlir::OpBuilder &builder, mlir::Value value,
+                                int64_t dim) = 0;
+};
+
 namespace detail {
 /// Bytes the collective `op` of `kind` moves for one rank, by the cost
 /// model's rule (braid::getCommBytes) over its tensor operands and the

@@ -130,15 +130,32 @@ def Braid_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
       (ins "::llvm::ArrayRef<::braid::ShardingAttr>":$operands,
            "::llvm::SmallVectorImpl<::braid::ShardingAttr> &":$results)>,
     InterfaceMethod<[{
-        Rewrites the attributes that hold global sizes or positions (a
-        slice's offsets) for a tensor-parallel axis of `size` ranks, once
-        propagation succeeded with these operand shardings; the pass
-        rewrites the types.
+        Whether result `result` can be `wanted` instead of the sharding
+        propagateSharding gave it, for these operand shardings and at no
+        cost (an embedding's gradient split by rows: each rank computes its
+        rows only). The pass asks when the result's one user has no rule
+        for it as it is.
       }],
-      "void", "localizeForSharding",
+      "::llvm::LogicalResult", "reshardResult",
+      (ins "unsigned":$result, "::braid::ShardingAttr":$wanted,
+           "::llvm::ArrayRef<::braid::ShardingAttr>":$operands), [{}], [{
+        return ::mlir::failure();
+      }]>,
+    InterfaceMethod<[{
+        Makes the op its per-rank form, once propagation succeeded with
+        these operand and result shardings: rewrites the attributes that
+        hold global sizes or positions (a slice's offsets), or replaces the
+        op by local ops and collectives built with `context` (the
+        vocabulary-parallel embedding and cross-entropy). The operands have
+        their local types already; the pass rewrites the results' types of
+        an op that stays. Returns true if the op replaced itself (every use
+        and the op are gone).
+      }],
+      "bool", "localizeForSharding",
       (ins "::llvm::ArrayRef<::braid::ShardingAttr>":$operands,
-           "int64_t":$size), [{}], [{
-        return;
+           "::llvm::ArrayRef<::braid::ShardingAttr>":$results,
+           "::braid::LocalizeContext &":$context), [{}], [{
+        return false;
       }]>
   ];
 }

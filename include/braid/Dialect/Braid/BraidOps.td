@@ -403,8 +403,8 @@ def Braid_LayerNormBackwardOp : Braid_ComputeOp<"layer_norm_backward", [
 // Losses
 //===----------------------------------------------------------------------===//
 
-class Braid_LossOp<string mnemonic>
-    : Braid_ComputeOp<mnemonic> {
+class Braid_LossOp<string mnemonic, list<string> shardingOverrides = []>
+    : Braid_ComputeOp<mnemonic, [], [], shardingOverrides> {
   let arguments = (ins Braid_FloatTensor:$input, Braid_IndexTensor:$labels,
                        DefaultValuedAttr<Braid_LossReduction,
                                          "::braid::LossReduction::Mean">:$reduction);
@@ -416,8 +416,10 @@ class Braid_LossOp<string mnemonic>
   let hasVerifier = 1;
 }
 
-class Braid_LossBackwardOp<string mnemonic>
-    : Braid_ComputeOp<mnemonic, [AllTypesMatch<["input", "result"]>]> {
+class Braid_LossBackwardOp<string mnemonic,
+                           list<string> shardingOverrides = []>
+    : Braid_ComputeOp<mnemonic, [AllTypesMatch<["input", "result"]>], [],
+                      shardingOverrides> {
   let arguments = (ins Braid_ScalarTensor:$grad, Braid_FloatTensor:$input,
                        Braid_IndexTensor:$labels,
                        DefaultValuedAttr<Braid_LossReduction,
@@ -444,7 +446,8 @@ def Braid_NllLossBackwardOp : Braid_LossBackwardOp<"nll_loss_backward"> {
   let summary = "gradient of nll_loss with respect to the log-probabilities";
 }
 
-def Braid_CrossEntropyOp : Braid_LossOp<"cross_entropy"> {
+def Braid_CrossEntropyOp
+    : Braid_LossOp<"cross_entropy", ["localizeForSharding"]> {
   let opcode = 52;
   let summary = "cross-entropy of labels under logits (log_softmax + nll_loss)";
   let description = [{
@@ -456,7 +459,7 @@ def Braid_CrossEntropyOp : Braid_LossOp<"cross_entropy"> {
 }
 
 def Braid_CrossEntropyBackwardOp
-    : Braid_LossBackwardOp<"cross_entropy_backward"> {
+    : Braid_LossBackwardOp<"cross_entropy_backward", ["localizeForSharding"]> {
   let opcode = 53;
   let summary = "gradient of cross_entropy with respect to the logits";
   let description = [{
@@ -559,7 +562,8 @@ def Braid_CrossEntropyShardBackwardOp
 // Embedding
 //===----------------------------------------------------------------------===//
 
-def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"]> {
+def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"],
+                                         ["localizeForSharding"]> {
   let opcode = 60;
   let summary = "gather rows of a table";
   let description = [{
@@ -578,7 +582,9 @@ def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"]> {
   let hasVerifier = 1;
 }
 
-def Braid_EmbeddingBackwardOp : Braid_ComputeOp<"embedding_backward"> {
+def Braid_EmbeddingBackwardOp
+    : Braid_ComputeOp<"embedding_backward", [], [],
+                      ["reshardResult", "localizeForSharding"]> {
   let opcode = 61;
   let summary = "scatter-add row gradients into a table gradient";
   let description = [{

@@ -294,8 +294,14 @@ LogicalResult LayerNormBackwardOp::propagateSharding(Shardings s,
 // Losses
 //===----------------------------------------------------------------------===//
 
-// Losses see the whole of each row of logits: replicated only (the
-// vocabulary-parallel cross-entropy is a later rule).
+// The negative log-likelihood sees whole rows: replicated only. The
+// cross-entropy takes its logits split along the classes (the output of a
+// column-parallel LM head) and becomes the vocabulary-parallel one.
+
+/// A plain split (no blocks) along `dim`.
+static bool isPlainSplitAlong(ShardingAttr a, int64_t dim) {
+  return a.isSplitAlong(dim) && a.getBlocks().empty();
+}
 LogicalResult NllLossOp::propagateSharding(Shardings s, Results &out) {
   return replicatedOnly(*this, s, out);
 }
@@ -305,12 +311,59 @@ LogicalResult NllLossBackwardOp::propagateSharding(Shardings s, Results &out) {
 }
 
 LogicalResult CrossEntropyOp::propagateSharding(Shardings s, Results &out) {
+  if (isPlainSplitAlong(s[0], 1) && s[1].isReplicated())
+    return all(*this, replicated(*this), out);
   return replicatedOnly(*this, s, out);
+}
+
+/// The summaries of every shard of `logits`' classes, [P, N, 3], gathered
+/// over the axis after this rank's.
+static Value gatherShardStats(Operation *op, Value logits, Value labels,
+                              LocalizeContext &context) {
+  OpBuilder b(op);
+  auto type = cast<RankedTensorType>(logits.getType());
+  auto statsType =
+      RankedTensorType::get({1, type.getDimSize(0), 3}, type.getElementType());
+  Value stats = CrossEntropyShardStatsOp::create(
+      b, op->getLoc(), statsType, logits, labels, context.getAxisIndex(),
+      context.getSize());
+  return context.allGather(b, stats, 0);
+}
+
+bool CrossEntropyOp::localizeForSharding(Shardings s, Shardings,
+                                         LocalizeContext &context) {
+  if (!s[0].isSplit())
+    return false;
+  Value stats = gatherShardStats(*this, getInput(), getLabels(), context);
+  OpBuilder b(*this);
+  Value loss = CrossEntropyShardLossOp::create(
+      b, getLoc(), getResult().getType(), stats, getReduction());
+  getResult().replaceAllUsesWith(loss);
+  erase();
+  return true;
 }
 
 LogicalResult CrossEntropyBackwardOp::propagateSharding(Shardings s,
                                                         Results &out) {
+  if (s[0].isReplicated() && isPlainSplitAlong(s[1], 1) && s[2].isReplicated())
+    return all(*this, s[1], out);
   return replicatedOnly(*this, s, out);
+}
+
+bool CrossEntropyBackwardOp::localizeForSharding(Shardings s, Shardings,
+                                                 LocalizeContext &context) {
+  if (!s[1].isSplit())
+    return false;
+  // The summaries again (a gather of 3 values a row), rather than a value
+  // kept from the forward.
+  Value stats = gatherShardStats(*this, getInput(), getLabels(), context);
+  OpBuilder b(*this);
+  Value grad = CrossEntropyShardBackwardOp::create(
+      b, getLoc(), getInput().getType(), getGrad(), getInput(), getLabels(),
+      stats, context.getAxisIndex(), getReduction());
+  getResult().replaceAllUsesWith(grad);
+  erase();
+  return true;
 }
 
 // The shard ops are what braid-tensor-parallel makes of the cross-entropy
@@ -335,12 +388,30 @@ LogicalResult CrossEntropyShardBackwardOp::propagateSharding(Shardings s,
 //===----------------------------------------------------------------------===//
 
 LogicalResult EmbeddingOp::propagateSharding(Shardings s, Results &out) {
-  // The table split along its features gives each token's features split.
+  // The table split along its features gives each token's features split;
+  // split along its rows (the vocabulary), each rank's lookup is a partial
+  // sum: its rows, zero for the others (Megatron's VocabParallelEmbedding).
   ShardingAttr table = s[0];
-  if (!s[1].isReplicated() || table.isPartial() || table.isSplitAlong(0))
+  if (!s[1].isReplicated() || table.isPartial())
     return failure();
+  if (table.isSplitAlong(0))
+    return table.getBlocks().empty() ? all(*this, partial(*this), out)
+                                     : failure();
   int64_t last = shapeOf(getResult()).size() - 1;
   return all(*this, table.isSplit() ? table.withDim(last) : table, out);
+}
+
+bool EmbeddingOp::localizeForSharding(Shardings s, Shardings,
+                                      LocalizeContext &context) {
+  if (!s[0].isSplitAlong(0))
+    return false;
+  OpBuilder b(*this);
+  Value rows = EmbeddingShardOp::create(
+      b, getLoc(), getResult().getType(), getTable(), getIds(),
+      context.getAxisIndex(), context.getSize());
+  getResult().replaceAllUsesWith(rows);
+  erase();
+  return true;
 }
 
 LogicalResult EmbeddingShardOp::propagateSharding(Shardings s, Results &out) {
@@ -350,6 +421,30 @@ LogicalResult EmbeddingShardOp::propagateSharding(Shardings s, Results &out) {
 LogicalResult EmbeddingShardBackwardOp::propagateSharding(Shardings s,
                                                           Results &out) {
   return replicatedOnly(*this, s, out);
+}
+
+LogicalResult EmbeddingBackwardOp::reshardResult(unsigned, ShardingAttr wanted,
+                                                 Shardings s) {
+  // A whole gradient can as well be this rank's rows of it: the ids of the
+  // other rows add nothing there.
+  return success(s[0].isReplicated() && s[1].isReplicated() &&
+                 isPlainSplitAlong(wanted, 0));
+}
+
+bool EmbeddingBackwardOp::localizeForSharding(Shardings, Shardings results,
+                                              LocalizeContext &context) {
+  if (!results[0].isSplitAlong(0))
+    return false;
+  OpBuilder b(*this);
+  auto type = cast<RankedTensorType>(getResult().getType());
+  SmallVector<int64_t> shape = llvm::to_vector(type.getShape());
+  shape[0] /= context.getSize();
+  Value rows = EmbeddingShardBackwardOp::create(
+      b, getLoc(), type.clone(shape), getGrad(), getIds(),
+      context.getAxisIndex(), context.getSize());
+  getResult().replaceAllUsesWith(rows);
+  erase();
+  return true;
 }
 
 LogicalResult EmbeddingBackwardOp::propagateSharding(Shardings s,
@@ -482,14 +577,16 @@ LogicalResult SliceOp::propagateSharding(Shardings s, Results &out) {
   return failure();
 }
 
-void SliceOp::localizeForSharding(Shardings s, int64_t size) {
+bool SliceOp::localizeForSharding(Shardings s, Shardings,
+                                  LocalizeContext &context) {
   // Block j of the split dimension starts at its global start / size
   // locally: every block before it holds 1/size of itself there.
   if (!s[0].isSplit())
-    return;
+    return false;
   SmallVector<int64_t> offsets = llvm::to_vector(getOffsets());
-  offsets[s[0].getDim()] /= size;
+  offsets[s[0].getDim()] /= context.getSize();
   setOffsets(offsets);
+  return false;
 }
 
 LogicalResult ConcatOp::propagateSharding(Shardings s, Results &out) {

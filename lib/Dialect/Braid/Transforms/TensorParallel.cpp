@@ -38,7 +38,7 @@ struct TensorParallelPass
 };
 
 /// The partitioning of one function.
-class Partitioner {
+class Partitioner : public LocalizeContext {
 public:
   Partitioner(func::FuncOp func, shard::GridOp grid, int64_t axis, int64_t size)
       : func(func), grid(grid), axis(axis), size(size),
@@ -47,6 +47,11 @@ public:
   LogicalResult run();
 
   unsigned numReduces = 0, numSplitValues = 0;
+
+  // LocalizeContext.
+  int64_t getSize() const override { return size; }
+  Value getAxisIndex() override;
+  Value allGather(OpBuilder &b, Value value, int64_t dim) override;
 
 private:
   ShardingAttr shardingOf(Value v) {
@@ -58,6 +63,9 @@ private:
   /// The value of `v` summed over the axis: one all-reduce per value,
   /// placed before its first use that needs it.
   Value reduced(Value v, Operation *before);
+  /// Asks the producers of `op`'s replicated operands to make them split as
+  /// another operand of the same type is; true if one did.
+  bool reshardOperands(Operation *op, SmallVectorImpl<ShardingAttr> &in);
   /// Checks that `sharding` fits `v`'s global type and that its blocks
   /// divide by the axis size; `what` names the value.
   LogicalResult checkDivides(Value v, ShardingAttr s, Operation *where,
@@ -75,6 +83,7 @@ private:
   DenseMap<Value, Value> reducedOf;
   /// Each op's operand shardings as its rule accepted them.
   DenseMap<Operation *, SmallVector<ShardingAttr>> accepted;
+  Value axisIndex;
 };
 
 } // namespace
@@ -106,6 +115,51 @@ Value Partitioner::reduced(Value v, Operation *before) {
   accepted[op] = {ShardingAttr::getPartial(func.getContext())};
   ++numReduces;
   return r;
+}
+
+Value Partitioner::getAxisIndex() {
+  if (axisIndex)
+    return axisIndex;
+  OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+  axisIndex = AxisIndexOp::create(
+      b, func.getLoc(), RankedTensorType::get({}, b.getI64Type()),
+      FlatSymbolRefAttr::get(grid), b.getDenseI16ArrayAttr({int16_t(axis)}));
+  return axisIndex;
+}
+
+Value Partitioner::allGather(OpBuilder &b, Value value, int64_t dim) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape = llvm::to_vector(type.getShape());
+  shape[dim] *= size;
+  return AllGatherOp::create(
+      b, value.getLoc(), type.clone(shape), value, FlatSymbolRefAttr::get(grid),
+      b.getDenseI16ArrayAttr({int16_t(axis)}), b.getI64IntegerAttr(dim));
+}
+
+bool Partitioner::reshardOperands(Operation *op,
+                                  SmallVectorImpl<ShardingAttr> &in) {
+  bool changed = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    auto result = dyn_cast<OpResult>(operand.get());
+    if (!in[i].isReplicated() || !result || !result.hasOneUse())
+      continue;
+    auto producer = dyn_cast<ShardingOpInterface>(result.getOwner());
+    if (!producer)
+      continue;
+    for (OpOperand &other : op->getOpOperands()) {
+      ShardingAttr wanted = in[other.getOperandNumber()];
+      if (!wanted.isSplit() || other.get().getType() != result.getType() ||
+          failed(producer.reshardResult(result.getResultNumber(), wanted,
+                                        accepted[producer])))
+        continue;
+      sharding[result] = wanted;
+      in[i] = wanted;
+      changed = true;
+      break;
+    }
+  }
+  return changed;
 }
 
 LogicalResult Partitioner::checkDivides(Value v, ShardingAttr s,
@@ -154,9 +208,13 @@ LogicalResult Partitioner::propagate(Operation *op) {
     }
     return failure();
   };
-  if (failed(ask())) {
-    // A partial operand the op cannot take: sum it over the axis first.
-    bool changed = false;
+  // A whole operand its producer can as well make split like another
+  // operand (an embedding's gradient, added to the LM head's of a tied
+  // table); else a partial operand the op cannot take: sum it over the axis
+  // first.
+  bool changed = false;
+  if (failed(ask()) &&
+      (!(changed = reshardOperands(op, in)) || failed(ask()))) {
     for (OpOperand &operand : op->getOpOperands()) {
       if (!in[operand.getOperandNumber()].isPartial())
         continue;
@@ -240,10 +298,16 @@ void Partitioner::localize() {
   Block &body = func.getBody().front();
   for (BlockArgument arg : body.getArguments())
     local(arg);
-  for (Operation &op : body) {
+  for (Operation &op : llvm::make_early_inc_range(body)) {
     auto rule = dyn_cast<ShardingOpInterface>(&op);
-    if (rule)
-      rule.localizeForSharding(accepted[&op], size);
+    if (rule && accepted.count(&op)) {
+      SmallVector<ShardingAttr> results;
+      for (Value result : op.getResults())
+        results.push_back(shardingOf(result));
+      // An op that replaced itself made local values already.
+      if (rule.localizeForSharding(accepted[&op], results, *this))
+        continue;
+    }
     for (Value result : op.getResults())
       local(result);
   }
