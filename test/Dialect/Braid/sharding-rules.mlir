@@ -192,6 +192,56 @@ func.func @embedding(%t: tensor<10x8xf32> {braid.sharding = #s1}, %ids: tensor<2
   return %d : tensor<10x8xf32>
 }
 
+// A table split by rows (the vocabulary): each rank looks up its rows
+// (zero for the others), a partial sum reduced over the axis; the
+// gradient, added to one split by rows (a tied lm head), computes this
+// rank's rows only.
+// CHECK-LABEL: func.func @embedding_rows
+// CHECK-SAME: -> (tensor<2x3x8xf32>, tensor<5x8xf32> {braid.sharding = #braid.sharding<split 0>})
+// CHECK: %[[I:.*]] = braid.axis_index on @world grid_axes = [1] : tensor<i64>
+// CHECK: %[[E:.*]] = braid.embedding_shard %arg0, %arg1, %[[I]] parts = 2 : tensor<5x8xf32>, tensor<2x3xi64> -> tensor<2x3x8xf32>
+// CHECK-NEXT: %[[D:.*]] = braid.embedding_shard_backward %arg2, %arg1, %[[I]] parts = 2 : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<5x8xf32>
+// CHECK-NEXT: %[[T:.*]] = braid.add %arg0, %[[D]] : tensor<5x8xf32>
+// CHECK-NEXT: %[[R:.*]] = braid.all_reduce %[[E]] on @world grid_axes = [1] reduction = sum : tensor<2x3x8xf32>
+// CHECK-NEXT: return %[[R]], %[[T]]
+func.func @embedding_rows(%t: tensor<10x8xf32> {braid.sharding = #s0}, %ids: tensor<2x3xi64>,
+                          %g: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<10x8xf32>) {
+  %e = braid.embedding %t, %ids : tensor<10x8xf32>, tensor<2x3xi64> -> tensor<2x3x8xf32>
+  %d = braid.embedding_backward %g, %ids : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<10x8xf32>
+  %tied = braid.add %t, %d : tensor<10x8xf32>
+  return %e, %tied : tensor<2x3x8xf32>, tensor<10x8xf32>
+}
+
+// A whole table gradient with no user that wants it split stays whole.
+// CHECK-LABEL: func.func @embedding_rows_whole_gradient
+// CHECK-SAME: -> tensor<10x8xf32>
+// CHECK: braid.embedding_backward {{.*}} -> tensor<10x8xf32>
+func.func @embedding_rows_whole_gradient(%g: tensor<2x3x8xf32>, %ids: tensor<2x3xi64>)
+    -> tensor<10x8xf32> {
+  %d = braid.embedding_backward %g, %ids : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<10x8xf32>
+  return %d : tensor<10x8xf32>
+}
+
+// Logits split along the classes (a column-parallel lm head): the
+// vocabulary-parallel cross-entropy, each rank's summary gathered once for
+// the loss and again for the gradient, which stays split.
+// CHECK-LABEL: func.func @cross_entropy_classes
+// CHECK-SAME: -> (tensor<f32>, tensor<8x5xf32> {braid.sharding = #braid.sharding<split 1>})
+// CHECK: %[[I:.*]] = braid.axis_index on @world grid_axes = [1] : tensor<i64>
+// CHECK: %[[S:.*]] = braid.cross_entropy_shard_stats %arg0, %arg1, %[[I]] parts = 2 : tensor<8x5xf32>, tensor<8xi64> -> tensor<1x8x3xf32>
+// CHECK-NEXT: %[[G:.*]] = braid.all_gather %[[S]] on @world grid_axes = [1] gather_dim = 0 : tensor<1x8x3xf32> -> tensor<2x8x3xf32>
+// CHECK-NEXT: %[[L:.*]] = braid.cross_entropy_shard_loss %[[G]] reduction = sum : tensor<2x8x3xf32> -> tensor<f32>
+// CHECK: %[[S2:.*]] = braid.cross_entropy_shard_stats %arg0, %arg1, %[[I]] parts = 2
+// CHECK-NEXT: %[[G2:.*]] = braid.all_gather %[[S2]]
+// CHECK-NEXT: braid.cross_entropy_shard_backward %{{.*}}, %arg0, %arg1, %[[G2]], %[[I]] reduction = sum : tensor<f32>, tensor<8x5xf32>, tensor<8xi64>, tensor<2x8x3xf32>
+func.func @cross_entropy_classes(%logits: tensor<8x10xf32> {braid.sharding = #s1}, %l: tensor<8xi64>)
+    -> (tensor<f32>, tensor<8x10xf32>) {
+  %loss = braid.cross_entropy %logits, %l reduction = sum : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  %one = braid.constant dense<1.0> : tensor<f32>
+  %d = braid.cross_entropy_backward %one, %logits, %l reduction = sum : tensor<f32>, tensor<8x10xf32>, tensor<8xi64>
+  return %loss, %d : tensor<f32>, tensor<8x10xf32>
+}
+
 // Reshapes map a split to the outermost dimension of its group (features
 // into heads and back); transposes and broadcasts renumber it.
 // CHECK-LABEL: func.func @shapes

@@ -92,3 +92,26 @@ shard.grid @world(shape = 2x?)
 func.func @dynamic(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0>}) -> tensor<4xf32> {
   return %w : tensor<4xf32>
 }
+
+// -----
+
+shard.grid @world(shape = 1x2)
+// A vocabulary of 50257 rows does not divide by 2 ranks (GPT-2 pads it to
+// 50304 for this).
+// expected-error @below {{argument 'wte' is split 0: dimension 0 of 'tensor<50257x8xf32>' (size 50257) does not divide by the tensor-parallel size 2 (grid axis 1 of @world)}}
+func.func @vocabulary(%t: tensor<50257x8xf32> {braid.role = #braid.role<parameter "wte">, braid.sharding = #braid.sharding<split 0>},
+                      %ids: tensor<4xi64>) -> tensor<4x8xf32> {
+  %e = braid.embedding %t, %ids : tensor<50257x8xf32>, tensor<4xi64> -> tensor<4x8xf32>
+  return %e : tensor<4x8xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 1x2)
+// The cross-entropy takes logits split along the classes, not the rows.
+func.func @cross_entropy_rows(%x: tensor<8x10xf32> {braid.sharding = #braid.sharding<split 0>},
+                              %l: tensor<8xi64>) -> tensor<f32> {
+  // expected-error @below {{'braid.cross_entropy' has no tensor-parallel rule for operand #0 (argument #0) split 0}}
+  %loss = braid.cross_entropy %x, %l reduction = mean : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  return %loss : tensor<f32>
+}

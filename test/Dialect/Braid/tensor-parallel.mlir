@@ -26,6 +26,18 @@
 // The Megatron-style baseline keeps them synchronous.
 // RUN: braid-compile %t.mlir --schedule=megatron --sequence-parallel=false --emit=mlir -o - \
 // RUN:   | FileCheck %s --check-prefix=MEGATRON
+// With the tied table split by rows (--vocab-parallel): Megatron's
+// vocabulary-parallel embedding (each rank's rows, summed over the axis),
+// the lm head's logits of this rank's classes, the vocabulary-parallel
+// cross-entropy (one all-gather of each row's summary for the loss, one
+// for the gradient), the lm head's input gradient summed, and the tied
+// gradient of this rank's rows; it compiles and its schedule is proven,
+// with sequence parallelism and without.
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN:   --vocab-parallel > %t.vocab.mlir
+// RUN: braid-opt %t.vocab.mlir --braid-tensor-parallel | FileCheck %s --check-prefix=VOCAB
+// RUN: braid-compile %t.vocab.mlir -o %t.vocab.plan
+// RUN: braid-compile %t.vocab.mlir --sequence-parallel=false -o %t.vocab-nosp.plan
 // A step without braid.sharding (the data-parallel example) is unchanged.
 // RUN: braid-opt %examples/gpt-tiny.mlir --braid-tensor-parallel | braid-opt > %t.after
 // RUN: braid-opt %examples/gpt-tiny.mlir > %t.before
@@ -90,3 +102,20 @@
 // MEGATRON-NOT: braid.all_reduce_start {{.*}} grid_axes = [1]
 // MEGATRON: braid.all_reduce {{.*}} grid_axes = [1] reduction = sum
 // MEGATRON: braid.all_reduce_start {{.*}} grid_axes = [0] reduction = avg
+
+// VOCAB-LABEL: func.func @gpt_step
+// VOCAB-SAME: tensor<32x64xf32> {braid.role = #braid.role<parameter "wte">, braid.sharding = #braid.sharding<split 0>}
+// VOCAB: %[[I:.*]] = braid.axis_index on @world grid_axes = [1] : tensor<i64>
+// VOCAB-NEXT: %[[E:.*]] = braid.embedding_shard %{{.*}}, %{{.*}}, %[[I]] parts = 2 : tensor<32x64xf32>, tensor<2x32xi64> -> tensor<2x32x64xf32>
+// VOCAB: braid.all_reduce %[[E]] on @world grid_axes = [1] reduction = sum : tensor<2x32x64xf32>
+// VOCAB: %[[LOGITS:.*]] = braid.matmul {{.*}} {transpose_b} : tensor<64x64xf32>, tensor<32x64xf32> -> tensor<64x32xf32>
+// VOCAB: %[[S:.*]] = braid.cross_entropy_shard_stats %[[LOGITS]], %{{.*}}, %[[I]] parts = 2 : tensor<64x32xf32>, tensor<64xi64> -> tensor<1x64x3xf32>
+// VOCAB-NEXT: %[[G:.*]] = braid.all_gather %[[S]] on @world grid_axes = [1] gather_dim = 0 : tensor<1x64x3xf32> -> tensor<2x64x3xf32>
+// VOCAB-NEXT: braid.cross_entropy_shard_loss %[[G]] reduction = mean
+// VOCAB: %[[DL:.*]] = braid.cross_entropy_shard_backward {{.*}}, %[[LOGITS]], {{.*}}, %[[I]] reduction = mean
+// VOCAB: %[[HEAD:.*]] = braid.matmul %[[DL]], {{.*}} {transpose_a} : tensor<64x32xf32>, tensor<64x64xf32> -> tensor<32x64xf32>
+// VOCAB: %[[DYF:.*]] = braid.matmul %[[DL]], {{.*}} : tensor<64x32xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
+// VOCAB-NEXT: braid.all_reduce %[[DYF]] on @world grid_axes = [1] reduction = sum : tensor<64x64xf32>
+// VOCAB: %[[DE:.*]] = braid.embedding_shard_backward %{{.*}}, %{{.*}}, %[[I]] parts = 2 : tensor<2x32x64xf32>, tensor<2x32xi64> -> tensor<32x64xf32>
+// VOCAB-NEXT: %[[DW:.*]] = braid.add %[[HEAD]], %[[DE]] : tensor<32x64xf32>
+// VOCAB-NEXT: braid.all_reduce %[[DW]] on @world grid_axes = [0] reduction = avg grad_of = ["wte"] : tensor<32x64xf32>
