@@ -107,8 +107,11 @@ def build(batch_size=4, layers=2, lr=1e-3, seed=0, world_size=2):
                                   eps=1e-8, weight_decay=0.1)
     # Megatron's layout for `--tensor-parallel N` (docs/TensorParallel.md):
     # q, k and v by whole heads, the MLP's first matrix by columns, the
-    # output projections by rows; embeddings and norms replicated.
-    tp_plan = {"h.*.attn.c_attn": {"style": "colwise", "fused": 3},
+    # output projections by rows, the tied token table by rows (Megatron's
+    # vocabulary-parallel embedding and cross-entropy); norms and positions
+    # replicated.
+    tp_plan = {"wte": "rowwise",
+               "h.*.attn.c_attn": {"style": "colwise", "fused": 3},
                "h.*.attn.c_proj": "rowwise",
                "h.*.mlp.c_fc": "colwise",
                "h.*.mlp.c_proj": "rowwise"}

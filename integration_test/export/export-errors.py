@@ -158,8 +158,14 @@ def main():
         def forward(self, x):
             return self.head(self.emb(x).mean(1))
 
-    api("tp-tied", "'head' (head)'s weight is tied (head.weight); a tied weight stays "
-        "replicated", model=Tied(), x=torch.randint(0, 4, (8, 3)), **tp({"head": "colwise"}))
+    tied = dict(model=Tied(), x=torch.randint(0, 4, (8, 3)))
+    api("tp-tied", "tensor-parallel plan: 'emb' (emb) and 'head' (head) share one tied weight "
+        "(emb.weight) but split it differently (split 1 and split 0)",
+        **tied, **tp({"emb": "colwise", "head": "colwise"}))
+    api("tp-vocabulary", "the tensor-parallel size 3 does not divide the vocabulary (rows) 4 "
+        "of 'emb' (emb)", **tied, **tp({"emb": "rowwise"}, 3))
+    api("tp-embedding-fused", "'emb' (emb) is an nn.Embedding, which has no fused parts",
+        **tied, **tp({"emb": {"style": "colwise", "fused": 2}}))
     cli("tp-cli-no-plan", [SPECS + ":ops", "--tensor-parallel", "2"],
         "tensor_parallel 2 needs a tensor_parallel_plan")
 

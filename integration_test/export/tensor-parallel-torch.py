@@ -7,7 +7,9 @@
 #   - data-parallel 2 x tensor-parallel 2 on 4 ranks;
 # each with sequence parallelism (braid-compile's default) and without
 # (--sequence-parallel=false); and one sequence per rank ([1, seq, hidden]:
-# sequence parallelism splits the sequence, dimension 1).
+# sequence parallelism splits the sequence, dimension 1). The plan splits
+# the tied token table by rows (Megatron's vocabulary-parallel embedding and
+# cross-entropy); one case keeps it replicated.
 #
 # PyTorch trains the same model on the global batch in float64 and float32
 # (braid.compare.against_pytorch): every loss of 20 steps within 1e-5
@@ -57,21 +59,34 @@ def main():
     os.makedirs(out, exist_ok=True)
     check = Checker()
 
-    for dp, tp, sp, rows in ((1, 2, True, 4), (1, 2, False, 4), (2, 2, True, 4),
-                             (2, 2, False, 4), (1, 2, True, 1)):
-        what = "dp %d x tp %d%s%s" % (dp, tp, " sp" if sp else "",
-                                      ", 1 sequence" if rows == 1 else "")
+    for dp, tp, sp, rows, vocab in ((1, 2, True, 4, True), (1, 2, False, 4, True),
+                                    (2, 2, True, 4, True), (2, 2, False, 4, True),
+                                    (1, 2, True, 1, True), (2, 2, True, 4, False)):
+        what = "dp %d x tp %d%s%s%s" % (dp, tp, " sp" if sp else "",
+                                        ", 1 sequence" if rows == 1 else "",
+                                        "" if vocab else ", embedding replicated")
         spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp, batch_size=rows)
         (inputs,), (targets,) = spec["global_batch"]
-        prefix = os.path.join(out, "gpt-dp%d-tp%d%s-b%d" % (dp, tp, "-sp" if sp else "", rows))
+        prefix = os.path.join(out, "gpt-dp%d-tp%d%s-b%d%s" % (dp, tp, "-sp" if sp else "", rows,
+                                                             "" if vocab else "-novocab"))
+        tp_plan = dict(spec["tensor_parallel_plan"])
+        if not vocab:
+            del tp_plan["wte"]
         exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
                                 spec["loss_fn"], spec["optimizer"], dp, output=prefix,
                                 global_batch=spec["global_batch"], tensor_parallel=tp,
-                                tensor_parallel_plan=spec["tensor_parallel_plan"])
+                                tensor_parallel_plan=tp_plan)
         split = exported.summary["split"]
-        check(len(split) == 10 and split["h.0.attn.c_attn.weight"] ==
-              "split 0 blocks [64, 64, 64]",
+        check(len(split) == (11 if vocab else 10) and split["h.0.attn.c_attn.weight"] ==
+              "split 0 blocks [64, 64, 64]" and split.get("wte.weight") == ("split 0" if vocab else None),
               "%s: %d parameters split by the plan" % (what, len(split)))
+        if vocab:
+            local = braidtest.run([braidtest.tool("braid-opt"), prefix + ".mlir",
+                                   "--braid-tensor-parallel"]).stdout
+            # (The one whole embedding left is the positions'.)
+            check("braid.embedding_shard " in local and "cross_entropy_shard_loss" in local and
+                  "embedding_shard_backward" in local and local.count("braid.embedding ") == 1,
+                  "%s: the vocabulary-parallel embedding, cross-entropy and tied gradient" % what)
         plan = prefix + ".plan"
         braidtest.compile_step(prefix + ".mlir", plan,
                                *([] if sp else ["--sequence-parallel=false"]))

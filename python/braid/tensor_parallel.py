@@ -13,6 +13,18 @@ torch.distributed.tensor.parallel: module-name patterns (fnmatch, as
                 also list the parts' sizes ([h, kv, kv] for grouped
                 key/value heads)
 
+On an nn.Embedding, as torch.distributed.tensor.parallel has them:
+
+    "rowwise"   the table split by rows, the vocabulary (Megatron's
+                VocabParallelEmbedding): each rank looks up its rows
+    "colwise"   the table split by its embedding dimension
+
+A weight tied between modules (nanoGPT's wte and lm_head) is one
+parameter: "rowwise" on the embedding and "colwise" on the lm head both
+split it by rows, and naming either is enough; two styles that split it
+differently are an error. Its logits are then split by vocabulary and
+braid-tensor-parallel makes the cross-entropy the vocabulary-parallel one.
+
 torch's ColwiseParallel() and RowwiseParallel() objects are taken for the
 strings. Everything not named stays replicated. braid-tensor-parallel
 propagates the shardings and inserts the collectives (docs/TensorParallel.md).
@@ -63,13 +75,34 @@ def shardings(model, plan, size, aliases):
     """{parameter name: "split D" or "split D blocks [...]"} for the
     parameters `plan` shards over `size` ranks; ExportError naming the
     problem for a pattern that matches no module, a style braid does not
-    know, a module that is not an nn.Linear, a tied weight, or a dimension
-    that does not divide by `size`."""
+    know, a module that is not an nn.Linear or nn.Embedding, a tied weight
+    split two ways, or a dimension that does not divide by `size`."""
     if not isinstance(plan, dict) or not plan:
         raise ExportError("the tensor-parallel plan must be a non-empty dict of module-name "
                           "patterns to styles, not %r" % (plan,))
     modules = dict(model.named_modules())
-    out = {}
+    out, by = {}, {}
+
+    def put(param, text, where):
+        """Records `param`'s sharding (under the name it is exported by)."""
+        canonical = aliases.get(param, param)
+        if canonical in out:
+            if by[canonical][0] == param:
+                raise ExportError("tensor-parallel plan: %s is named by two patterns (%s)" % (
+                    where, by[canonical][1]))
+            if out[canonical] != text:
+                raise ExportError(
+                    "tensor-parallel plan: %s and %s share one tied weight (%s) but split it "
+                    "differently (%s and %s)" % (by[canonical][1], where, canonical,
+                                                 out[canonical], text))
+        out[canonical] = text
+        by[canonical] = (param, where)
+
+    def divides(count, what, where):
+        if count % size:
+            raise ExportError("tensor-parallel plan: the tensor-parallel size %d does not divide "
+                              "%s %d of %s" % (size, what, count, where))
+
     for pattern, style in plan.items():
         if not isinstance(pattern, str):
             raise ExportError("tensor-parallel plan: the pattern %r is not a string" % (pattern,))
@@ -83,17 +116,22 @@ def shardings(model, plan, size, aliases):
         for name in matched:
             mod = modules[name]
             where = "%r (%s)" % (name, pattern)
+            weight = name + ".weight"
+            if isinstance(mod, torch.nn.Embedding):
+                if fused is not None:
+                    raise ExportError("tensor-parallel plan: %s is an nn.Embedding, which has "
+                                      "no fused parts" % where)
+                if kind == "rowwise":
+                    divides(mod.num_embeddings, "the vocabulary (rows)", where)
+                    put(weight, "split 0", where)
+                else:
+                    divides(mod.embedding_dim, "the embedding dimension", where)
+                    put(weight, "split 1", where)
+                continue
             if not isinstance(mod, torch.nn.Linear):
                 raise ExportError("tensor-parallel plan: %s is a %s; 'colwise' and 'rowwise' "
-                                  "split an nn.Linear" % (where, type(mod).__name__))
-            weight = name + ".weight"
-            if weight in aliases or weight in aliases.values():
-                raise ExportError("tensor-parallel plan: %s's weight is tied (%s); a tied "
-                                  "weight stays replicated" % (where, ", ".join(
-                                      sorted(a for a, b in aliases.items()
-                                             if weight in (a, b)) or [weight])))
-            if weight in out:
-                raise ExportError("tensor-parallel plan: %s is named by two patterns" % where)
+                                  "split an nn.Linear or an nn.Embedding"
+                                  % (where, type(mod).__name__))
             if kind == "colwise":
                 blocks = _blocks(fused, mod.out_features, where)
                 for b in blocks:
@@ -106,13 +144,10 @@ def shardings(model, plan, size, aliases):
                                 ", fused %s" % blocks if len(blocks) > 1 else ""))
                 text = "split 0" + (" blocks [%s]" % ", ".join(map(str, blocks))
                                     if len(blocks) > 1 else "")
-                out[weight] = text
+                put(weight, text, where)
                 if mod.bias is not None:
-                    out[name + ".bias"] = text
+                    put(name + ".bias", text, where)
             else:
-                if mod.in_features % size:
-                    raise ExportError("tensor-parallel plan: the tensor-parallel size %d does "
-                                      "not divide the input features %d of %s" % (
-                                          size, mod.in_features, where))
-                out[weight] = "split 1"
+                divides(mod.in_features, "the input features", where)
+                put(weight, "split 1", where)
     return out

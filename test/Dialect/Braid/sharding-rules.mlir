@@ -296,17 +296,21 @@ func.func @fused_blocks(%x: tensor<4x3xf32>,
   return %q, %v, %cat : tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x16xf32>
 }
 
-// Constants and fills are replicated; losses take replicated logits.
+// Constants and fills are replicated; losses take replicated logits. An
+// nll_loss of a log_softmax over the classes is one cross_entropy (as
+// torch exports F.cross_entropy); one of anything else stays.
 // CHECK-LABEL: func.func @losses
 // CHECK: %[[R:.*]] = braid.all_reduce {{.*}} grid_axes = [1]
 // CHECK: braid.cross_entropy %[[R]]
 // CHECK: braid.cross_entropy_backward
-// CHECK: braid.log_softmax
-// CHECK: braid.nll_loss
-// CHECK: braid.nll_loss_backward
+// CHECK: %[[LP:.*]] = braid.log_softmax %[[R]]
+// CHECK: braid.cross_entropy %[[R]], %arg2
+// CHECK: braid.nll_loss_backward %{{.*}}, %[[LP]]
+// CHECK: braid.nll_loss %arg3, %arg2
 func.func @losses(%x: tensor<8x32xf32> {braid.sharding = #s1},
-                  %w: tensor<4x32xf32> {braid.sharding = #s1}, %l: tensor<8xi64>)
-    -> (tensor<f32>, tensor<8x4xf32>, tensor<f32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+                  %w: tensor<4x32xf32> {braid.sharding = #s1}, %l: tensor<8xi64>,
+                  %p: tensor<8x4xf32>)
+    -> (tensor<f32>, tensor<8x4xf32>, tensor<f32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>) {
   %logits = braid.matmul %x, %w {transpose_b} : tensor<8x32xf32>, tensor<4x32xf32> -> tensor<8x4xf32>
   %loss = braid.cross_entropy %logits, %l reduction = mean : tensor<8x4xf32>, tensor<8xi64> -> tensor<f32>
   %one = braid.constant dense<1.0> : tensor<f32>
@@ -314,8 +318,31 @@ func.func @losses(%x: tensor<8x32xf32> {braid.sharding = #s1},
   %lp = braid.log_softmax %logits dim = 1 : tensor<8x4xf32>
   %nll = braid.nll_loss %lp, %l reduction = mean : tensor<8x4xf32>, tensor<8xi64> -> tensor<f32>
   %dn = braid.nll_loss_backward %one, %lp, %l reduction = mean : tensor<f32>, tensor<8x4xf32>, tensor<8xi64>
+  %other = braid.nll_loss %p, %l reduction = sum : tensor<8x4xf32>, tensor<8xi64> -> tensor<f32>
   %z = braid.fill 0.0 : tensor<8x4xf32>
-  return %loss, %d, %nll, %dn, %z : tensor<f32>, tensor<8x4xf32>, tensor<f32>, tensor<8x4xf32>, tensor<8x4xf32>
+  return %loss, %d, %nll, %dn, %z, %other : tensor<f32>, tensor<8x4xf32>, tensor<f32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>
+}
+
+// torch's cross-entropy of logits split along the classes (log_softmax,
+// nll_loss and their backward): fused, then the vocabulary-parallel one.
+// CHECK-LABEL: func.func @torch_cross_entropy_classes
+// CHECK-NOT: braid.log_softmax
+// CHECK-NOT: braid.nll_loss
+// CHECK: braid.cross_entropy_shard_loss
+// CHECK-NOT: braid.log_softmax
+// CHECK-NOT: braid.nll_loss
+// CHECK: braid.cross_entropy_shard_backward
+// CHECK-NOT: braid.log_softmax
+// CHECK-NOT: braid.nll_loss
+// CHECK: return
+func.func @torch_cross_entropy_classes(%logits: tensor<8x10xf32> {braid.sharding = #s1},
+                                       %l: tensor<8xi64>) -> (tensor<f32>, tensor<8x10xf32>) {
+  %lp = braid.log_softmax %logits dim = 1 : tensor<8x10xf32>
+  %loss = braid.nll_loss %lp, %l reduction = mean : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  %one = braid.constant dense<1.0> : tensor<f32>
+  %dlp = braid.nll_loss_backward %one, %lp, %l reduction = mean : tensor<f32>, tensor<8x10xf32>, tensor<8xi64>
+  %d = braid.log_softmax_backward %dlp, %lp dim = 1 : tensor<8x10xf32>
+  return %loss, %d : tensor<f32>, tensor<8x10xf32>
 }
 
 // Optimizer updates and the data-parallel gradient all-reduce (axis 0)

@@ -322,7 +322,60 @@ void Partitioner::localize() {
                 }));
 }
 
+/// The log-softmax over the classes of `[N, C]` logits that `v` is, if it is
+/// one.
+static LogSoftmaxOp classLogSoftmax(Value v) {
+  auto op = v.getDefiningOp<LogSoftmaxOp>();
+  if (!op || cast<RankedTensorType>(op.getType()).getRank() != 2 ||
+      op.getDim() != 1)
+    return {};
+  return op;
+}
+
+/// torch exports F.cross_entropy as log_softmax and nll_loss (and their
+/// backward, log_softmax_backward of nll_loss_backward): one
+/// braid.cross_entropy (and cross_entropy_backward) again, the op with the
+/// vocabulary-parallel rule. The same values, in one pass over the logits.
+static void fuseCrossEntropy(func::FuncOp func) {
+  SmallVector<Operation *> dead;
+  func.walk([&](Operation *op) {
+    OpBuilder b(op);
+    if (auto nll = dyn_cast<NllLossOp>(op)) {
+      LogSoftmaxOp logp = classLogSoftmax(nll.getInput());
+      if (!logp)
+        return;
+      Value loss = CrossEntropyOp::create(b, nll.getLoc(), nll.getType(),
+                                          logp.getInput(), nll.getLabels(),
+                                          nll.getReduction());
+      nll.getResult().replaceAllUsesWith(loss);
+      dead.push_back(nll);
+      return;
+    }
+    auto back = dyn_cast<LogSoftmaxBackwardOp>(op);
+    if (!back || !back.getGrad().hasOneUse())
+      return;
+    auto nllBack = back.getGrad().getDefiningOp<NllLossBackwardOp>();
+    LogSoftmaxOp logp = classLogSoftmax(back.getOutput());
+    if (!nllBack || !logp || nllBack.getInput() != back.getOutput())
+      return;
+    Value grad = CrossEntropyBackwardOp::create(
+        b, back.getLoc(), back.getType(), nllBack.getGrad(), logp.getInput(),
+        nllBack.getLabels(), nllBack.getReduction());
+    back.getResult().replaceAllUsesWith(grad);
+    dead.push_back(back);
+    dead.push_back(nllBack);
+  });
+  for (Operation *op : dead)
+    op->erase();
+  // The log-softmaxes no one reads now.
+  func.walk([&](LogSoftmaxOp op) {
+    if (op->use_empty())
+      op->erase();
+  });
+}
+
 LogicalResult Partitioner::run() {
+  fuseCrossEntropy(func);
   Block &body = func.getBody().front();
   // Arguments: their declared sharding, checked against their types.
   for (BlockArgument arg : body.getArguments()) {
