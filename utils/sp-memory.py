@@ -19,8 +19,9 @@ against the measurement (within 1%), that sequence parallelism divides what
 a rank keeps by t (within 1%), and how the bytes sent over the
 tensor-parallel axis compare: the reduce-scatters and all-gathers that
 replace the all-reduces send what they sent; the backward's all-gathers of
-saved inputs and the two cuts of whole values to a rank's tokens are
-extra, and the command prints them. Exits 1 if a check fails.
+saved inputs are extra, and the command prints them, with what the two cuts
+of whole values to a rank's tokens send (nothing: local braid.shard_slice
+copies; a reduce-scatter would show here). Exits 1 if a check fails.
 
 usage: /usr/bin/python3 utils/sp-memory.py [--keep DIR]
 """
@@ -116,7 +117,7 @@ def main():
     one = None
     print("| t | kept/layer MiB, tp | braid's count | kept/layer MiB, tp + sp | tp + sp x t "
           "/ (t = 1) | Korthikanti sp/tp | braid sp/tp | sent/layer MiB: tp all-reduce | tp + sp "
-          "reduce-scatter + all-gather | of which backward re-gathers | the step's cuts |")
+          "reduce-scatter + all-gather | of which backward re-gathers | sent by the step's cuts |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for tp in (1, 2, 4, 8):
         row = {}

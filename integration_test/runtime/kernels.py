@@ -259,6 +259,12 @@ def build(rng):
         s.input(g3), s.input(ids3), idx, parts, ttype(g3.shape), ttype(ids3.shape, "i64"),
         ttype(ref.shape)), [ref])
 
+    # One rank's piece along an inner dimension (dimension 1 of 3).
+    whole = randn(rng, shape[0], 3 * shape[1], shape[2])
+    s.op("%%r = braid.shard_slice %s, %s dim = 1 parts = 3 : %s -> %s" % (
+        s.input(whole), idx, ttype(whole.shape), t),
+        [whole[:, index * shape[1]:(index + 1) * shape[1]]])
+
     # Data movement.
     s.op("%%r = braid.reshape %s : %s -> %s" % (s.input(x), t, ttype((shape[0] * shape[1], shape[2]))),
          [x.reshape(shape[0] * shape[1], shape[2])])

@@ -45,6 +45,7 @@ OPS = {
     'concat': (74, 'Kernel', None, -1, 1, ('dim',)),
     'constant': (75, 'Kernel', None, 0, 1, ('value',)),
     'fill': (76, 'Kernel', None, 0, 1, ('value',)),
+    'shard_slice': (77, 'Kernel', None, 2, 1, ('dim', 'parts')),
     'sgd': (80, 'Kernel', None, 3, 2, ('lr', 'momentum', 'weight_decay', 'dampening', 'nesterov')),
     'adamw': (81, 'Kernel', None, 5, 3, ('lr', 'beta1', 'beta2', 'eps', 'weight_decay')),
     'all_reduce': (100, 'Collective', 'AllReduce', -1, -1, ('reduction', 'grad_of', 'bucket_index', 'bucket_bytes')),

@@ -295,6 +295,20 @@ void crossEntropyShardBackward(Checker &c) {
   shardIndex(c, c.in(4), 1);
 }
 
+void shardSlice(Checker &c, const ops::ShardSliceAttrs &a) {
+  const Buffer &x = c.in(0);
+  shardIndex(c, c.in(1), a.parts);
+  int64_t d = c.dim(x, a.dim);
+  if (c.out(0).dtype != x.dtype)
+    c.fail("element types differ");
+  if (x.shape[d] % a.parts)
+    c.fail("dimension " + std::to_string(d) + " of " + shapeOf(x) +
+           " does not divide into " + std::to_string(a.parts) + " parts");
+  std::vector<int64_t> expected = x.shape;
+  expected[d] /= a.parts;
+  c.shape(c.out(0), expected);
+}
+
 void reshape(Checker &c) {
   if (c.in(0).dtype != c.out(0).dtype ||
       c.in(0).numElements() != c.out(0).numElements())
@@ -457,6 +471,8 @@ void checkKernel(Checker &c) {
     return broadcast(c, instr.as<ops::BroadcastAttrs>().dims);
   case Opcode::Slice:
     return slice(c, instr.as<ops::SliceAttrs>());
+  case Opcode::ShardSlice:
+    return shardSlice(c, instr.as<ops::ShardSliceAttrs>());
   case Opcode::Concat:
     return concat(c, instr.as<ops::ConcatAttrs>().dim);
   case Opcode::Constant:

@@ -400,6 +400,22 @@ void crossEntropyShardBackward(const Args &a, bool mean) {
   }
 }
 
+/// Piece `index` along `dim` of each row of the dimensions before it.
+void shardSlice(const Args &a, const ops::ShardSliceAttrs &attrs) {
+  const Buffer &in = a.inBuf(0), &out = a.outBuf(0);
+  int64_t index = shardIndex(a, 1, attrs.parts);
+  uint64_t rows = 1;
+  for (int64_t d = 0; d < attrs.dim; ++d)
+    rows *= in.shape[d];
+  if (!rows || !out.bytes)
+    return;
+  uint64_t piece = out.bytes / rows, pitch = in.bytes / rows;
+  const uint8_t *src = a.arena + in.offset + index * piece;
+  uint8_t *dst = a.arena + out.offset;
+  for (uint64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * piece, src + r * pitch, piece);
+}
+
 void embedding(const Args &a) {
   const Buffer &table = a.inBuf(0);
   int64_t vocab = table.shape[0], dim = table.shape[1];
@@ -613,6 +629,8 @@ void run(const Args &a) {
   case Opcode::CrossEntropyShardBackward:
     return crossEntropyShardBackward(
         a, isMean(instr.as<ops::CrossEntropyShardBackwardAttrs>().reduction));
+  case Opcode::ShardSlice:
+    return shardSlice(a, instr.as<ops::ShardSliceAttrs>());
   case Opcode::Embedding:
     return embedding(a);
   case Opcode::EmbeddingBackward:

@@ -511,6 +511,31 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
+  case Opcode::ShardSlice: {
+    const auto &attrs = instr.as<ops::ShardSliceAttrs>();
+    uint64_t rows = 1;
+    for (int64_t d = 0; d < attrs.dim; ++d)
+      rows *= inBuf(0).shape[d];
+    if (!rows || !outBuf(0).bytes)
+      return;
+    uint64_t piece = outBuf(0).bytes / rows, pitch = inBuf(0).bytes / rows;
+    int64_t parts = attrs.parts;
+    const uint8_t *src = arena + inBuf(0).offset;
+    const int64_t *index =
+        reinterpret_cast<const int64_t *>(arena + inBuf(1).offset);
+    uint8_t *dst = arena + outBuf(0).offset;
+    int *flag = errorFlag;
+    // A byte a thread: any element type.
+    forEach(int64_t(outBuf(0).bytes), stream, [=] __device__(int64_t i) {
+      if (*index < 0 || *index >= parts) {
+        atomicExch(flag, 1);
+        return;
+      }
+      uint64_t r = uint64_t(i) / piece, k = uint64_t(i) % piece;
+      dst[i] = src[r * pitch + uint64_t(*index) * piece + k];
+    });
+    return;
+  }
   case Opcode::EmbeddingShard: {
     int64_t vocab = inBuf(0).shape[0], dim = inBuf(0).shape[1];
     int64_t parts = instr.as<ops::EmbeddingShardAttrs>().parts;

@@ -320,6 +320,30 @@ func.func @embedding_shape(%t: tensor<100x16xf32>, %i: tensor<4xi64>) {
 
 // -----
 
+func.func @shard_slice_dim(%x: tensor<4x8xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.shard_slice' op dim 2 is out of range for rank 2}}
+  %0 = braid.shard_slice %x, %ix dim = 2 parts = 2 : tensor<4x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @shard_slice_divide(%x: tensor<4x8xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.shard_slice' op dimension 1 of size 8 does not divide into 3 parts}}
+  %0 = braid.shard_slice %x, %ix dim = 1 parts = 3 : tensor<4x8xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @shard_slice_shape(%x: tensor<4x8xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.shard_slice' op result has shape 4x2, expected 4x4}}
+  %0 = braid.shard_slice %x, %ix dim = 1 parts = 2 : tensor<4x8xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
 func.func @embedding_shard_parts(%t: tensor<100x16xf32>, %i: tensor<4xi64>, %ix: tensor<i64>) {
   // expected-error @below {{'braid.embedding_shard' op parts must be positive, but is 0}}
   %0 = braid.embedding_shard %t, %i, %ix parts = 0 : tensor<100x16xf32>, tensor<4xi64> -> tensor<4x16xf32>

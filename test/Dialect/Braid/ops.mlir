@@ -134,6 +134,8 @@ func.func @data_movement(%table: tensor<100x16xf32>, %ids: tensor<4x8xi64>,
   %es = braid.embedding_shard %table, %ids, %ix parts = 4 : tensor<100x16xf32>, tensor<4x8xi64> -> tensor<4x8x16xf32>
   // CHECK: braid.embedding_shard_backward %[[V_X]], %[[V_IDS]], %{{.*}} parts = 4 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
   %esb = braid.embedding_shard_backward %x, %ids, %ix parts = 4 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
+  // CHECK: braid.shard_slice %[[V_X]], %{{.*}} dim = 1 parts = 2 : tensor<4x8x16xf32> -> tensor<4x4x16xf32>
+  %ss = braid.shard_slice %x, %ix dim = 1 parts = 2 : tensor<4x8x16xf32> -> tensor<4x4x16xf32>
   // CHECK: %[[V_2:[a-z0-9_]+]] = braid.reshape %[[V_X]] : tensor<4x8x16xf32> -> tensor<32x16xf32>
   %2 = braid.reshape %x : tensor<4x8x16xf32> -> tensor<32x16xf32>
   // CHECK: %[[V_3:[a-z0-9_]+]] = braid.transpose %[[V_X]] permutation = [1, 0, 2] : tensor<4x8x16xf32> -> tensor<8x4x16xf32>

@@ -21,9 +21,10 @@
 
 // CHECK-LABEL: func.func @gpt_step
 // The embeddings' output (whole on every rank) cut to this rank's tokens
-// before the first layer norm, whose output is gathered for the q/k/v
-// matmul.
-// CHECK: %[[X:.*]] = braid.reduce_scatter {{.*}} reduction = max scatter_dim = 0 : tensor<64x64xf32> -> tensor<32x64xf32>
+// (a local slice at the rank's index, no communication) before the first
+// layer norm, whose output is gathered for the q/k/v matmul.
+// CHECK: %[[I:.*]] = braid.axis_index on @world grid_axes = [1] : tensor<i64>
+// CHECK: %[[X:.*]] = braid.shard_slice %{{.*}}, %[[I]] dim = 0 parts = 2 : tensor<64x64xf32> -> tensor<32x64xf32>
 // CHECK-NEXT: %[[Y1:.*]], %{{.*}}, %{{.*}} = braid.layer_norm %[[X]], {{.*}} : tensor<32x64xf32>, tensor<64xf32> -> tensor<32xf32>
 // CHECK-NEXT: %[[Y1G:.*]] = braid.all_gather %[[Y1]] on @world grid_axes = [1] gather_dim = 0 : tensor<32x64xf32> -> tensor<64x64xf32>
 // CHECK-NEXT: braid.matmul %[[Y1G]], {{.*}} -> tensor<64x96xf32>

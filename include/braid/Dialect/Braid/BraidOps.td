@@ -724,6 +724,31 @@ def Braid_SliceOp : Braid_ComputeOp<"slice", [], [], ["localizeForSharding"]> {
   let hasVerifier = 1;
 }
 
+def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [],
+                                         ["getBytesRead"]> {
+  let opcode = 77;
+  let summary = "one rank's piece of a whole tensor";
+  let description = [{
+    Piece `index` of `input` cut into `parts` equal pieces along `dim`: what
+    rank `index` of a group holds of a value split along `dim`. A local
+    copy: braid-sequence-parallel cuts a whole value to a rank's tokens with
+    it (`index` is `braid.axis_index`).
+
+    ```mlir
+    %x = braid.shard_slice %resid, %index dim = 0 parts = 2
+        : tensor<1024x768xf32> -> tensor<512x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_Tensor:$input, Braid_RankIndexTensor:$index,
+                       I64Attr:$dim, I64Attr:$parts);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index `dim` `=` $dim `parts` `=` $parts attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
   let opcode = 74;
   let summary = "join tensors along one dimension";

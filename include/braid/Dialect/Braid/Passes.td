@@ -220,9 +220,8 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
     does. Where a replicated value meets a token-split one in a per-token op
     (the embeddings' output meets the first layer, the lm head's gradient
     meets the last layer norm), the replicated value is cut to the rank's
-    share by a `braid.reduce_scatter` with `reduction = max` of identical
-    copies: exact, at the cost of one reduce-scatter (a local slice that
-    costs nothing is to come). A token dimension that does not divide by
+    share by a `braid.shard_slice` (a local copy of the rank's piece, at
+    `braid.axis_index`; no communication). A token dimension that does not divide by
     the axis size is an error that names it (compile with
     `--sequence-parallel=false`).
 

@@ -438,6 +438,30 @@ uint64_t EmbeddingShardBackwardOp::getFlops() { return numElements(getGrad()); }
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
+LogicalResult ShardSliceOp::verify() {
+  if (failed(verifyParts(*this, getParts())) ||
+      failed(verifySameElementType(*this, "input", getInput(), "result",
+                                   getResult())))
+    return failure();
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= int64_t(in.size()))
+    return emitOpError() << "dim " << dim << " is out of range for rank "
+                         << in.size();
+  if (in[dim] % getParts())
+    return emitOpError() << "dimension " << dim << " of size " << in[dim]
+                         << " does not divide into " << getParts() << " parts";
+  SmallVector<int64_t> expected(in);
+  expected[dim] /= getParts();
+  return verifyShape(*this, "result", getResult(), expected);
+}
+
+uint64_t ShardSliceOp::getFlops() { return 0; }
+uint64_t ShardSliceOp::getBytesRead() {
+  // Only the piece is read.
+  return getTensorBytes(getResult().getType());
+}
+
 LogicalResult ReshapeOp::verify() {
   if (failed(verifySameElementType(*this, "input", getInput(), "result",
                                    getResult())))

@@ -589,6 +589,11 @@ bool SliceOp::localizeForSharding(Shardings s, Shardings,
   return false;
 }
 
+// A rank's piece is per-rank already (braid-sequence-parallel makes it).
+LogicalResult ShardSliceOp::propagateSharding(Shardings s, Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
 LogicalResult ConcatOp::propagateSharding(Shardings s, Results &out) {
   int64_t dim = getDim();
   if (llvm::all_equal(s) && !(s.front().isSplitAlong(dim)))

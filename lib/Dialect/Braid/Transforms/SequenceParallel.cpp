@@ -83,11 +83,15 @@ private:
   }
   bool isTensorParallelAllReduce(Operation *op);
   RankedTensorType splitType(Type type, int64_t dim, bool gather);
-  /// A reduce-scatter (sum, or max of identical copies) or all-gather of
-  /// `v` along dimension 0 over the axis, before `before`.
+  /// A reduce-scatter of `v` along its token dimension over the axis,
+  /// before `before`.
   Value reduceScatter(Value v, ReductionKind kind, Operation *before);
   Value gathered(Value v, Operation *before);
+  /// This rank's share of the whole value `v` along its token dimension
+  /// (a local braid.shard_slice), before `before`.
   Value scattered(Value v, Operation *before);
+  /// This rank's index on the axis (one braid.axis_index per function).
+  Value axisIndex();
   Value reduced(Value v, Operation *before);
   /// The op's results from its rule over the operands' states; false (and
   /// the op unchanged) where it has none.
@@ -114,6 +118,7 @@ private:
   /// all-reduce's result (the residual stream entering the first layer):
   /// cut to the rank's share at their first per-token use.
   llvm::DenseSet<Value> residuals;
+  Value index;
   void findResiduals(Block &body);
 };
 
@@ -165,12 +170,34 @@ Value TokenSplitter::gathered(Value v, Operation *before) {
   return g = op.getResult();
 }
 
+Value TokenSplitter::axisIndex() {
+  if (index)
+    return index;
+  Block &body = func.getBody().front();
+  // braid-tensor-parallel's, if it made one (the vocabulary's shards).
+  for (auto op : body.getOps<AxisIndexOp>())
+    if (op.getGridAttr().getAttr() == grid.getSymNameAttr() &&
+        op.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)})
+      return index = op.getResult();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  return index = AxisIndexOp::create(b, func.getLoc(),
+                                     RankedTensorType::get({}, b.getI64Type()),
+                                     FlatSymbolRefAttr::get(grid),
+                                     b.getDenseI16ArrayAttr({int16_t(axis)}));
+}
+
 Value TokenSplitter::scattered(Value v, Operation *before) {
   Value &s = scatters[v];
-  if (!s) {
-    s = reduceScatter(v, ReductionKind::Max, before);
-    ++numScatters;
-  }
+  if (s)
+    return s;
+  Value i = axisIndex();
+  builder.setInsertionPoint(before);
+  int64_t d = tokenDim(v);
+  s = ShardSliceOp::create(
+      builder, v.getLoc(), splitType(v.getType(), d, false), v, i,
+      builder.getI64IntegerAttr(d), builder.getI64IntegerAttr(size));
+  state[s] = ShardingAttr::getSplit(func.getContext(), d);
+  ++numScatters;
   return s;
 }
 
