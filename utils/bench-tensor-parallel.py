@@ -3,7 +3,8 @@
 Megatron-style baseline on simulated clusters.
 
 For each case, generates the global training step with Megatron's layout
-(python3 -m braid.models PRESET --tp 8, bf16), lets braid-compile partition
+(python3 -m braid.models PRESET --tp 8 --vocab-parallel, bf16: the token
+table and lm head split by vocabulary too), lets braid-compile partition
 it (braid-tensor-parallel) and schedule it two ways for the cluster:
   megatron  --schedule=megatron  the tensor-parallel all-reduces synchronous
                                  on the compute stream, the data-parallel
@@ -50,7 +51,7 @@ def case(model, cluster, dp, options, work, layers=None):
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
     benchlib.generate([model, "--dtype", "bf16", "--world-size", str(dp), "--tp", str(TP),
-                       *options, *extra], mlir, "bench-tensor-parallel")
+                       "--vocab-parallel", *options, *extra], mlir, "bench-tensor-parallel")
     return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-tensor-parallel")
 
 

@@ -106,8 +106,13 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     norms and the output biases replicated; the embeddings too unless
     `vocab_parallel`: then the token table (tied with the lm head) and
     llama's lm head are split by rows, Megatron's vocabulary-parallel
-    embedding and cross-entropy."""
+    embedding and cross-entropy, the vocabulary padded as Megatron pads it
+    where it does not divide by `tp` (to a multiple of 128 * tp)."""
     assert hidden % heads == 0
+    if vocab_parallel and vocab % tp:
+        # Megatron's padding (--make-vocab-size-divisible-by 128, times the
+        # tensor-parallel size): GPT-2's 50257 rows become 51200 at t = 8.
+        vocab = -(-vocab // (128 * tp)) * 128 * tp
     kv_heads = kv_heads or heads
     assert heads % kv_heads == 0
     hd = hidden // heads

@@ -38,6 +38,10 @@
 // RUN: braid-opt %t.vocab.mlir --braid-tensor-parallel | FileCheck %s --check-prefix=VOCAB
 // RUN: braid-compile %t.vocab.mlir -o %t.vocab.plan
 // RUN: braid-compile %t.vocab.mlir --sequence-parallel=false -o %t.vocab-nosp.plan
+// The Megatron-style schedule keeps the summaries' all-gathers synchronous
+// on a communication stream: their results live the whole step in the
+// memory plan (they did not, and the schedule verifier caught the reuse).
+// RUN: braid-compile %t.vocab.mlir --schedule=megatron --sequence-parallel=false -o %t.vocab-megatron.plan
 // A step without braid.sharding (the data-parallel example) is unchanged.
 // RUN: braid-opt %examples/gpt-tiny.mlir --braid-tensor-parallel | braid-opt > %t.after
 // RUN: braid-opt %examples/gpt-tiny.mlir > %t.before

@@ -224,6 +224,10 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
       if (!isTensor(result))
         continue;
       size_t from = isOnComputeStream(&op) ? at : 0;
+      // Written off the compute stream (a synchronous collective on its
+      // own stream): the whole step, as its inputs.
+      if (!isOnComputeStream(&op))
+        extend(result, 0, end);
       // The results of a wait are written by its start's collective.
       if (auto wait = dyn_cast<WaitOp>(op)) {
         Operation *start = wait.getFuture().getDefiningOp();
