@@ -212,6 +212,23 @@ func.func @embedding_rows(%t: tensor<10x8xf32> {braid.sharding = #s0}, %ids: ten
   return %e, %tied : tensor<2x3x8xf32>, tensor<10x8xf32>
 }
 
+// An untied table's gradient reaches its update through the data-parallel
+// all-reduce (axis 0), which passes the request for this rank's rows on.
+// CHECK-LABEL: func.func @embedding_rows_untied
+// CHECK: %[[D:.*]] = braid.embedding_shard_backward %arg1, %arg2, %{{.*}} parts = 2 : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<5x8xf32>
+// CHECK-NEXT: %[[R:.*]] = braid.all_reduce %[[D]] on @world grid_axes = [0] reduction = avg grad_of = ["t"] : tensor<5x8xf32>
+// CHECK-NEXT: braid.sgd %arg0, %[[R]], %arg3
+func.func @embedding_rows_untied(%t: tensor<10x8xf32> {braid.role = #braid.role<parameter "t">, braid.sharding = #s0},
+                                 %g: tensor<2x3x8xf32>, %ids: tensor<2x3xi64>,
+                                 %m: tensor<10x8xf32> {braid.role = #braid.role<optimizer_state "t.momentum">, braid.sharding = #s0})
+    -> (tensor<10x8xf32> {braid.role = #braid.role<parameter "t">},
+        tensor<10x8xf32> {braid.role = #braid.role<optimizer_state "t.momentum">}) {
+  %d = braid.embedding_backward %g, %ids : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<10x8xf32>
+  %r = braid.all_reduce %d on @world grid_axes = [0] reduction = avg grad_of = ["t"] : tensor<10x8xf32>
+  %n:2 = braid.sgd %t, %r, %m lr = 0.1 momentum = 0.9 weight_decay = 0.0 : tensor<10x8xf32>
+  return %n#0, %n#1 : tensor<10x8xf32>, tensor<10x8xf32>
+}
+
 // A whole table gradient with no user that wants it split stays whole.
 // CHECK-LABEL: func.func @embedding_rows_whole_gradient
 // CHECK-SAME: -> tensor<10x8xf32>

@@ -27,7 +27,7 @@ class Braid_CollectiveOp<string mnemonic, string kind, bit start,
     : Braid_Op<mnemonic, !listconcat(traits, [
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         Braid_CollectiveOpInterface,
-        DeclareOpInterfaceMethods<Braid_ShardingOpInterface>
+        DeclareOpInterfaceMethods<Braid_ShardingOpInterface, ["reshardResult"]>
       ])> {
   let collectiveKind = kind;
   let isStartForm = start;
@@ -53,6 +53,14 @@ class Braid_CollectiveOp<string mnemonic, string kind, bit start,
         ::llvm::SmallVectorImpl<::braid::ShardingAttr> &results) {
       return ::braid::detail::propagateCollectiveSharding(getOperation(), operands,
                                                           results);
+    }
+    ::llvm::LogicalResult $cppClass::reshardResult(unsigned result,
+        ::braid::ShardingAttr wanted,
+        ::llvm::ArrayRef<::braid::ShardingAttr> operands,
+        ::llvm::SmallVectorImpl<::braid::ShardingAttr> &newOperands) {
+      return ::braid::detail::reshardCollectiveResult(getOperation(), result,
+                                                      wanted, operands,
+                                                      newOperands);
     }
     ::mlir::Operation *$cppClass::buildStartForm(::mlir::OpBuilder &builder) {
       return }] # !if(start, "nullptr",

@@ -56,6 +56,13 @@ llvm::LogicalResult
 propagateCollectiveSharding(mlir::Operation *op,
                             llvm::ArrayRef<ShardingAttr> operands,
                             llvm::SmallVectorImpl<ShardingAttr> &results);
+/// The collectives' reshardResult: an all-reduce's result can be split as
+/// its input is asked to be.
+llvm::LogicalResult
+reshardCollectiveResult(mlir::Operation *op, unsigned result,
+                        ShardingAttr wanted,
+                        llvm::ArrayRef<ShardingAttr> operands,
+                        llvm::SmallVectorImpl<ShardingAttr> &newOperands);
 } // namespace detail
 
 } // namespace braid

@@ -131,14 +131,20 @@ def Braid_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
            "::llvm::SmallVectorImpl<::braid::ShardingAttr> &":$results)>,
     InterfaceMethod<[{
         Whether result `result` can be `wanted` instead of the sharding
-        propagateSharding gave it, for these operand shardings and at no
-        cost (an embedding's gradient split by rows: each rank computes its
-        rows only). The pass asks when the result's one user has no rule
-        for it as it is.
+        propagateSharding gave it, for these operand shardings (`operands`)
+        and at no cost (an embedding's gradient split by rows: each rank
+        computes its rows only). On success `newOperands` holds the operand
+        shardings that needs: `operands` itself, or with some whole operand
+        wanted split too (an all-reduce over another axis passes the request
+        on to its input), which the pass asks of that operand's producer in
+        turn. The pass asks when the result's one user has no rule for it as
+        it is.
       }],
       "::llvm::LogicalResult", "reshardResult",
       (ins "unsigned":$result, "::braid::ShardingAttr":$wanted,
-           "::llvm::ArrayRef<::braid::ShardingAttr>":$operands), [{}], [{
+           "::llvm::ArrayRef<::braid::ShardingAttr>":$operands,
+           "::llvm::SmallVectorImpl<::braid::ShardingAttr> &":$newOperands),
+      [{}], [{
         return ::mlir::failure();
       }]>,
     InterfaceMethod<[{

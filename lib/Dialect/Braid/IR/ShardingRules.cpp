@@ -424,11 +424,15 @@ LogicalResult EmbeddingShardBackwardOp::propagateSharding(Shardings s,
 }
 
 LogicalResult EmbeddingBackwardOp::reshardResult(unsigned, ShardingAttr wanted,
-                                                 Shardings s) {
+                                                 Shardings s,
+                                                 Results &newOperands) {
   // A whole gradient can as well be this rank's rows of it: the ids of the
   // other rows add nothing there.
-  return success(s[0].isReplicated() && s[1].isReplicated() &&
-                 isPlainSplitAlong(wanted, 0));
+  if (!s[0].isReplicated() || !s[1].isReplicated() ||
+      !isPlainSplitAlong(wanted, 0))
+    return failure();
+  newOperands.assign(s.begin(), s.end());
+  return success();
 }
 
 bool EmbeddingBackwardOp::localizeForSharding(Shardings, Shardings results,
@@ -646,6 +650,20 @@ LogicalResult AdamWOp::propagateSharding(Shardings s, Results &out) {
 //===----------------------------------------------------------------------===//
 // Collectives
 //===----------------------------------------------------------------------===//
+
+LogicalResult braid::detail::reshardCollectiveResult(Operation *op,
+                                                     unsigned result,
+                                                     ShardingAttr wanted,
+                                                     Shardings s,
+                                                     Results &newOperands) {
+  // An all-reduce over other axes (the data-parallel gradient's) is
+  // elementwise over each input: its result is split as its input is.
+  if (!isa<AllReduceOp>(op) || !s[result].isReplicated())
+    return failure();
+  newOperands.assign(s.begin(), s.end());
+  newOperands[result] = wanted;
+  return success();
+}
 
 LogicalResult braid::detail::propagateCollectiveSharding(Operation *op,
                                                          Shardings s,

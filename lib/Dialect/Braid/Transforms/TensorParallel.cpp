@@ -66,6 +66,10 @@ private:
   /// Asks the producers of `op`'s replicated operands to make them split as
   /// another operand of the same type is; true if one did.
   bool reshardOperands(Operation *op, SmallVectorImpl<ShardingAttr> &in);
+  /// Asks the producer of the whole value `v` (its one use is the op being
+  /// propagated) to make it `wanted`, and so on up the operands it needs
+  /// split; true if it did.
+  bool reshard(Value v, ShardingAttr wanted);
   /// Checks that `sharding` fits `v`'s global type and that its blocks
   /// divide by the axis size; `what` names the value.
   LogicalResult checkDivides(Value v, ShardingAttr s, Operation *where,
@@ -136,24 +140,39 @@ Value Partitioner::allGather(OpBuilder &b, Value value, int64_t dim) {
       b.getDenseI16ArrayAttr({int16_t(axis)}), b.getI64IntegerAttr(dim));
 }
 
+bool Partitioner::reshard(Value v, ShardingAttr wanted) {
+  auto result = dyn_cast<OpResult>(v);
+  if (!result || !result.hasOneUse() || !shardingOf(v).isReplicated())
+    return false;
+  Operation *op = result.getOwner();
+  auto producer = dyn_cast<ShardingOpInterface>(op);
+  SmallVector<ShardingAttr> operands;
+  if (!producer || !accepted.count(op) ||
+      failed(producer.reshardResult(result.getResultNumber(), wanted,
+                                    accepted[op], operands)))
+    return false;
+  // The operands it needs split in turn (an all-reduce's input).
+  for (auto [i, s] : llvm::enumerate(operands))
+    if (s != accepted[op][i] && !reshard(op->getOperand(i), s))
+      return false;
+  accepted[op] = operands;
+  sharding[v] = wanted;
+  return true;
+}
+
 bool Partitioner::reshardOperands(Operation *op,
                                   SmallVectorImpl<ShardingAttr> &in) {
   bool changed = false;
   for (OpOperand &operand : op->getOpOperands()) {
     unsigned i = operand.getOperandNumber();
-    auto result = dyn_cast<OpResult>(operand.get());
-    if (!in[i].isReplicated() || !result || !result.hasOneUse())
-      continue;
-    auto producer = dyn_cast<ShardingOpInterface>(result.getOwner());
-    if (!producer)
+    if (!in[i].isReplicated())
       continue;
     for (OpOperand &other : op->getOpOperands()) {
       ShardingAttr wanted = in[other.getOperandNumber()];
-      if (!wanted.isSplit() || other.get().getType() != result.getType() ||
-          failed(producer.reshardResult(result.getResultNumber(), wanted,
-                                        accepted[producer])))
+      if (!wanted.isSplit() ||
+          other.get().getType() != operand.get().getType() ||
+          !reshard(operand.get(), wanted))
         continue;
-      sharding[result] = wanted;
       in[i] = wanted;
       changed = true;
       break;
