@@ -36,9 +36,9 @@ bash "$root/utils/build.sh"
 mkdir -p "$main"
 
 stage 2 "export $(basename "$spec") with braid.export (PyTorch -> braid IR)"
-echo "\$ python3 -m braid.export $spec -o $shown/step64 --world-size $ranks"
+echo "\$ $python -m braid.export $spec -o $shown/step64 --world-size $ranks"
 $python -m braid.export "$spec" -o "$main/step64" --world-size $ranks | sed 's/^/  /'
-echo "\$ python3 -m braid.export $spec -o $shown/step2 --world-size 2"
+echo "\$ $python -m braid.export $spec -o $shown/step2 --world-size 2"
 $python -m braid.export "$spec" -o "$main/step2" --world-size 2 | sed 's/^/  /'
 
 stage 3 "compile for $cluster and print the schedule"
@@ -83,7 +83,7 @@ mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/braid-run" --backend=cpu 
 # PyTorch trains the same model on the same global batch, in float64 and in
 # float32; braid must be as close to float64 as float32 PyTorch is
 # (braid.compare). A difference beyond that fails the main job.
-echo "\$ python3 -m braid.compare $(basename "$spec") --world-size 2 --losses $shown/train.txt --state $shown/trained.npz"
+echo "\$ $python -m braid.compare $(basename "$spec") --world-size 2 --losses $shown/train.txt --state $shown/trained.npz"
 $python -m braid.compare "$spec" --world-size 2 --losses "$main/train.txt" \
   --state "$main/trained.npz" | sed 's/^/  /'
 echo

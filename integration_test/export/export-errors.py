@@ -51,8 +51,11 @@ def main():
         check(ok, "%s: exit %d, wrote %s: %s" % (name, p.returncode, written or "nothing", first))
 
     # Ops without a lowering name the aten op and where it came from.
+    # (and the command that lists the supported ops names this interpreter:
+    # `python3` on the documented machine has no torch)
     cli("silu", [SPECS + ":silu"], "1 aten op of the step has no braid lowering",
         "aten.silu.default (from blocks.1.act (SiLU))", "and 3 more in its backward",
+        "(`%s -m braid.export --list-ops` prints" % sys.executable,
         absent=["dropout"])
     cli("own-forward", [SPECS + ":own_forward"], "aten.sin.default",
         "from the model's own forward (OwnForward)")

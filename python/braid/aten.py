@@ -16,6 +16,7 @@ torch, at export time.
 
 import torch
 
+from braid._cli import module_command
 from braid.ir import Value
 
 
@@ -262,10 +263,10 @@ class Lowering:
             hint = ("; random ops such as dropout are not supported: export the model "
                     "in eval() mode or with dropout p=0")
         raise ExportError("%d aten op%s of the step %s no braid lowering: %s%s "
-                          "(`python3 -m braid.export --list-ops` prints the %d supported ops)"
+                          "(`%s --list-ops` prints the %d supported ops)"
                           % (len(shown), "s" if len(shown) > 1 else "",
                              "have" if len(shown) > 1 else "has", "; ".join(lines), hint,
-                             len(LOWERINGS)))
+                             module_command("braid.export"), len(LOWERINGS)))
 
     def _fold(self, node):
         def sub(a):

@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from braid._cli import module_command
+
 # Below this fraction of an array's largest magnitude, an entry's error is
 # judged against that fraction instead of the entry itself. float32 rounds
 # an entry computed as a sum to about 2^-24 x (the sum of |terms|), which for
@@ -116,7 +118,7 @@ def describe(result):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python3 -m braid.compare",
+        prog=module_command("braid.compare"),
         description="Compares a braid-run training (its printed losses and its --save file) "
                     "with PyTorch training the spec's model on the spec's global batch; exits 1 "
                     "when braid differs beyond the tolerance.")

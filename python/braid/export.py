@@ -35,6 +35,7 @@ import types
 import numpy as np
 import torch
 
+from braid._cli import module_command
 from braid._trace import (_describe, _names, _optimizer_groups, _parameters, _tensors,
                           _trace)
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, op_name
@@ -293,7 +294,7 @@ def _array(t, p):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python3 -m braid.export",
+        prog=module_command("braid.export"),
         description="Export a PyTorch model's data-parallel training step as braid IR. "
                     "SPEC names a function (FILE.py:FUNC or package.module:FUNC, FUNC "
                     "defaulting to build; called with world_size=N when it takes it and "

@@ -12,6 +12,7 @@ import argparse
 import math
 import sys
 
+from braid._cli import module_command
 from braid.ir import StepBuilder
 
 
@@ -381,7 +382,7 @@ TRANSFORMERS = ["gpt"] + sorted(PRESETS)
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python3 -m braid.models",
+        prog=module_command("braid.models"),
         description="Write a model's data-parallel training step as braid IR.",
         epilog="Presets have their published shapes (layers, hidden, heads, MLP width, "
                "vocabulary, sequence) with a micro-batch of 1; the options override them. "

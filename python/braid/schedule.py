@@ -15,6 +15,8 @@ import argparse
 import json
 import sys
 
+from braid._cli import module_command
+
 FIELDS = ("function", "world", "ops", "streams", "events", "sync_collectives", "buckets")
 
 
@@ -66,7 +68,7 @@ def format_summary(s, width=100):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m braid.schedule",
+    parser = argparse.ArgumentParser(prog=module_command("braid.schedule"),
                                      description="Print the streams and gradient buckets of a "
                                                  "scheduled braid step, from the report of "
                                                  "braid-compile --schedule-report.")

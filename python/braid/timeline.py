@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from braid._cli import module_command
+
 
 def load(path):
     with open(path) as f:
@@ -66,7 +68,7 @@ def render(trace_path, out_path, max_ranks=8, title=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m braid.timeline", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=module_command("braid.timeline"), description=__doc__.splitlines()[0])
     parser.add_argument("trace")
     parser.add_argument("-o", "--output", required=True, help="the PNG to write")
     parser.add_argument("--ranks", type=int, default=8, help="ranks to show (default 8)")

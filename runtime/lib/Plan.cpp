@@ -7,10 +7,12 @@
 
 #include "plan_generated.h"
 
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 using namespace braid;
 using namespace braid::rt;
@@ -75,11 +77,20 @@ std::string Instr::describe() const {
   return std::string("'") + name() + "' at " + location;
 }
 
+/// A FlatBuffer vector's elements, copied bytewise: the verifier checks
+/// the alignment of a vector's length, not of its 8-byte elements, so a
+/// crafted plan can place them 4 bytes off (an element-wise read would be a
+/// misaligned load). FlatBuffers are little-endian, as every host braid runs
+/// on.
 template <typename T>
 static std::vector<T> toVector(const flatbuffers::Vector<T> *v) {
+  static_assert(std::is_arithmetic_v<T>, "a vector of scalars");
   if (!v)
     return {};
-  return std::vector<T>(v->begin(), v->end());
+  std::vector<T> out(v->size());
+  if (!out.empty())
+    std::memcpy(out.data(), v->Data(), out.size() * sizeof(T));
+  return out;
 }
 
 static std::string toString(const flatbuffers::String *s) {
@@ -124,13 +135,13 @@ public:
     const auto *v = byId[id]->ints();
     if (!v || v->size() != 1)
       fail(attr(id) + " is not one integer");
-    return v->Get(0);
+    return toVector(v)[0];
   }
   double real(unsigned id) const {
     const auto *v = byId[id]->floats();
     if (!v || v->size() != 1)
       fail(attr(id) + " is not one float");
-    return v->Get(0);
+    return toVector(v)[0];
   }
   std::vector<int64_t> ints(unsigned id) const {
     return toVector(byId[id]->ints());
@@ -174,6 +185,15 @@ ops::OpAttrs decodeOpAttrs(const ops::OpInfo &info, const AttrReader &r) {
 } // namespace
 
 Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
+  // The verifier checks alignment from the buffer's start: the start itself
+  // must be 8-byte aligned for the reads to be.
+  std::vector<uint64_t> aligned;
+  if (reinterpret_cast<uintptr_t>(bytes) % alignof(uint64_t)) {
+    aligned.resize((size + 7) / 8);
+    if (size)
+      std::memcpy(aligned.data(), bytes, size);
+    bytes = reinterpret_cast<const uint8_t *>(aligned.data());
+  }
   flatbuffers::Verifier verifier(bytes, size, /*max_depth=*/64,
                                  /*max_tables=*/50000000);
   if (!plan::VerifyPlanBuffer(verifier))
