@@ -58,6 +58,14 @@ __device__ int64_t loadIndex(const uint8_t *p, bool wide, int64_t i) {
               : reinterpret_cast<const int32_t *>(p)[i];
 }
 
+/// Whether `id` (a token id or a label) is in range for `parts` shards of
+/// `rows` rows and `index` is a shard: what the shard ops check before
+/// they shift `id` to the shard's rows.
+__device__ bool validShardId(int64_t id, int64_t rows, int64_t parts,
+                             int64_t index) {
+  return id >= 0 && id < parts * rows && index >= 0 && index < parts;
+}
+
 __device__ double geluOf(double x, bool tanhApprox) {
   if (tanhApprox) {
     const double c = 0.7978845608028654; // sqrt(2 / pi)
@@ -135,6 +143,10 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   };
   auto out = [&](size_t i) {
     return reinterpret_cast<float *>(arena + outBuf(i).offset);
+  };
+  // A shard op's rank index (a tensor<i64>, read on the device).
+  auto rankIndex = [&](size_t i) {
+    return reinterpret_cast<const int64_t *>(arena + inBuf(i).offset);
   };
   const Opcode op = instr.opcode;
   int64_t n = instr.results.empty() ? 0 : outBuf(0).numElements();
@@ -435,14 +447,12 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     const float *x = in(0);
     const uint8_t *labels = arena + inBuf(1).offset;
     bool wide = inBuf(1).dtype == DType::I64;
-    const int64_t *index =
-        reinterpret_cast<const int64_t *>(arena + inBuf(2).offset);
+    const int64_t *index = rankIndex(2);
     float *stats = out(0);
     int *flag = errorFlag;
     forEach(rows, stream, [=] __device__(int64_t r) {
       int64_t label = loadIndex(labels, wide, r);
-      if (label < 0 || label >= parts * classes || *index < 0 ||
-          *index >= parts) {
+      if (!validShardId(label, classes, parts, *index)) {
         atomicExch(flag, 1);
         return;
       }
@@ -476,9 +486,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
                 *grad = backward ? in(0) : nullptr;
     const uint8_t *labels = backward ? arena + inBuf(2).offset : nullptr;
     bool wide = backward && inBuf(2).dtype == DType::I64;
-    const int64_t *index =
-        backward ? reinterpret_cast<const int64_t *>(arena + inBuf(4).offset)
-                 : nullptr;
+    const int64_t *index = backward ? rankIndex(4) : nullptr;
     float *y = out(0);
     int *flag = errorFlag;
     if (!backward)
@@ -497,8 +505,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
         return;
       }
       int64_t label = loadIndex(labels, wide, r);
-      if (label < 0 || label >= parts * classes || *index < 0 ||
-          *index >= parts) {
+      if (!validShardId(label, classes, parts, *index)) {
         atomicExch(flag, 1);
         return;
       }
@@ -521,8 +528,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     uint64_t piece = outBuf(0).bytes / rows, pitch = inBuf(0).bytes / rows;
     int64_t parts = attrs.parts;
     const uint8_t *src = arena + inBuf(0).offset;
-    const int64_t *index =
-        reinterpret_cast<const int64_t *>(arena + inBuf(1).offset);
+    const int64_t *index = rankIndex(1);
     uint8_t *dst = arena + outBuf(0).offset;
     int *flag = errorFlag;
     // A byte a thread: any element type.
@@ -542,13 +548,12 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     const float *table = in(0);
     const uint8_t *ids = arena + inBuf(1).offset;
     bool wide = inBuf(1).dtype == DType::I64;
-    const int64_t *index =
-        reinterpret_cast<const int64_t *>(arena + inBuf(2).offset);
+    const int64_t *index = rankIndex(2);
     float *y = out(0);
     int *flag = errorFlag;
     forEach(n, stream, [=] __device__(int64_t i) {
       int64_t id = loadIndex(ids, wide, i / dim);
-      if (id < 0 || id >= parts * vocab || *index < 0 || *index >= parts) {
+      if (!validShardId(id, vocab, parts, *index)) {
         atomicExch(flag, 1);
         y[i] = 0;
         return;
@@ -565,8 +570,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     const float *g = in(0);
     const uint8_t *ids = arena + inBuf(1).offset;
     bool wide = inBuf(1).dtype == DType::I64;
-    const int64_t *index =
-        reinterpret_cast<const int64_t *>(arena + inBuf(2).offset);
+    const int64_t *index = rankIndex(2);
     float *y = out(0);
     int *flag = errorFlag;
     check(cudaMemsetAsync(y, 0, outBuf(0).bytes, stream), instr);
@@ -574,7 +578,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     forEach(dim, stream, [=] __device__(int64_t k) {
       for (int64_t t = 0; t < count; ++t) {
         int64_t id = loadIndex(ids, wide, t);
-        if (id < 0 || id >= parts * vocab || *index < 0 || *index >= parts) {
+        if (!validShardId(id, vocab, parts, *index)) {
           atomicExch(flag, 1);
           continue;
         }
