@@ -11,12 +11,18 @@ rest of `build/` is the document's to write. The script is printed first,
 each command is echoed as it runs (`set -x`), and the exit status is the
 script's.
 
+`--skip REGEX` leaves out the command lines it matches (a command that is
+a test of its own, such as the README's test command, which is this
+suite), each printed as skipped.
+
 usage: /usr/bin/python3 utils/doc-commands.py DOC.md [--work DIR] [--list]
+       [--skip REGEX]...
 """
 
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -47,6 +53,8 @@ def main():
     parser.add_argument("doc")
     parser.add_argument("--work", help="the work directory (default: a new temporary one)")
     parser.add_argument("--list", action="store_true", help="print the script, run nothing")
+    parser.add_argument("--skip", action="append", default=[],
+                        help="leave out command lines that match this regular expression")
     args = parser.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bin_dir = os.environ.get("BRAID_BIN", os.path.join(root, "build", "bin"))
@@ -56,7 +64,11 @@ def main():
     for lang, start, lines in found:
         if lang == "sh":
             script.append("# %s:%d" % (os.path.basename(args.doc), start))
-            script.extend(lines)
+            for line in lines:
+                if any(re.search(r, line) for r in args.skip):
+                    script.append(": skipped: " + shlex.quote(line.strip()))
+                else:
+                    script.append(line)
         elif lang == "python" and lines and re.match(r"^# [\w./-]+\.py$", lines[0]):
             files[lines[0][2:]] = "\n".join(lines) + "\n"
     if len(script) == 3:
