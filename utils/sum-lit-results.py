@@ -7,7 +7,14 @@ UNSUPPORTED (a missing GPU) as skipped. An XFAIL (a test expected to fail
 that failed) is neither: it is reported on a line of its own before the
 summary, so that a known failure never reads as a pass. A missing or
 unreadable result file counts as one failure, so a suite that did not run
-cannot look green. Exits 1 if anything failed."""
+cannot look green. Exits 1 if anything failed.
+
+`--sanitized=FILE` marks a result file whose every test ran under
+sanitizers, and `--sanitized-test=NAME` one test (by the end of its lit
+name) that runs its program under them: the summary line then says how
+many of the passed tests ran under sanitizers, on the line before the
+summary (which keeps its fixed form). A marked file is read once, whether
+or not it is also given as a plain argument."""
 
 import json
 import sys
@@ -17,9 +24,18 @@ SKIPPED = {"UNSUPPORTED"}
 XFAILED = {"XFAIL"}
 
 
-def main(paths):
-    passed = failed = skipped = 0
+def main(args):
+    passed = failed = skipped = sanitized = 0
     xfailed = []
+    paths, sanitized_files, sanitized_tests = [], set(), []
+    for a in args:
+        if a.startswith("--sanitized="):
+            sanitized_files.add(a.split("=", 1)[1])
+        elif a.startswith("--sanitized-test="):
+            sanitized_tests.append(a.split("=", 1)[1])
+        else:
+            paths.append(a)
+    paths += sorted(f for f in sanitized_files if f not in paths)
     for path in paths:
         try:
             with open(path) as f:
@@ -33,6 +49,9 @@ def main(paths):
             code = test.get("code", "")
             if code in PASSED:
                 passed += 1
+                name = test.get("name", "")
+                if path in sanitized_files or any(name.endswith(t) for t in sanitized_tests):
+                    sanitized += 1
             elif code in SKIPPED:
                 skipped += 1
             elif code in XFAILED:
@@ -45,6 +64,9 @@ def main(paths):
     if xfailed:
         print("%d expected to fail (XFAIL, counted neither passed nor failed): %s" % (
             len(xfailed), ", ".join(xfailed)))
+    if sanitized_files or sanitized_tests:
+        # On its own line: the summary line keeps its fixed form.
+        print("%d of the passed tests ran under sanitizers" % sanitized)
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 
