@@ -197,6 +197,96 @@ int simulate(const Options &o) {
 
 } // namespace
 
+namespace {
+
+/// One step of copying the carried state back: a copy from a result to its
+/// argument, or a result set aside in host memory first (`stage`) and
+/// written from there (`fromHost`).
+struct CarryAction {
+  uint32_t arg = 0, res = 0;
+  bool stage = false, fromHost = false;
+  size_t slot = 0;
+};
+
+/// The carried results are copied to their arguments as one parallel
+/// assignment: a step may return its state in another order than it takes
+/// it, and an update made in place shares its result's bytes with an
+/// argument another copy writes. Each copy runs once no copy still to come
+/// reads the bytes it writes; a cycle of such copies goes through host
+/// memory. Computed once: the plan does not change between steps.
+std::vector<CarryAction>
+orderCarry(const Plan &plan,
+           const std::vector<std::pair<uint32_t, uint32_t>> &carry) {
+  auto overlap = [&](uint32_t a, uint32_t b) {
+    const Buffer &x = plan.buffers[a], &y = plan.buffers[b];
+    return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+  };
+  std::vector<CarryAction> out;
+  std::vector<std::pair<uint32_t, uint32_t>> pending;
+  // A copy in place (the update wrote its argument's bytes) is a no-op
+  // that still orders: nothing may write those bytes before it.
+  for (auto [arg, res] : carry)
+    pending.push_back({arg, res});
+  std::vector<bool> staged(pending.size(), false);
+  std::vector<size_t> slotOf(pending.size(), 0);
+  size_t slots = 0;
+  std::vector<bool> done(pending.size(), false);
+  for (size_t left = pending.size(); left > 0;) {
+    bool progressed = false;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (done[i])
+        continue;
+      bool blocked = false;
+      for (size_t j = 0; j < pending.size() && !blocked; ++j)
+        blocked = j != i && !done[j] && !staged[j] &&
+                  overlap(pending[i].first, pending[j].second);
+      if (blocked)
+        continue;
+      CarryAction a{pending[i].first, pending[i].second};
+      a.fromHost = staged[i];
+      a.slot = slotOf[i];
+      out.push_back(a);
+      done[i] = true;
+      --left;
+      progressed = true;
+    }
+    if (progressed)
+      continue;
+    // A cycle: set one source aside.
+    for (size_t i = 0; i < pending.size(); ++i)
+      if (!done[i] && !staged[i]) {
+        staged[i] = true;
+        slotOf[i] = slots++;
+        CarryAction a{pending[i].first, pending[i].second};
+        a.stage = true;
+        a.slot = slotOf[i];
+        out.push_back(a);
+        break;
+      }
+  }
+  return out;
+}
+
+void runCarry(Backend &backend, const Plan &plan,
+              const std::vector<CarryAction> &steps) {
+  std::vector<std::vector<uint8_t>> host;
+  for (const CarryAction &a : steps) {
+    const Buffer &arg = plan.buffers[a.arg], &res = plan.buffers[a.res];
+    if (a.stage) {
+      if (host.size() <= a.slot)
+        host.resize(a.slot + 1);
+      host[a.slot].resize(res.bytes);
+      backend.read(res, host[a.slot].data());
+    } else if (a.fromHost) {
+      backend.write(arg, host[a.slot].data());
+    } else {
+      backend.copy(arg, res);
+    }
+  }
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   registerBuiltinBackends();
   Options o = parseOptions(argc, argv);
@@ -336,6 +426,8 @@ int main(int argc, char **argv) {
         carry.push_back({a.buffer, r.buffer});
   }
 
+  std::vector<CarryAction> carrySteps = orderCarry(plan, carry);
+
   MPI_Comm lossComm;
   MPI_Comm_dup(MPI_COMM_WORLD, &lossComm);
   {
@@ -360,8 +452,7 @@ int main(int argc, char **argv) {
           backend->write(plan.buffers[id], bytes.data());
         executor.runStep();
         // A no-op where the update was made in place.
-        for (auto [arg, res] : carry)
-          backend->copy(plan.buffers[arg], plan.buffers[res]);
+        runCarry(*backend, plan, carrySteps);
       } catch (const std::exception &e) {
         fail(rank, "step " + std::to_string(step) + ": " + e.what());
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -15,6 +15,10 @@
 
 namespace braid {
 
+/// The most ranks a grid may have: the compiler's cost queries and the
+/// runtime enumerate a group's members (2^24, far beyond any cluster).
+inline constexpr int64_t kMaxRanks = int64_t(1) << 24;
+
 /// Where world rank `rank` of a grid of `shape` sits among the groups that
 /// `axes` span: `color` numbers its group (its coordinates off the axes,
 /// row-major), `index` is its rank in the group (its coordinates along the

@@ -404,3 +404,23 @@ func.func @scatter_grad_of(%w: tensor<8xf32> {braid.role = #braid.role<parameter
   %0 = braid.reduce_scatter %w on @world grid_axes = [0] reduction = sum scatter_dim = 0 grad_of = ["x"] : tensor<8xf32> -> tensor<2xf32>
   return
 }
+
+// -----
+
+// A grid beyond braid's bound (found by utils/fuzz-compiler.py: the group's
+// members were listed for the cost model, and the list could not be made).
+shard.grid @huge(shape = 9223372036854775807)
+func.func @grid_too_large(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{grid @huge of shape 9223372036854775807 has more than 16777216 ranks, the most braid supports}}
+  %0 = braid.all_reduce %x on @huge grid_axes = [0] reduction = sum : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @wide(shape = 4096x4096x2)
+func.func @grid_product_too_large(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{grid @wide of shape 4096x4096x2 has more than 16777216 ranks, the most braid supports}}
+  %0 = braid.all_reduce %x on @wide grid_axes = [2] reduction = sum : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

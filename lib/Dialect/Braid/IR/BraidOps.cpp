@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/BraidOps.h"
+#include "braid-common/DeviceGroup.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"

@@ -293,6 +293,24 @@ static std::optional<int64_t> verifyGridUse(CollectiveOpInterface op,
     return std::nullopt;
   }
   ArrayRef<int64_t> shape = grid.getShape();
+  // The whole grid within braid's bound (each dimension is, and so is their
+  // product: checked without overflow).
+  int64_t ranks = 1;
+  for (int64_t d : shape) {
+    if (ShapedType::isDynamic(d))
+      continue;
+    if (d > kMaxRanks || ranks > kMaxRanks / std::max<int64_t>(d, 1)) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      llvm::interleave(shape, os, "x");
+      op->emitOpError() << "grid " << gridName << " of shape " << text
+                        << " has more than " << kMaxRanks
+                        << " ranks, the most braid supports";
+      failedCheck = true;
+      return std::nullopt;
+    }
+    ranks *= d;
+  }
   int64_t groupSize = 1;
   bool dynamic = false;
   for (int16_t axis : op.getGridAxes()) {
