@@ -21,7 +21,7 @@ Prints one line per finding with the mutant's file, and a summary line:
 unlocated errors, M memory-check failures`. Exits 1 on any finding.
 
 usage: /usr/bin/python3 utils/fuzz-compiler.py [--mutants N] [--seconds S]
-       [--seed K] [--keep DIR]
+       [--seed K] [--edits E] [--keep DIR]
 """
 
 import argparse
@@ -43,7 +43,10 @@ CRASH_SIGNS = ("Stack dump", "PLEASE submit", "AddressSanitizer", "runtime error
                "Segmentation fault", "crashed while")
 NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 TOKENS = ["0", "1", "-1", "2", "3", "64", "4294967296", "f32", "f16", "i64", "i1",
-          "tensor<f32>", "[0]", "[1]", "[0, 1]", "sum", "max", "avg"]
+          "tensor<f32>", "[0]", "[1]", "[0, 1]", "sum", "max", "avg", "parameter",
+          "optimizer_state", "batch", "loss", "split", "partial", "replicated", "blocks",
+          "#braid.sharding<split 1>", "#braid.sharding<partial>",
+          "#braid.sharding<split 0 blocks [32, 32]>", "transpose_b", "transpose_a"]
 
 
 def mutate(lines, rng):
@@ -111,6 +114,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=0,
                         help="stop after this long (0: after --mutants)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--edits", type=int, default=1,
+                        help="edits per mutant, each a random one of the kinds above")
     parser.add_argument("--keep", help="keep every mutant and plan here")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -134,7 +139,11 @@ def main():
         if args.seconds and time.time() - start > args.seconds:
             break
         name = rng.choice(sorted(seeds))
-        lines, what = mutate(seeds[name], rng)
+        lines, whats = seeds[name], []
+        for _ in range(max(1, args.edits)):
+            lines, what = mutate(lines, rng)
+            whats.append(what)
+        what = "; ".join(whats)
         k = counts["mutants"]
         counts["mutants"] += 1
         mlir = os.path.join(work, "m%d-%s" % (k, name))
