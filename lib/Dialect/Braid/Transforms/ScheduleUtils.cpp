@@ -103,6 +103,19 @@ uint64_t braid::getPeakLiveBytes(Block &block, ArrayRef<Operation *> order) {
   return peak;
 }
 
+Value braid::getOrCreateAxisIndex(FunctionOpInterface func,
+                                  FlatSymbolRefAttr grid, int64_t axis) {
+  Block &body = func.getFunctionBody().front();
+  for (auto op : body.getOps<AxisIndexOp>())
+    if (op.getGridAttr().getAttr() == grid.getAttr() &&
+        op.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)})
+      return op.getResult();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  return AxisIndexOp::create(b, func.getLoc(),
+                             RankedTensorType::get({}, b.getI64Type()), grid,
+                             b.getDenseI16ArrayAttr({int16_t(axis)}));
+}
+
 braid::AllReduceOp braid::createAxisSum(OpBuilder &builder, Value value,
                                         FlatSymbolRefAttr grid, int64_t axis) {
   return AllReduceOp::create(

@@ -22,6 +22,12 @@ namespace braid {
 AllReduceOp createAxisSum(mlir::OpBuilder &builder, mlir::Value value,
                           mlir::FlatSymbolRefAttr grid, int64_t axis);
 
+/// This rank's index on grid axis `axis` of `grid` in `func`: the function's
+/// braid.axis_index of that axis, or a new one at the top of its body
+/// (braid-tensor-parallel and braid-sequence-parallel share it).
+mlir::Value getOrCreateAxisIndex(mlir::FunctionOpInterface func,
+                                 mlir::FlatSymbolRefAttr grid, int64_t axis);
+
 /// Calls `fn` on the body of every function of `module` that has one. The
 /// overlap passes schedule one block: a function with several blocks is an
 /// error. Goes on after a failure, so that every function is diagnosed, and

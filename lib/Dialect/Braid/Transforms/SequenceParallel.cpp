@@ -171,19 +171,10 @@ Value TokenSplitter::gathered(Value v, Operation *before) {
 }
 
 Value TokenSplitter::axisIndex() {
-  if (index)
-    return index;
-  Block &body = func.getBody().front();
   // braid-tensor-parallel's, if it made one (the vocabulary's shards).
-  for (auto op : body.getOps<AxisIndexOp>())
-    if (op.getGridAttr().getAttr() == grid.getSymNameAttr() &&
-        op.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)})
-      return index = op.getResult();
-  OpBuilder b = OpBuilder::atBlockBegin(&body);
-  return index = AxisIndexOp::create(b, func.getLoc(),
-                                     RankedTensorType::get({}, b.getI64Type()),
-                                     FlatSymbolRefAttr::get(grid),
-                                     b.getDenseI16ArrayAttr({int16_t(axis)}));
+  if (!index)
+    index = getOrCreateAxisIndex(func, FlatSymbolRefAttr::get(grid), axis);
+  return index;
 }
 
 Value TokenSplitter::scattered(Value v, Operation *before) {

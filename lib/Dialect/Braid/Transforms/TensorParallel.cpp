@@ -122,12 +122,8 @@ Value Partitioner::reduced(Value v, Operation *before) {
 }
 
 Value Partitioner::getAxisIndex() {
-  if (axisIndex)
-    return axisIndex;
-  OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
-  axisIndex = AxisIndexOp::create(
-      b, func.getLoc(), RankedTensorType::get({}, b.getI64Type()),
-      FlatSymbolRefAttr::get(grid), b.getDenseI16ArrayAttr({int16_t(axis)}));
+  if (!axisIndex)
+    axisIndex = getOrCreateAxisIndex(func, FlatSymbolRefAttr::get(grid), axis);
   return axisIndex;
 }
 
