@@ -158,6 +158,10 @@ class Table:
             elif "Variadic" in sup:
                 variadic = True
                 operandNames.append(argname + "...")
+            elif "Optional" in sup:
+                # The plan holds the operands present: the count varies.
+                variadic = True
+                operandNames.append(argname + "?")
             else:
                 operands += 1
                 operandNames.append(argname)

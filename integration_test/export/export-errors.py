@@ -130,6 +130,31 @@ def main():
     api("global-batch", "global_batch: x is [9, 16] torch.float32, expected [8, 16]",
         global_batch=((torch.randn(9, 16),), (torch.randint(0, 4, (8,)),)))
     api("name-clash", "is also the name of a parameter", input_names=["head.bias"])
+    # Learning-rate schedules that braid cannot evaluate ahead of time, or
+    # that are not the spec's optimizer's.
+    def scheduled(name, expected, make, optimizer=None, **kw):
+        torch.manual_seed(0)
+        model = specs.Net()
+        opt = (optimizer or (lambda m: torch.optim.SGD(m.parameters(), lr=0.1,
+                                                       momentum=0.9)))(model)
+        api(name, expected, model=model, optimizer=opt, lr_scheduler=make(opt), **kw)
+
+    lrs = torch.optim.lr_scheduler
+    scheduled("plateau", "ReduceLROnPlateau reacts to the loss at run time",
+              lambda o: lrs.ReduceLROnPlateau(o), max_steps=10)
+    scheduled("other-optimizer", "built on another optimizer than the spec's",
+              lambda o: lrs.StepLR(torch.optim.SGD(specs.Net().parameters(), lr=0.1), 5),
+              max_steps=10)
+    scheduled("not-a-scheduler", "lr_scheduler must be a torch.optim.lr_scheduler scheduler",
+              lambda o: "cosine", max_steps=10)
+    scheduled("no-max-steps", "lr_scheduler StepLR needs max_steps", lambda o: lrs.StepLR(o, 5))
+    scheduled("max-steps", "max_steps must be a positive integer, not 0",
+              lambda o: lrs.StepLR(o, 5), max_steps=0)
+    scheduled("cycle-momentum", "changes momentum of param group 0 at step 2; braid schedules "
+              "the learning rate only (pass cycle_momentum=False)",
+              lambda o: lrs.OneCycleLR(o, max_lr=0.5, total_steps=20))
+    api("max-steps-alone", "max_steps is the length of an lr_scheduler's schedule",
+        max_steps=10)
     unused = specs.Net()
     unused.extra = nn.Linear(2, 2)
     api("unused-parameter", "parameter extra.weight does not reach the loss", model=unused)

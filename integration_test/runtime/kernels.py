@@ -306,6 +306,20 @@ def build(rng):
          "weight_decay = %e : %s, tensor<f32>" % (
              s.input(p), s.input(gr), s.input(m_), s.input(v_), s.input(step),
              lr, b1, b2, eps, wd, t), [npar, nm, nv], tol=1e-4)
+    # A scheduled learning rate: an operand (here a batch input), not the
+    # attribute.
+    lr2 = np.array(0.03, np.float32)
+    npar2 = p * (1 - float(lr2) * wd) - float(lr2) * (nm / (1 - b1 ** 3)) / (
+        np.sqrt(nv / (1 - b2 ** 3)) + eps)
+    s.op("%%r:3 = braid.adamw %s, %s, %s, %s, %s lr = %s beta1 = %e beta2 = %e eps = %e "
+         "weight_decay = %e : %s, tensor<f32>, tensor<f32>" % (
+             s.input(p), s.input(gr), s.input(m_), s.input(v_), s.input(step), s.input(lr2),
+             b1, b2, eps, wd, t), [npar2, nm, nv], tol=1e-4)
+    lr2, mom = np.array(0.25, np.float32), 0.9
+    nb = mom * buf + (gr + 0.01 * p)
+    s.op("%%r:2 = braid.sgd %s, %s, %s lr = %s momentum = %e weight_decay = %e : %s, tensor<f32>"
+         % (s.input(p), s.input(gr), s.input(buf), s.input(lr2), mom, 0.01, t),
+         [p - float(lr2) * nb, nb])
     return s
 
 

@@ -73,6 +73,15 @@ def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floo
     ref32_losses, ref32 = torch_reference(spec, inputs, targets, steps)
     ref64_losses, ref64 = torch_reference(spec, inputs, targets, steps, double=True)
     problems = []
+    state = dict(state)
+    if spec.get("lr_scheduler") is not None:
+        # The schedules and the step count that --save writes to resume.
+        from braid.recipe import lr_names
+        for n in lr_names(spec["optimizer"]):
+            state.pop(n, None)
+        done = state.pop("steps_done", None)
+        if done is None or int(done) != steps:
+            problems.append("the saved state says %s steps done, not %d" % (done, steps))
     if len(losses) != steps:
         problems.append("%d losses for %d steps" % (len(losses), steps))
         losses = (list(losses) + [float("nan")] * steps)[:steps]

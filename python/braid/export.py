@@ -38,6 +38,7 @@ import torch
 from braid._cli import module_command
 from braid._trace import (_describe, _names, _optimizer_groups, _parameters, _tensors,
                           _trace)
+from braid import recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, op_name
 from braid.ir import StepBuilder
 from braid.spec import _parse_value, load_spec, torch_reference
@@ -74,7 +75,7 @@ class Exported:
 
 def export(model, example_inputs, example_targets, loss_fn, optimizer, world_size, *,
            output=None, name=None, input_names=None, target_names=None, global_batch=None,
-           tensor_parallel=1, tensor_parallel_plan=None):
+           tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -99,6 +100,13 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      torch.distributed.tensor.parallel (braid.tensor_parallel);
                      needed when tensor_parallel > 1. Parameters stay global in
                      the files written; braid-run keeps each rank's piece
+    lr_scheduler     optional torch.optim.lr_scheduler instance built on
+                     `optimizer`: the learning rate becomes an input of the step
+                     (a hyperparameter argument per param group), its values
+                     for steps 1..max_steps evaluated now and written with the
+                     parameters (braid.recipe)
+    max_steps        how many steps of the schedule to write (default:
+                     OneCycleLR's total_steps; needed for the others)
 
     Raises ExportError (nothing written) on anything it cannot export.
     """
@@ -120,6 +128,13 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 
     params, aliases = _parameters(model)
     groups = _optimizer_groups(optimizer, params)
+    schedule = None
+    if lr_scheduler is not None:
+        schedule = recipe.evaluate(optimizer, lr_scheduler,
+                                   recipe.schedule_steps(lr_scheduler, max_steps))
+    elif max_steps is not None:
+        raise ExportError("max_steps is the length of an lr_scheduler's schedule; there is no "
+                          "lr_scheduler")
     graph = _trace(model, params, aliases, inputs, targets, loss_fn)
 
     split = {}
@@ -129,7 +144,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     b = StepBuilder(name, world_size, tp=tensor_parallel)
     b.shardings.update(split)
     mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
-                                  inputs, input_names, targets, target_names)
+                                  inputs, input_names, targets, target_names, schedule)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -159,7 +174,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 
 
 def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_names,
-           targets, target_names):
+           targets, target_names, schedule=None):
     graph, nflat = traced
     buffers = list(model.named_buffers())
     P, B = len(params), len(buffers)
@@ -194,6 +209,16 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
                               "braid keeps one step count" % sorted(steps))
         step_arg = b.arg("optimizer_state", "step", ())
         state["step"] = np.array(steps.pop() if steps else 0.0, dtype=np.float32)
+    # A scheduled learning rate: one hyperparameter argument per param group,
+    # its schedule written with the parameters.
+    lr_of = {}
+    if schedule is not None:
+        index = {id(g): i for i, g in enumerate(optimizer.param_groups)}
+        lr_args = []
+        for i, n in enumerate(recipe.lr_names(optimizer)):
+            lr_args.append(b.arg("hyperparameter", n, ()))
+            state[n] = schedule[:, i].astype(np.float32)
+        lr_of = {n: lr_args[index[id(groups[n])]] for n, _ in params}
     names = [n for n, _ in params] + list(state) + ["loss"]
     for n in input_names + target_names:
         if n in names:
@@ -259,14 +284,14 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     for i, ((n, p), v) in enumerate(zip(params, pvals)):
         g = groups[n]
         if kind == "SGD":
-            new = b.sgd(n, reduced[i], opt_args[n][0], float(g["lr"]), float(g["momentum"]),
+            new = b.sgd(n, reduced[i], opt_args[n][0], lr_of.get(n, g["lr"]), float(g["momentum"]),
                         float(g["weight_decay"]), float(g["dampening"]), bool(g["nesterov"]))
             b.result(new[0], "parameter", n)
             b.result(new[1], "optimizer_state", n + ".momentum")
         else:
             beta1, beta2 = (float(x) for x in g["betas"])
             new = b.adamw(n, reduced[i], opt_args[n][0], opt_args[n][1], new_step,
-                          float(g["lr"]), (beta1, beta2), float(g["eps"]),
+                          lr_of.get(n, g["lr"]), (beta1, beta2), float(g["eps"]),
                           float(g["weight_decay"]))
             b.result(new[0], "parameter", n)
             b.result(new[1], "optimizer_state", n + ".exp_avg")
@@ -278,9 +303,14 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     header = ("// Exported by braid.export from %s: one data-parallel training step on %d "
               "ranks with %s.\n// %d aten ops in the joint forward+backward graph.\n"
               % (type(model).__name__, b.world_size, kind, sum(aten.values())))
+    if schedule is not None:
+        header += "// The learning rate follows a schedule of %d steps (hyperparameter %s).\n" % (
+            len(schedule), ", ".join(recipe.lr_names(optimizer)))
     summary = {"parameters": [n for n, _ in params], "tied": dict(aliases),
                "parameter_elements": sum(p.numel() for _, p in params),
-               "aten_ops": dict(aten), "braid_ops": len(b.body)}
+               "aten_ops": dict(aten), "braid_ops": len(b.body),
+               "schedule": None if schedule is None else
+               {n: schedule[:, i] for i, n in enumerate(recipe.lr_names(optimizer))}}
     return b.text(header), state, summary
 
 
@@ -300,7 +330,8 @@ def main(argv=None):
                     "defaulting to build; called with world_size=N when it takes it and "
                     "--world-size is given) that returns a dict with model, example_inputs, "
                     "example_targets, loss_fn, optimizer and optionally world_size, "
-                    "input_names, target_names, global_batch.")
+                    "input_names, target_names, global_batch, tensor_parallel_plan, "
+                    "lr_scheduler, max_steps.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the aten ops that have a braid lowering and exit")
@@ -311,6 +342,9 @@ def main(argv=None):
                         help="tensor-parallel ranks per data-parallel rank, split by the "
                              "spec's tensor_parallel_plan (overrides the spec's "
                              "tensor_parallel; default 1)")
+    parser.add_argument("--max-steps", type=int, metavar="N",
+                        help="steps of the spec's lr_scheduler to write (overrides the "
+                             "spec's max_steps)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
@@ -338,7 +372,10 @@ def main(argv=None):
                         global_batch=spec.get("global_batch"),
                         tensor_parallel=args.tensor_parallel if args.tensor_parallel is not None
                         else spec.get("tensor_parallel", 1),
-                        tensor_parallel_plan=spec.get("tensor_parallel_plan"))
+                        tensor_parallel_plan=spec.get("tensor_parallel_plan"),
+                        lr_scheduler=spec.get("lr_scheduler"),
+                        max_steps=args.max_steps if args.max_steps is not None
+                        else spec.get("max_steps"))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)
@@ -360,6 +397,9 @@ def main(argv=None):
         print("  tied            %s is %s (gradients summed)" % (alias, name))
     print("  joint graph     %d aten ops of %d kinds -> %d braid ops"
           % (sum(s["aten_ops"].values()), len(s["aten_ops"]), s["braid_ops"]))
+    for n, rates in (s["schedule"] or {}).items():
+        print("  schedule        %s over %d steps: %.4g at step 1, %.4g at most, %.4g at step %d"
+              % (n, len(rates), rates[0], rates.max(), rates[-1], len(rates)))
     print("  batch           %s" % ", ".join("%s %s %s" % (n, list(a.shape), a.dtype)
                                             for n, a in result.batch.items()))
     for key in ("mlir", "params", "batch"):

@@ -54,6 +54,18 @@ def _float(x):
     return "%e" % x
 
 
+def _lr(lr):
+    """An update's learning rate: a constant, or a scalar f32 operand."""
+    if isinstance(lr, Value):
+        assert lr.shape == () and lr.dtype == "f32", (lr.shape, lr.dtype)
+        return str(lr)
+    return _float(float(lr))
+
+
+def _lr_type(lr):
+    return ", " + lr.type if isinstance(lr, Value) else ""
+
+
 class StepBuilder:
     """Builds one `func.func` training step on a data-parallel grid."""
 
@@ -304,23 +316,25 @@ class StepBuilder:
 
     def sgd(self, name, grad, buf, lr, momentum, weight_decay=0.0, dampening=0.0,
             nesterov=False):
+        """`lr` is a number, or a scalar Value (a scheduled learning rate)."""
         p = self._params[name]
         attrs = (["dampening = %s : f64" % _float(dampening)] if dampening else []) + \
             (["nesterov"] if nesterov else [])
         return self._emit_multi(
             ["new_" + name, "new_" + name + ".momentum"], [p.shape] * 2, [p.dtype] * 2,
-            "braid.sgd %s, %s, %s lr = %s momentum = %s weight_decay = %s%s : %s"
-            % (p, grad, buf, _float(lr), _float(momentum), _float(weight_decay),
-               " {%s}" % ", ".join(attrs) if attrs else "", p.type))
+            "braid.sgd %s, %s, %s lr = %s momentum = %s weight_decay = %s%s : %s%s"
+            % (p, grad, buf, _lr(lr), _float(momentum), _float(weight_decay),
+               " {%s}" % ", ".join(attrs) if attrs else "", p.type, _lr_type(lr)))
 
     def adamw(self, name, grad, m, v, step, lr, betas, eps, weight_decay):
+        """`lr` is a number, or a scalar Value (a scheduled learning rate)."""
         p = self._params[name]
         return self._emit_multi(
             ["new_" + name, "new_" + name + ".exp_avg", "new_" + name + ".exp_avg_sq"],
             [p.shape] * 3, [p.dtype] * 3,
-            "braid.adamw %s, %s, %s, %s, %s lr = %s beta1 = %s beta2 = %s eps = %s weight_decay = %s : %s, %s"
-            % (p, grad, m, v, step, _float(lr), _float(betas[0]), _float(betas[1]), _float(eps),
-               _float(weight_decay), p.type, step.type))
+            "braid.adamw %s, %s, %s, %s, %s lr = %s beta1 = %s beta2 = %s eps = %s weight_decay = %s : %s, %s%s"
+            % (p, grad, m, v, step, _lr(lr), _float(betas[0]), _float(betas[1]), _float(eps),
+               _float(weight_decay), p.type, step.type, _lr_type(lr)))
 
     # -- output ------------------------------------------------------------------
     def text(self, header=""):

@@ -34,6 +34,9 @@ def load_spec(spec, world_size=None, **kwargs):
         raise ExportError("%s must return a dict, not %s" % (spec, type(result).__name__))
     missing = [k for k in ("model", "example_inputs", "example_targets", "loss_fn",
                            "optimizer") if k not in result]
+    if not missing and result.get("lr_scheduler") is not None:
+        from braid.recipe import check_scheduler
+        check_scheduler(result["lr_scheduler"], result["optimizer"])
     if missing:
         raise ExportError("%s's dict lacks %s" % (spec, ", ".join(missing)))
     return result
@@ -51,11 +54,24 @@ def torch_reference(spec, inputs, targets, steps, double=False):
         model = model.double()
         inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
     opt = spec["optimizer"]
-    ref_opt = type(opt)(model.parameters(), **opt.defaults)
-    # The same state, if the optimizer has stepped (parameters in one order).
+    # The same param groups over the copy's parameters (deepcopy keeps the
+    # order of parameters()), then the same state if the optimizer has
+    # stepped.
+    copy_of = {id(p): q for p, q in zip(spec["model"].parameters(), model.parameters())}
+    ref_opt = type(opt)([dict({k: v for k, v in g.items() if k != "params"},
+                              params=[copy_of[id(p)] for p in g["params"]])
+                         for g in opt.param_groups])
     ref_opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+    # A learning-rate schedule, as PyTorch's scheduler evaluates it.
+    rates = None
+    if spec.get("lr_scheduler") is not None:
+        from braid import recipe
+        rates = recipe.evaluate(opt, spec["lr_scheduler"], steps)
     losses = []
-    for _ in range(steps):
+    for k in range(steps):
+        if rates is not None:
+            for g, lr in zip(ref_opt.param_groups, rates[k]):
+                g["lr"] = float(lr)
         ref_opt.zero_grad()
         loss = spec["loss_fn"](model(*inputs), *targets)
         loss.backward()

@@ -381,7 +381,26 @@ void concat(Checker &c, int64_t dim) {
            " along dimension " + std::to_string(d));
 }
 
+/// An update's learning rate: its `lr` attribute, or else one more operand
+/// (a scalar) after the `fixed` ones.
+template <typename Attrs> void learningRate(Checker &c, size_t fixed) {
+  bool constant = c.instr.as<Attrs>().lr.has_value();
+  size_t expected = fixed + (constant ? 0 : 1);
+  if (c.instr.operands.size() != expected)
+    c.fail("expected " + std::to_string(expected) + " operands (" +
+           (constant ? "a constant lr"
+                     : "a scheduled lr operand last, no lr "
+                       "attribute") +
+           "), got " + std::to_string(c.instr.operands.size()));
+  if (c.instr.results.size() != size_t(c.instr.info->numResults))
+    c.fail("expected " + std::to_string(c.instr.info->numResults) +
+           " results, got " + std::to_string(c.instr.results.size()));
+  if (!constant)
+    c.shape(c.in(fixed), {});
+}
+
 void sgd(Checker &c) {
+  learningRate<ops::SgdAttrs>(c, 3);
   c.allF32();
   for (size_t i = 1; i < 3; ++i)
     c.shape(c.in(i), c.in(0).shape);
@@ -390,6 +409,7 @@ void sgd(Checker &c) {
 }
 
 void adamw(Checker &c) {
+  learningRate<ops::AdamWAttrs>(c, 5);
   c.allF32();
   for (size_t i = 1; i < 4; ++i)
     c.shape(c.in(i), c.in(0).shape);

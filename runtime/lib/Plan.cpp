@@ -29,6 +29,8 @@ const char *rt::roleName(Role role) {
     return "batch";
   case Role::Loss:
     return "loss";
+  case Role::Hyperparameter:
+    return "hyperparameter";
   }
   return "?";
 }

@@ -135,7 +135,8 @@ void braid::rt::checkPlan(const Plan &plan) {
       throw PlanError(std::string(kind) + " '" + b.name + "' names buffer #" +
                       std::to_string(b.buffer) + ", but the plan has " +
                       std::to_string(plan.buffers.size()));
-    if (static_cast<unsigned>(b.role) > static_cast<unsigned>(Role::Loss))
+    if (static_cast<unsigned>(b.role) >
+        static_cast<unsigned>(Role::Hyperparameter))
       throw PlanError(std::string(kind) + " '" + b.name +
                       "' has an unknown role");
   };
@@ -190,10 +191,21 @@ void braid::rt::checkPlan(const Plan &plan) {
   for (const Binding &b : plan.arguments) {
     checkBinding(b, "argument");
     checkSplit(b, "argument");
+    // braid-run writes a hyperparameter as one float before each step.
+    const Buffer &buffer = plan.buffers[b.buffer];
+    if (b.role == Role::Hyperparameter &&
+        (!buffer.shape.empty() || buffer.dtype != DType::F32))
+      throw PlanError("hyperparameter argument '" + b.name +
+                      "' must be a scalar f32, but is " +
+                      std::string(dtypeName(buffer.dtype)) + " of rank " +
+                      std::to_string(buffer.shape.size()));
   }
   for (const Binding &b : plan.results) {
     checkBinding(b, "result");
     checkSplit(b, "result");
+    if (b.role == Role::Hyperparameter)
+      throw PlanError("result '" + b.name +
+                      "' has role hyperparameter, which is only for arguments");
   }
   // A parameter or optimizer-state result is copied onto its argument after
   // every step: the two must be the same kind of array.

@@ -294,6 +294,54 @@ TEST(PlanLoaderTest, CarriedResultMatchesItsArgument) {
             "");
 }
 
+TEST(PlanLoaderTest, HyperparameterIsAScalarArgument) {
+  std::vector<AttrSpec> factor = {{0, {}, {2.0}}};
+  // A scalar f32 argument loads; a [4] one, or a result, does not.
+  std::vector<BufferSpec> buffers = {{0, {4}}, {64, {4}}, {128, {}}};
+  EXPECT_EQ(errorOfPlan(buffers, 192, code(Opcode::Scale), {0}, {1}, factor,
+                        {{plan::Role::Hyperparameter, "lr", 2}}),
+            "");
+  std::string e = errorOfPlan(buffers, 192, code(Opcode::Scale), {0}, {1},
+                              factor, {{plan::Role::Hyperparameter, "lr", 0}});
+  EXPECT_NE(e.find("hyperparameter argument 'lr' must be a scalar f32, but is "
+                   "f32 of rank 1"),
+            std::string::npos)
+      << e;
+  e = errorOfPlan(buffers, 192, code(Opcode::Scale), {0}, {1}, factor, {},
+                  {{plan::Role::Hyperparameter, "lr", 2}});
+  EXPECT_NE(e.find("result 'lr' has role hyperparameter, which is only for "
+                   "arguments"),
+            std::string::npos)
+      << e;
+}
+
+TEST(PlanLoaderTest, UpdateTakesItsLearningRateOnce) {
+  // sgd (lr, momentum, weight_decay = attributes 0, 1, 2): a constant lr
+  // and three operands, or no lr attribute and a fourth, scalar operand.
+  std::vector<BufferSpec> buffers = {{0, {4}},  {64, {4}},  {128, {4}},
+                                     {192, {}}, {256, {4}}, {320, {4}}};
+  std::vector<AttrSpec> constant = {
+      {0, {}, {0.1}}, {1, {}, {0.9}}, {2, {}, {0.0}}};
+  std::vector<AttrSpec> scheduled = {{1, {}, {0.9}}, {2, {}, {0.0}}};
+  uint16_t sgd = code(Opcode::Sgd);
+  EXPECT_EQ(errorOfPlan(buffers, 384, sgd, {0, 1, 2}, {4, 5}, constant), "");
+  EXPECT_EQ(errorOfPlan(buffers, 384, sgd, {0, 1, 2, 3}, {4, 5}, scheduled),
+            "");
+  std::string e =
+      errorOfPlan(buffers, 384, sgd, {0, 1, 2, 3}, {4, 5}, constant);
+  EXPECT_NE(e.find("expected 3 operands (a constant lr), got 4"),
+            std::string::npos)
+      << e;
+  e = errorOfPlan(buffers, 384, sgd, {0, 1, 2}, {4, 5}, scheduled);
+  EXPECT_NE(e.find("expected 4 operands (a scheduled lr operand last, no lr "
+                   "attribute), got 3"),
+            std::string::npos)
+      << e;
+  e = errorOfPlan(buffers, 384, sgd, {0, 1, 2, 1}, {4, 5}, scheduled);
+  EXPECT_NE(e.find("'b1' is [4] f32, expected shape []"), std::string::npos)
+      << e;
+}
+
 TEST(PlanLoaderTest, CollectiveOperandAndResultOverlapInPart) {
   // all_reduce (reduction sum = 0): in place is fine, disjoint is fine, a
   // result 8 bytes into its operand is not.

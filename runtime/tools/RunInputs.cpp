@@ -5,6 +5,7 @@
 #include "braid-runtime/Npz.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -307,6 +308,36 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
       }
       inputs.state[b.buffer] =
           convert(array, buffer, o.params + ": '" + b.name + "'");
+    } else if (b.role == Role::Hyperparameter) {
+      // A schedule: one value a step, written before each step.
+      known.insert(b.name);
+      auto it = params.find(b.name);
+      if (it == params.end())
+        throw NpzError(
+            (o.params.empty() ? std::string("no --params file")
+                              : o.params + " has no array '" + b.name + "'") +
+            ": the plan's hyperparameter '" + b.name +
+            "' is scheduled, and --params must hold its schedule (one value "
+            "a step, as braid.export writes it)");
+      const NpyArray &array = it->second;
+      if (array.shape.size() != 1 || array.shape[0] < 1)
+        throw NpzError(o.params + ": '" + b.name + "' has shape " +
+                       shapeText(array.shape) +
+                       ", but a hyperparameter's schedule is one value a step "
+                       "(shape (S,), S >= 1)");
+      Buffer values = buffer;
+      values.shape = array.shape;
+      values.bytes = uint64_t(array.shape[0]) * sizeof(float);
+      std::vector<uint8_t> bytes =
+          convert(array, values, o.params + ": '" + b.name + "'");
+      std::vector<float> &schedule = inputs.schedules[b.buffer];
+      schedule.resize(size_t(array.shape[0]));
+      std::memcpy(schedule.data(), bytes.data(), bytes.size());
+      for (size_t i = 0; i < schedule.size(); ++i)
+        if (!std::isfinite(schedule[i]))
+          throw NpzError(o.params + ": '" + b.name + "' holds " +
+                         std::to_string(schedule[i]) + " at step " +
+                         std::to_string(i + 1) + " of its schedule");
     } else if (b.role == Role::Batch || b.role == Role::Temporary) {
       batchNames.insert(b.name);
       auto it = data.find(b.name);
@@ -337,6 +368,46 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
       }
       inputs.batch[b.buffer] =
           convert(array, buffer, o.data + ": '" + b.name + "'");
+    }
+  }
+  // The steps a saved run took: the schedules resume there.
+  known.insert(kStepsDoneName);
+  if (auto it = params.find(kStepsDoneName); it != params.end()) {
+    const NpyArray &a = it->second;
+    int64_t done = -1;
+    if (a.shape.empty() && a.descr == "<i8")
+      std::memcpy(&done, a.data.data(), sizeof(done));
+    else if (a.shape.empty() && a.descr == "<i4") {
+      int32_t narrow = 0;
+      std::memcpy(&narrow, a.data.data(), sizeof(narrow));
+      done = narrow;
+    } else
+      throw NpzError(o.params + ": '" + kStepsDoneName +
+                     "' must be a scalar integer (the steps already taken), "
+                     "but has dtype '" +
+                     a.descr + "' and shape " + shapeText(a.shape));
+    if (done < 0)
+      throw NpzError(o.params + ": '" + kStepsDoneName + "' is " +
+                     std::to_string(done) + ", not a step count");
+    inputs.stepsDone = done;
+  }
+  for (const auto &[id, schedule] : inputs.schedules) {
+    int64_t last = inputs.stepsDone + o.steps;
+    if (last > int64_t(schedule.size())) {
+      std::string name;
+      for (const Binding &b : plan.arguments)
+        if (b.buffer == id)
+          name = b.name;
+      throw NpzError(
+          o.params + ": the schedule of '" + name + "' has " +
+          std::to_string(schedule.size()) +
+          " steps, but this run takes steps " +
+          std::to_string(inputs.stepsDone + 1) + " to " + std::to_string(last) +
+          " (--steps " + std::to_string(o.steps) +
+          (inputs.stepsDone
+               ? " after " + std::to_string(inputs.stepsDone) + " steps done"
+               : std::string()) +
+          "); export a longer schedule (max_steps)");
     }
   }
   // What --save writes besides the state (the loss, the step's other

@@ -24,7 +24,16 @@ namespace braid::rt {
 /// Everything a rank needs before its first step, on the host.
 struct Inputs {
   std::map<uint32_t, std::vector<uint8_t>> state, batch;
+  /// Each hyperparameter argument's schedule (buffer -> one value a step,
+  /// from the first step of the schedule), and the steps of it already
+  /// taken (`steps_done` in --params, 0 when absent): step k of this run
+  /// (1-based) reads value stepsDone + k - 1.
+  std::map<uint32_t, std::vector<float>> schedules;
+  int64_t stepsDone = 0;
 };
+
+/// The --params array that counts the steps a saved run has taken.
+inline constexpr const char *kStepsDoneName = "steps_done";
 
 /// The .npy dtype string of `dtype` ("<f4"), empty for one numpy lacks.
 std::string descrOf(DType dtype);

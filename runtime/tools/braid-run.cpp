@@ -450,6 +450,11 @@ int main(int argc, char **argv) {
       try {
         for (auto &[id, bytes] : inputs.batch)
           backend->write(plan.buffers[id], bytes.data());
+        // Scheduled hyperparameters: this step's value (checked in range
+        // before the first step).
+        for (auto &[id, schedule] : inputs.schedules)
+          backend->write(plan.buffers[id],
+                         &schedule[size_t(inputs.stepsDone + step - 1)]);
         executor.runStep();
         // A no-op where the update was made in place.
         runCarry(*backend, plan, carrySteps);
@@ -550,6 +555,26 @@ int main(int argc, char **argv) {
       for (const Binding &b : plan.arguments)
         if (isState(b))
           save(b);
+      // The schedules and the steps taken, so that the file resumes the
+      // run at the next step of its schedule.
+      if (!inputs.schedules.empty()) {
+        for (const Binding &b : plan.arguments) {
+          auto it = inputs.schedules.find(b.buffer);
+          if (b.role != Role::Hyperparameter || it == inputs.schedules.end())
+            continue;
+          NpyArray &array = out[b.name];
+          array.descr = "<f4";
+          array.shape = {int64_t(it->second.size())};
+          array.data.resize(it->second.size() * sizeof(float));
+          std::memcpy(array.data.data(), it->second.data(), array.data.size());
+        }
+        NpyArray &done = out[kStepsDoneName];
+        done.descr = "<i8";
+        done.shape = {};
+        int64_t count = inputs.stepsDone + o.steps;
+        done.data.resize(sizeof(count));
+        std::memcpy(done.data.data(), &count, sizeof(count));
+      }
       // The other results of the last step (the loss, unnamed results).
       for (const Binding &b : plan.results)
         if (!isState(b) && !out.count(b.name))

@@ -75,6 +75,8 @@ plan::Role getRole(RoleAttr role) {
     return plan::Role::Batch;
   case RoleKind::Loss:
     return plan::Role::Loss;
+  case RoleKind::Hyperparameter:
+    return plan::Role::Hyperparameter;
   }
   return plan::Role::Temporary;
 }

@@ -35,7 +35,8 @@ enum class Role : uint8_t {
   Parameter,
   OptimizerState,
   Batch,
-  Loss
+  Loss,
+  Hyperparameter
 };
 const char *roleName(Role role);
 

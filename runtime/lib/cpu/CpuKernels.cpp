@@ -504,7 +504,8 @@ void concat(const Args &a) {
 
 void sgd(const Args &a) {
   const auto &attrs = a.instr.as<ops::SgdAttrs>();
-  double lr = attrs.lr, mom = attrs.momentum, wd = attrs.weight_decay;
+  double lr = attrs.lr ? *attrs.lr : double(a.in(3)[0]), mom = attrs.momentum,
+         wd = attrs.weight_decay;
   double damp = attrs.dampening;
   bool nesterov = attrs.nesterov;
   const float *p = a.in(0), *g = a.in(1), *buf = a.in(2);
@@ -520,7 +521,8 @@ void sgd(const Args &a) {
 
 void adamw(const Args &a) {
   const auto &attrs = a.instr.as<ops::AdamWAttrs>();
-  double lr = attrs.lr, b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
+  double lr = attrs.lr ? *attrs.lr : double(a.in(5)[0]), b1 = attrs.beta1,
+         b2 = attrs.beta2, eps = attrs.eps;
   double wd = attrs.weight_decay;
   double step = a.in(4)[0];
   double c1 = 1.0 - std::pow(b1, step), c2 = 1.0 - std::pow(b2, step);

@@ -676,12 +676,17 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   }
   case Opcode::Sgd: {
     const auto &attrs = instr.as<ops::SgdAttrs>();
-    double lr = attrs.lr, mom = attrs.momentum, wd = attrs.weight_decay;
+    // A scheduled learning rate is in device memory, read by the kernel.
+    bool constant = attrs.lr.has_value();
+    double lrConstant = constant ? *attrs.lr : 0.0;
+    const float *lrPtr = constant ? nullptr : in(3);
+    double mom = attrs.momentum, wd = attrs.weight_decay;
     double damp = attrs.dampening;
     bool nesterov = attrs.nesterov;
     const float *p = in(0), *g = in(1), *buf = in(2);
     float *np = out(0), *nbuf = out(1);
     forEach(n, stream, [=] __device__(int64_t i) {
+      double lr = lrPtr ? double(lrPtr[0]) : lrConstant;
       double gi = g[i] + wd * p[i];
       double b = mom * buf[i] + (1.0 - damp) * gi;
       double step = nesterov ? gi + mom * b : b;
@@ -692,12 +697,16 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   }
   case Opcode::AdamW: {
     const auto &attrs = instr.as<ops::AdamWAttrs>();
-    double lr = attrs.lr, b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
+    bool constant = attrs.lr.has_value();
+    double lrConstant = constant ? *attrs.lr : 0.0;
+    const float *lrPtr = constant ? nullptr : in(5);
+    double b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
     double wd = attrs.weight_decay;
     const float *p = in(0), *g = in(1), *m = in(2), *v = in(3),
                 *stepPtr = in(4);
     float *np = out(0), *nm = out(1), *nv = out(2);
     forEach(n, stream, [=] __device__(int64_t i) {
+      double lr = lrPtr ? double(lrPtr[0]) : lrConstant;
       double step = stepPtr[0];
       double c1 = 1.0 - pow(b1, step), c2 = 1.0 - pow(b2, step);
       double pi = p[i] * (1.0 - lr * wd);

@@ -50,6 +50,20 @@ func.func @result_role_not_role(%w: tensor<4xf32>) -> (tensor<4xf32> {braid.role
 
 // -----
 
+// expected-error @below {{result #0: role 'hyperparameter' is only for function arguments}}
+func.func @result_hyperparameter(%lr: tensor<f32>) -> (tensor<f32> {braid.role = #braid.role<hyperparameter "lr">}) {
+  return %lr : tensor<f32>
+}
+
+// -----
+
+// expected-error @below {{argument #0 ('lr'): a hyperparameter is a scalar f32 tensor (tensor<f32>), but is 'tensor<2xf32>'}}
+func.func @hyperparameter_not_scalar(%lr: tensor<2xf32> {braid.role = #braid.role<hyperparameter "lr">}) {
+  return
+}
+
+// -----
+
 // expected-error @below {{result #0: role 'batch' is only for function arguments}}
 func.func @result_batch(%w: tensor<4xf32>) -> (tensor<4xf32> {braid.role = #braid.role<batch "x">}) {
   return %w : tensor<4xf32>

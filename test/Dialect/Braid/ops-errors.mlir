@@ -616,6 +616,30 @@ func.func @adamw_lr(%p: tensor<4xf32>, %s: tensor<f32>) {
 
 // -----
 
+func.func @sgd_two_lrs(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @below {{has both a constant lr and a scheduled lr operand; give one}}
+  %0:2 = "braid.sgd"(%p, %p, %p, %lr) {lr = 0.1, momentum = 0.9, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_no_lr(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @below {{has no learning rate: give lr = <constant> or lr = <scalar f32 operand>}}
+  %0:3 = "braid.adamw"(%p, %p, %p, %p, %s) {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_lr_not_scalar(%p: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @below {{operand #5 must be 0D tensor of 32-bit float values}}
+  %0:3 = braid.adamw %p, %p, %p, %p, %s lr = %p beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>, tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @adamw_beta1(%p: tensor<4xf32>, %s: tensor<f32>) {
   // expected-error @below {{beta1 must be in [0, 1), but is 1}}
   %0:3 = braid.adamw %p, %p, %p, %p, %s lr = 1.0e-3 beta1 = 1.0 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>

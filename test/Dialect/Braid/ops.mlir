@@ -178,6 +178,21 @@ func.func @optimizers(%p: tensor<16x16xf32>, %g: tensor<16x16xf32>,
   return
 }
 
+// A scheduled learning rate: a hyperparameter argument, an operand of the
+// updates instead of their lr attribute.
+// CHECK-LABEL: func.func @scheduled_lr
+// CHECK-SAME: %[[V_LR:[a-z0-9_]+]]: tensor<f32> {braid.role = #braid.role<hyperparameter "lr">}
+func.func @scheduled_lr(%lr: tensor<f32> {braid.role = #braid.role<hyperparameter "lr">},
+                        %p: tensor<16x16xf32>, %g: tensor<16x16xf32>,
+                        %m: tensor<16x16xf32>, %v: tensor<16x16xf32>,
+                        %step: tensor<f32>) {
+  // CHECK: braid.sgd %{{.*}}, %{{.*}}, %{{.*}} lr = %[[V_LR]] momentum = 9.000000e-01 weight_decay = 0.000000e+00 : tensor<16x16xf32>, tensor<f32>
+  %0:2 = braid.sgd %p, %g, %m lr = %lr momentum = 0.9 weight_decay = 0.0 : tensor<16x16xf32>, tensor<f32>
+  // CHECK: braid.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr = %[[V_LR]] beta1 = 9.000000e-01 {{.*}} : tensor<16x16xf32>, tensor<f32>, tensor<f32>
+  %1:3 = braid.adamw %p, %g, %m, %v, %step lr = %lr beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.1 : tensor<16x16xf32>, tensor<f32>, tensor<f32>
+  return
+}
+
 // CHECK-LABEL: func.func @collectives
 // CHECK-SAME: %[[V_W:[a-z0-9_]+]]:
 // CHECK-SAME: %[[V_B:[a-z0-9_]+]]:

@@ -34,7 +34,8 @@ def Braid_RoleKind : I32EnumAttr<"RoleKind",
   I32EnumAttrCase<"Parameter", 0, "parameter">,
   I32EnumAttrCase<"OptimizerState", 1, "optimizer_state">,
   I32EnumAttrCase<"Batch", 2, "batch">,
-  I32EnumAttrCase<"Loss", 3, "loss">
+  I32EnumAttrCase<"Loss", 3, "loss">,
+  I32EnumAttrCase<"Hyperparameter", 4, "hyperparameter">
 ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::braid";
@@ -72,10 +73,11 @@ class Braid_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 def Braid_RoleAttr : Braid_Attr<"Role", "role"> {
   let summary = "the role of a function argument or result in a training step";
   let description = [{
-    Marks a function argument as a `parameter`, an `optimizer_state` buffer or
-    a `batch` input, and a function result as the updated value of a
-    `parameter` or `optimizer_state` argument (same name, same type) or as the
-    `loss`. The name is how the runtime binds values to files, and how a
+    Marks a function argument as a `parameter`, an `optimizer_state` buffer,
+    a `batch` input or a `hyperparameter` (a scalar f32 the runtime writes
+    before each step from its schedule, such as a scheduled learning rate),
+    and a function result as the updated value of a `parameter` or
+    `optimizer_state` argument (same name, same type) or as the `loss`. The name is how the runtime binds values to files, and how a
     gradient collective's `grad_of` names its parameter.
 
     ```mlir

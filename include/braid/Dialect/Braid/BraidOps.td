@@ -22,6 +22,7 @@ def Braid_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
 def Braid_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def Braid_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>;
 def Braid_ScalarTensor : 0DTensorOf<[F16, BF16, F32, F64]>;
+def Braid_F32ScalarTensor : 0DTensorOf<[F32]>;
 /// A rank's index in its group (braid.axis_index), as the shard ops take it.
 def Braid_RankIndexTensor : 0DTensorOf<[I64]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
@@ -804,21 +805,31 @@ def Braid_SgdOp : Braid_UpdateOp<"sgd", [0, 2], [
     (torch initializes the buffer to `g` on the first step; the exporter
     writes the buffer accordingly.)
 
+    The learning rate is a constant (`lr = 1.0e-02`) or, under a schedule,
+    a scalar f32 operand (`lr = %lr`, typically a `hyperparameter` argument
+    of the step that the runtime writes before each step); exactly one of
+    the two.
+
     ```mlir
     %w2, %m2 = braid.sgd %w, %dw, %m lr = 1.000000e-02 momentum = 9.000000e-01
         weight_decay = 0.000000e+00 : tensor<1024x784xf32>
+    %w3, %m3 = braid.sgd %w, %dw, %m lr = %lr momentum = 9.000000e-01
+        weight_decay = 0.000000e+00 : tensor<1024x784xf32>, tensor<f32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
-                       Braid_FloatTensor:$momentum_buffer, F64Attr:$lr,
+                       Braid_FloatTensor:$momentum_buffer,
+                       Optional<Braid_F32ScalarTensor>:$scheduled_lr,
+                       OptionalAttr<F64Attr>:$lr,
                        F64Attr:$momentum, F64Attr:$weight_decay,
                        DefaultValuedAttr<F64Attr, "0.0">:$dampening,
                        UnitAttr:$nesterov);
   let results = (outs Braid_FloatTensor:$new_param,
                       Braid_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer `lr` `=` $lr `momentum` `=` $momentum
-    `weight_decay` `=` $weight_decay attr-dict `:` type($param)
+    $param `,` $grad `,` $momentum_buffer `lr` `=` ($scheduled_lr^):($lr)?
+    `momentum` `=` $momentum `weight_decay` `=` $weight_decay attr-dict `:`
+    type($param) (`,` type($scheduled_lr)^)?
   }];
   let hasVerifier = 1;
 }
@@ -835,24 +846,34 @@ def Braid_AdamWOp : Braid_UpdateOp<"adamw", [0, 2, 3], [
     `m' = beta1 * m + (1 - beta1) * grad`,
     `v' = beta2 * v + (1 - beta2) * grad^2`,
     `param' = param - lr * (m' / c1) / (sqrt(v' / c2) + eps)`.
+    The learning rate is a constant or a scalar f32 operand, as for
+    `braid.sgd`.
 
     ```mlir
     %w2, %m2, %v2 = braid.adamw %w, %dw, %m, %v, %step lr = 3.000000e-04
         beta1 = 9.000000e-01 beta2 = 9.990000e-01 eps = 1.000000e-08
         weight_decay = 1.000000e-01 : tensor<768x768xf32>, tensor<f32>
+    %w3, %m3, %v3 = braid.adamw %w, %dw, %m, %v, %step lr = %lr
+        beta1 = 9.000000e-01 beta2 = 9.990000e-01 eps = 1.000000e-08
+        weight_decay = 1.000000e-01 : tensor<768x768xf32>, tensor<f32>,
+        tensor<f32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
                        Braid_FloatTensor:$exp_avg, Braid_FloatTensor:$exp_avg_sq,
-                       Braid_ScalarTensor:$step, F64Attr:$lr, F64Attr:$beta1,
+                       Braid_ScalarTensor:$step,
+                       Optional<Braid_F32ScalarTensor>:$scheduled_lr,
+                       OptionalAttr<F64Attr>:$lr, F64Attr:$beta1,
                        F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
   let results = (outs Braid_FloatTensor:$new_param,
                       Braid_FloatTensor:$new_exp_avg,
                       Braid_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step `lr` `=` $lr
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step
+    `lr` `=` ($scheduled_lr^):($lr)?
     `beta1` `=` $beta1 `beta2` `=` $beta2 `eps` `=` $eps
     `weight_decay` `=` $weight_decay attr-dict `:` type($param) `,` type($step)
+    (`,` type($scheduled_lr)^)?
   }];
   let hasVerifier = 1;
 }

@@ -129,6 +129,13 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                            << role.getName()
                            << "') must be a statically shaped tensor, but is "
                            << type;
+  if (role.getKind() == RoleKind::Hyperparameter &&
+      (tensor.getRank() != 0 || !tensor.getElementType().isF32()))
+    return op->emitError() << "argument #" << argIndex << " ('"
+                           << role.getName()
+                           << "'): a hyperparameter is a scalar f32 tensor "
+                              "(tensor<f32>), but is "
+                           << type;
   unsigned first = getRoleTable(func).firstArgument.lookup(role.getName());
   if (first != argIndex)
     return op->emitError() << "argument #" << argIndex << " repeats the name '"
@@ -163,8 +170,10 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
   Type type = func.getResultTypes()[resultIndex];
   switch (role.getKind()) {
   case RoleKind::Batch:
-    return op->emitError() << "result #" << resultIndex
-                           << ": role 'batch' is only for function arguments";
+  case RoleKind::Hyperparameter:
+    return op->emitError() << "result #" << resultIndex << ": role '"
+                           << stringifyRoleKind(role.getKind())
+                           << "' is only for function arguments";
   case RoleKind::Loss: {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || tensor.getRank() != 0 ||

@@ -599,14 +599,29 @@ uint64_t FillOp::getFlops() { return 0; }
 // Optimizers
 //===----------------------------------------------------------------------===//
 
+/// An update's learning rate: the `lr` attribute or the `scheduled_lr`
+/// operand, exactly one, and a constant one non-negative.
+template <typename Op> static LogicalResult verifyLearningRate(Op op) {
+  std::optional<APFloat> lr = op.getLr();
+  if (lr && op.getScheduledLr())
+    return op.emitOpError() << "has both a constant lr and a scheduled lr "
+                               "operand; give one";
+  if (!lr && !op.getScheduledLr())
+    return op.emitOpError() << "has no learning rate: give lr = <constant> "
+                               "or lr = <scalar f32 operand>";
+  // As torch.optim: a rate of 0 is a valid update that changes nothing.
+  if (lr && !(lr->convertToDouble() >= 0))
+    return op.emitOpError()
+           << "lr must be non-negative, but is " << lr->convertToDouble();
+  return success();
+}
+
 LogicalResult SgdOp::verify() {
-  double lr = getLr().convertToDouble();
+  if (failed(verifyLearningRate(*this)))
+    return failure();
   double momentum = getMomentum().convertToDouble();
   double dampening = getDampening().convertToDouble();
   double weightDecay = getWeightDecay().convertToDouble();
-  // As torch.optim: a rate of 0 is a valid update that changes nothing.
-  if (!(lr >= 0))
-    return emitOpError() << "lr must be non-negative, but is " << lr;
   if (!(momentum >= 0))
     return emitOpError() << "momentum must be non-negative, but is "
                          << momentum;
@@ -623,13 +638,12 @@ LogicalResult SgdOp::verify() {
 uint64_t SgdOp::getFlops() { return 6 * numElements(getParam()); }
 
 LogicalResult AdamWOp::verify() {
-  double lr = getLr().convertToDouble();
+  if (failed(verifyLearningRate(*this)))
+    return failure();
   double beta1 = getBeta1().convertToDouble();
   double beta2 = getBeta2().convertToDouble();
   double eps = getEps().convertToDouble();
   double weightDecay = getWeightDecay().convertToDouble();
-  if (!(lr >= 0))
-    return emitOpError() << "lr must be non-negative, but is " << lr;
   if (!(beta1 >= 0 && beta1 < 1))
     return emitOpError() << "beta1 must be in [0, 1), but is " << beta1;
   if (!(beta2 >= 0 && beta2 < 1))
