@@ -195,6 +195,40 @@ def build(rng):
             s.op("%%r = braid.nll_loss_backward %s, %s, %s reduction = %s : tensor<f32>, %s, %s" % (
                 s.input(grad), s.input(lpf), s.input(labels), red, lt, ct), [-1.5 * onehot / div])
 
+    # ignore_index (torch's): ignored rows add nothing, get a zero gradient
+    # and are not counted in the mean; -100 (torch's default) and -1
+    # (nanoGPT's), whatever the label type. A mean over no rows is NaN.
+    for ltype, npt, ignore in (("i64", np.int64, -100), ("i32", np.int32, -1)):
+        labels = rng.integers(0, classes, rows).astype(npt)
+        labels[rng.permutation(rows)[:max(1, rows // 3)]] = ignore
+        keep = labels != ignore
+        safe = np.where(keep, labels, 0)
+        lp = np.log(softmax(logits.astype(np.float64), 1))
+        lpf = lp.astype(np.float32)
+        lt, ct = ttype((rows, classes)), ttype((rows,), ltype)
+        onehot = np.eye(classes)[safe] * keep[:, None]
+        for red in ("mean", "sum"):
+            div = keep.sum() if red == "mean" else 1
+            pick = np.where(keep, lp[np.arange(rows), safe], 0)
+            attr = "reduction = %s ignore_index = %d" % (red, ignore)
+            s.op("%%r = braid.cross_entropy %s, %s %s : %s, %s -> tensor<f32>" % (
+                s.input(logits), s.input(labels), attr, lt, ct), [np.array(-pick.sum() / div)])
+            s.op("%%r = braid.nll_loss %s, %s %s : %s, %s -> tensor<f32>" % (
+                s.input(lpf), s.input(labels), attr, lt, ct),
+                [np.array(-np.where(keep, lpf.astype(np.float64)[np.arange(rows), safe], 0).sum()
+                          / div)])
+            grad = np.array(1.5, np.float32)
+            s.op("%%r = braid.cross_entropy_backward %s, %s, %s %s : tensor<f32>, %s, %s" % (
+                s.input(grad), s.input(logits), s.input(labels), attr, lt, ct),
+                [1.5 * (np.exp(lp) * keep[:, None] - onehot) / div])
+            s.op("%%r = braid.nll_loss_backward %s, %s, %s %s : tensor<f32>, %s, %s" % (
+                s.input(grad), s.input(lpf), s.input(labels), attr, lt, ct),
+                [-1.5 * onehot / div])
+    every = np.full(rows, -100, np.int64)
+    s.op("%%r = braid.cross_entropy %s, %s reduction = mean ignore_index = -100 : %s, %s -> "
+         "tensor<f32>" % (s.input(logits), s.input(every), ttype((rows, classes)),
+                          ttype((rows,), "i64")), [np.array(np.nan)])
+
     # The vocabulary-parallel cross-entropy: shard `index` of `parts` holds
     # columns [index * C, (index + 1) * C); the loss and gradient from every
     # shard's summary equal cross_entropy of the whole logits (labels fall
@@ -225,6 +259,28 @@ def build(rng):
         full = 1.5 * (np.exp(lpw) - np.eye(parts * classes)[labels]) / div
         s.op("%%r = braid.cross_entropy_shard_backward %s, %s, %s, %s, %s reduction = %s : "
              "tensor<f32>, %s, %s, %s" % (
+                 s.input(np.array(1.5, np.float32)), s.input(piece(index)), s.input(labels),
+                 s.input(stats), idx, red, lt, ttype((rows,), "i64"), ttype(stats.shape)),
+             [full[:, index * classes:(index + 1) * classes]])
+    # ignore_index: an ignored row's summary is (0, 0, 0) on every shard,
+    # which the loss skips; its gradient is zero; the mean counts the rest.
+    labels = labels.copy()  # the ops above keep theirs
+    labels[rng.permutation(rows)[:max(1, rows // 3)]] = -100
+    keep = labels != -100
+    stats_ig = [np.where(keep[None, :, None], stats_of(p), 0) for p in range(parts)]
+    s.op("%%r = braid.cross_entropy_shard_stats %s, %s, %s parts = %d ignore_index = -100 : "
+         "%s, %s -> %s" % (s.input(piece(index)), s.input(labels), idx, parts, lt,
+                           ttype((rows,), "i64"), ttype((1, rows, 3))), [stats_ig[index]])
+    stats = np.concatenate(stats_ig).astype(np.float32)
+    safe = np.where(keep, labels, 0)
+    for red in ("mean", "sum"):
+        div = keep.sum() if red == "mean" else 1
+        s.op("%%r = braid.cross_entropy_shard_loss %s reduction = %s : %s -> tensor<f32>" % (
+            s.input(stats), red, ttype(stats.shape)),
+            [np.array(-np.where(keep, lpw[np.arange(rows), safe], 0).sum() / div)])
+        full = 1.5 * (np.exp(lpw) - np.eye(parts * classes)[safe]) * keep[:, None] / div
+        s.op("%%r = braid.cross_entropy_shard_backward %s, %s, %s, %s, %s reduction = %s "
+             "ignore_index = -100 : tensor<f32>, %s, %s, %s" % (
                  s.input(np.array(1.5, np.float32)), s.input(piece(index)), s.input(labels),
                  s.input(stats), idx, red, lt, ttype((rows,), "i64"), ttype(stats.shape)),
              [full[:, index * classes:(index + 1) * classes]])
@@ -344,7 +400,14 @@ def main():
             if got.shape != np.shape(ref):
                 failures.append("seed %d %s %s: shape %s, expected %s" % (seed, op, name, got.shape, np.shape(ref)))
                 continue
-            diff = braidtest.max_rel_diff(got, ref)
+            # NaN where the reference is NaN (a mean over no rows), and
+            # nowhere else.
+            nan = np.isnan(np.asarray(ref, dtype=np.float64))
+            if not np.array_equal(np.isnan(got), nan):
+                failures.append("seed %d %s %s: NaN at %s, expected at %s" % (
+                    seed, op, name, np.argwhere(np.isnan(got)).tolist(), np.argwhere(nan).tolist()))
+                continue
+            diff = braidtest.max_rel_diff(np.asarray(got)[~nan], np.asarray(ref)[~nan])
             if not diff <= tol:
                 failures.append("seed %d %s %s: max relative difference %.3g > %g" % (seed, op, name, diff, tol))
     # Every result of every seed was read, and every kernel of the op table

@@ -552,7 +552,8 @@ class Lowering:
         if weight is not None:
             self.fail("class weights are not supported")
         red = self._reduction(reduction)
-        loss = self.b.nll_loss(self.value(x), self.value(target), red, hint="loss")
+        loss = self.b.nll_loss(self.value(x), self.value(target), red, ignore_index,
+                               hint="loss")
         node = self.node
 
         def total_weight():
@@ -565,7 +566,7 @@ class Lowering:
             self.fail("class weights are not supported")
         red = self._reduction(reduction)
         return self.b.nll_loss_backward(self.value(grad), self.value(x), self.value(target), red,
-                                        hint="dlogp")
+                                        ignore_index, hint="dlogp")
 
     def embedding(self, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
         if sparse:

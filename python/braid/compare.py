@@ -60,18 +60,21 @@ def max_rel_diff(a, b, floor=REL_FLOOR):
     return float((np.abs(a - b) / denom).max())
 
 
-def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floor=1e-5):
+def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floor=1e-5,
+                    ranks=None):
     """Compares braid's `losses` (one per step) and final `state` (parameters
     and optimizer state, as braid-run --save writes them) with PyTorch
-    training spec's model on `batch` = (inputs, targets) for `steps` steps.
+    training spec's model on `batch` = (inputs, targets) for `steps` steps
+    (as DDP on `ranks` data-parallel ranks when given: torch_reference).
     Returns a dict: `ok`, `problems` (what failed, in words), `loss_diff`
     (braid vs float64, worst step), `torch_loss_diff` (float32 PyTorch vs
     float64), `state_diff`/`torch_state_diff` (worst array, with its name),
     `torch_losses`."""
     from braid.spec import torch_reference
     inputs, targets = batch
-    ref32_losses, ref32 = torch_reference(spec, inputs, targets, steps)
-    ref64_losses, ref64 = torch_reference(spec, inputs, targets, steps, double=True)
+    ref32_losses, ref32 = torch_reference(spec, inputs, targets, steps, ranks=ranks)
+    ref64_losses, ref64 = torch_reference(spec, inputs, targets, steps, double=True,
+                                          ranks=ranks)
     problems = []
     state = dict(state)
     if spec.get("lr_scheduler") is not None:
@@ -133,7 +136,8 @@ def main(argv=None):
                     "when braid differs beyond the tolerance.")
     parser.add_argument("spec", help="the spec, as for python3 -m braid.export")
     parser.add_argument("--world-size", type=int, required=True,
-                        help="the ranks braid-run trained on")
+                        help="the data-parallel ranks braid-run trained on (the spec's "
+                             "world_size; PyTorch is run as DDP on that many)")
     parser.add_argument("--losses", required=True,
                         help="braid-run's output (its 'step K/N loss L' lines)")
     parser.add_argument("--state", required=True, help="braid-run --save's .npz")
@@ -156,7 +160,11 @@ def main(argv=None):
         print("braid.compare: error: the spec has no global_batch to train PyTorch on",
               file=sys.stderr)
         return 2
-    r = against_pytorch(spec, spec["global_batch"], losses, state, len(losses))
+    # As DDP: each data-parallel rank's loss on its part of the batch, the
+    # ranks' average (the same as the global batch's mean loss unless
+    # targets are ignored unevenly).
+    r = against_pytorch(spec, spec["global_batch"], losses, state, len(losses),
+                        ranks=args.world_size)
     print("the loss fell from %.6f to %.6f; PyTorch on the same global batch: %.6f -> %.6f"
           % (losses[0], losses[-1], r["torch_losses"][0], r["torch_losses"][-1]))
     for line in describe(r):

@@ -62,6 +62,10 @@ def _lr(lr):
     return _float(float(lr))
 
 
+def _ignore(ignore_index):
+    return "" if ignore_index is None else " ignore_index = %d" % int(ignore_index)
+
+
 def _lr_type(lr):
     return ", " + lr.type if isinstance(lr, Value) else ""
 
@@ -243,15 +247,19 @@ class StepBuilder:
                           "braid.cross_entropy_backward %s, %s, %s reduction = mean : %s, %s, %s"
                           % (dloss, logits, labels, dloss.type, logits.type, labels.type))
 
-    def nll_loss(self, logp, labels, reduction="mean", hint="loss"):
+    def nll_loss(self, logp, labels, reduction="mean", ignore_index=None, hint="loss"):
+        """`ignore_index`: rows with this label are left out (torch's)."""
         return self._emit(hint, (), logp.dtype,
-                          "braid.nll_loss %s, %s reduction = %s : %s, %s -> tensor<%s>"
-                          % (logp, labels, reduction, logp.type, labels.type, logp.dtype))
+                          "braid.nll_loss %s, %s reduction = %s%s : %s, %s -> tensor<%s>"
+                          % (logp, labels, reduction, _ignore(ignore_index), logp.type,
+                             labels.type, logp.dtype))
 
-    def nll_loss_backward(self, dloss, logp, labels, reduction="mean", hint="dlogp"):
+    def nll_loss_backward(self, dloss, logp, labels, reduction="mean", ignore_index=None,
+                          hint="dlogp"):
         return self._emit(hint, logp.shape, logp.dtype,
-                          "braid.nll_loss_backward %s, %s, %s reduction = %s : %s, %s, %s"
-                          % (dloss, logp, labels, reduction, dloss.type, logp.type, labels.type))
+                          "braid.nll_loss_backward %s, %s, %s reduction = %s%s : %s, %s, %s"
+                          % (dloss, logp, labels, reduction, _ignore(ignore_index), dloss.type,
+                             logp.type, labels.type))
 
     def embedding(self, table, ids, hint="emb"):
         shape = ids.shape + (table.shape[1],)

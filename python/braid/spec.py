@@ -42,13 +42,17 @@ def load_spec(spec, world_size=None, **kwargs):
     return result
 
 
-def torch_reference(spec, inputs, targets, steps, double=False):
+def torch_reference(spec, inputs, targets, steps, double=False, ranks=None):
     """PyTorch's own training, to compare braid with: a copy of spec's model
-    and an optimizer of the same class, defaults and state train on
-    (inputs, targets) for `steps` steps (in float64 with `double`). Returns
-    the loss of every step and the final parameters and optimizer state,
-    named as export() names them. The spec's model and optimizer are not
-    changed."""
+    and an optimizer of the same class, param groups and state train on
+    (inputs, targets) for `steps` steps (in float64 with `double`), under the
+    spec's lr_scheduler when it has one. With `ranks`, as PyTorch DDP on that
+    many ranks: the batch splits into `ranks` equal parts along dimension 0,
+    each part's loss is taken on its own, and the step's loss and gradient
+    are their average (each rank's mean over its own non-ignored targets,
+    the ranks' gradients averaged). Returns the loss of every step and the
+    final parameters and optimizer state, named as export() names them. The
+    spec's model and optimizer are not changed."""
     model = copy.deepcopy(spec["model"])
     if double:
         model = model.double()
@@ -73,7 +77,13 @@ def torch_reference(spec, inputs, targets, steps, double=False):
             for g, lr in zip(ref_opt.param_groups, rates[k]):
                 g["lr"] = float(lr)
         ref_opt.zero_grad()
-        loss = spec["loss_fn"](model(*inputs), *targets)
+        if ranks is None:
+            loss = spec["loss_fn"](model(*inputs), *targets)
+        else:
+            parts = [spec["loss_fn"](model(*(x.chunk(ranks)[r] for x in inputs)),
+                                     *(t.chunk(ranks)[r] for t in targets))
+                     for r in range(ranks)]
+            loss = sum(parts) / ranks
         loss.backward()
         ref_opt.step()
         losses.append(float(loss))

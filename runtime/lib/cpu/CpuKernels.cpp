@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 using namespace braid;
 using namespace braid::rt;
@@ -55,7 +56,25 @@ struct Args {
                         std::to_string(limit) + ")");
     return v;
   }
+  /// Whether label `k` of operand `i` is the loss's `ignore_index`.
+  bool ignored(size_t i, int64_t k, std::optional<int64_t> ignore) const {
+    if (!ignore)
+      return false;
+    const Buffer &b = inBuf(i);
+    int64_t v = b.dtype == DType::I64
+                    ? reinterpret_cast<const int64_t *>(arena + b.offset)[k]
+                    : reinterpret_cast<const int32_t *>(arena + b.offset)[k];
+    return v == *ignore;
+  }
 };
+
+/// A loss's total over `counted` rows: the mean divides by them (NaN when
+/// there are none, as torch's mean over no targets), the sum does not.
+float reduceLoss(double total, int64_t counted, bool mean) {
+  if (!mean)
+    return float(total);
+  return counted ? float(total / double(counted)) : NAN;
+}
 
 /// Calls fn(outIndex, inIndex) for every element of `outShape`, where the
 /// input index is sum(coord[d] * inStrides[d]) + base: the general gather
@@ -274,12 +293,26 @@ void layerNormBackward(const Args &a) {
   }
 }
 
-void loss(const Args &a, bool fromLogits, bool mean) {
+/// The rows of a loss (labels at operand `i`) whose label is not ignored.
+int64_t countedRows(const Args &a, size_t i, int64_t rows,
+                    std::optional<int64_t> ignore) {
+  int64_t n = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    n += a.ignored(i, r, ignore) ? 0 : 1;
+  return n;
+}
+
+void loss(const Args &a, bool fromLogits, bool mean,
+          std::optional<int64_t> ignore) {
   const Buffer &xb = a.inBuf(0);
   int64_t rows = xb.shape[0], classes = xb.shape[1];
   const float *x = a.in(0);
   double total = 0;
+  int64_t counted = 0;
   for (int64_t r = 0; r < rows; ++r) {
+    if (a.ignored(1, r, ignore))
+      continue;
+    ++counted;
     int64_t label = a.index(1, r, classes, "label");
     const float *row = x + r * classes;
     double logp = row[label];
@@ -292,19 +325,25 @@ void loss(const Args &a, bool fromLogits, bool mean) {
     }
     total -= logp;
   }
-  a.out(0)[0] = float(mean && rows ? total / rows : total);
+  a.out(0)[0] = reduceLoss(total, counted, mean);
 }
 
-void lossBackward(const Args &a, bool fromLogits, bool mean) {
+void lossBackward(const Args &a, bool fromLogits, bool mean,
+                  std::optional<int64_t> ignore) {
   const Buffer &xb = a.inBuf(1);
   int64_t rows = xb.shape[0], classes = xb.shape[1];
-  double scale = a.in(0)[0] / (mean && rows ? double(rows) : 1.0);
+  int64_t counted = countedRows(a, 2, rows, ignore);
+  double scale = a.in(0)[0] / (mean && counted ? double(counted) : 1.0);
   const float *x = a.in(1);
   float *dx = a.out(0);
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t label = a.index(2, r, classes, "label");
     const float *row = x + r * classes;
     float *drow = dx + r * classes;
+    if (a.ignored(2, r, ignore)) {
+      std::fill(drow, drow + classes, 0.0f);
+      continue;
+    }
+    int64_t label = a.index(2, r, classes, "label");
     if (fromLogits) {
       float mx = *std::max_element(row, row + classes);
       double sum = 0;
@@ -334,13 +373,19 @@ int64_t shardIndex(const Args &a, size_t i, int64_t parts) {
 
 /// A row's summary over one shard of the classes: its largest logit, the
 /// sum of exp(logit - that), and the label's logit if the shard has it.
-void crossEntropyShardStats(const Args &a, int64_t parts) {
+void crossEntropyShardStats(const Args &a, int64_t parts,
+                            std::optional<int64_t> ignore) {
   const Buffer &xb = a.inBuf(0);
   int64_t rows = xb.shape[0], classes = xb.shape[1];
   int64_t first = shardIndex(a, 2, parts) * classes;
   const float *x = a.in(0);
   float *stats = a.out(0);
   for (int64_t r = 0; r < rows; ++r) {
+    if (a.ignored(1, r, ignore)) {
+      // An ignored row's summary: (0, 0, 0), which the loss skips.
+      std::fill(stats + 3 * r, stats + 3 * r + 3, 0.0f);
+      continue;
+    }
     int64_t label = a.index(1, r, parts * classes, "label") - first;
     const float *row = x + r * classes;
     float mx = classes ? *std::max_element(row, row + classes) : -INFINITY;
@@ -376,21 +421,31 @@ void crossEntropyShardLoss(const Args &a, bool mean) {
   const Buffer &sb = a.inBuf(0);
   int64_t rows = sb.shape[1];
   double total = 0;
+  int64_t counted = 0;
   for (int64_t r = 0; r < rows; ++r) {
     RowStats s = combineStats(sb, a.in(0), r);
+    if (s.sum == 0) // every shard's summary (0, 0, 0): an ignored label
+      continue;
+    ++counted;
     total += std::log(s.sum) + s.max - s.target;
   }
-  a.out(0)[0] = float(mean && rows ? total / rows : total);
+  a.out(0)[0] = reduceLoss(total, counted, mean);
 }
 
-void crossEntropyShardBackward(const Args &a, bool mean) {
+void crossEntropyShardBackward(const Args &a, bool mean,
+                               std::optional<int64_t> ignore) {
   const Buffer &xb = a.inBuf(1), &sb = a.inBuf(3);
   int64_t rows = xb.shape[0], classes = xb.shape[1];
   int64_t first = shardIndex(a, 4, sb.shape[0]) * classes;
-  double scale = a.in(0)[0] / (mean && rows ? double(rows) : 1.0);
+  int64_t counted = countedRows(a, 2, rows, ignore);
+  double scale = a.in(0)[0] / (mean && counted ? double(counted) : 1.0);
   const float *x = a.in(1);
   float *dx = a.out(0);
   for (int64_t r = 0; r < rows; ++r) {
+    if (a.ignored(2, r, ignore)) {
+      std::fill(dx + r * classes, dx + (r + 1) * classes, 0.0f);
+      continue;
+    }
     int64_t label = a.index(2, r, sb.shape[0] * classes, "label") - first;
     RowStats s = combineStats(sb, a.in(3), r);
     for (int64_t c = 0; c < classes; ++c)
@@ -612,25 +667,34 @@ void run(const Args &a) {
     return layerNorm(a);
   case Opcode::LayerNormBackward:
     return layerNormBackward(a);
-  case Opcode::NllLoss:
-    return loss(a, false, isMean(instr.as<ops::NllLossAttrs>().reduction));
-  case Opcode::CrossEntropy:
-    return loss(a, true, isMean(instr.as<ops::CrossEntropyAttrs>().reduction));
-  case Opcode::NllLossBackward:
-    return lossBackward(
-        a, false, isMean(instr.as<ops::NllLossBackwardAttrs>().reduction));
-  case Opcode::CrossEntropyBackward:
-    return lossBackward(
-        a, true, isMean(instr.as<ops::CrossEntropyBackwardAttrs>().reduction));
-  case Opcode::CrossEntropyShardStats:
-    return crossEntropyShardStats(
-        a, instr.as<ops::CrossEntropyShardStatsAttrs>().parts);
+  case Opcode::NllLoss: {
+    const auto &attrs = instr.as<ops::NllLossAttrs>();
+    return loss(a, false, isMean(attrs.reduction), attrs.ignore_index);
+  }
+  case Opcode::CrossEntropy: {
+    const auto &attrs = instr.as<ops::CrossEntropyAttrs>();
+    return loss(a, true, isMean(attrs.reduction), attrs.ignore_index);
+  }
+  case Opcode::NllLossBackward: {
+    const auto &attrs = instr.as<ops::NllLossBackwardAttrs>();
+    return lossBackward(a, false, isMean(attrs.reduction), attrs.ignore_index);
+  }
+  case Opcode::CrossEntropyBackward: {
+    const auto &attrs = instr.as<ops::CrossEntropyBackwardAttrs>();
+    return lossBackward(a, true, isMean(attrs.reduction), attrs.ignore_index);
+  }
+  case Opcode::CrossEntropyShardStats: {
+    const auto &attrs = instr.as<ops::CrossEntropyShardStatsAttrs>();
+    return crossEntropyShardStats(a, attrs.parts, attrs.ignore_index);
+  }
   case Opcode::CrossEntropyShardLoss:
     return crossEntropyShardLoss(
         a, isMean(instr.as<ops::CrossEntropyShardLossAttrs>().reduction));
-  case Opcode::CrossEntropyShardBackward:
-    return crossEntropyShardBackward(
-        a, isMean(instr.as<ops::CrossEntropyShardBackwardAttrs>().reduction));
+  case Opcode::CrossEntropyShardBackward: {
+    const auto &attrs = instr.as<ops::CrossEntropyShardBackwardAttrs>();
+    return crossEntropyShardBackward(a, isMean(attrs.reduction),
+                                     attrs.ignore_index);
+  }
   case Opcode::ShardSlice:
     return shardSlice(a, instr.as<ops::ShardSliceAttrs>());
   case Opcode::Embedding:

@@ -12,7 +12,9 @@
 #include "braid-runtime/Executor.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <utility>
 
 using namespace braid;
 using namespace braid::rt;
@@ -125,6 +127,30 @@ void gather(const Buffer &x, const Buffer &y, uint8_t *arena,
 void check(cudaError_t error, const Instr &instr) {
   if (error != cudaSuccess)
     throw KernelError(instr.describe() + ": " + cudaGetErrorString(error));
+}
+
+/// A loss's count of the rows it takes (labels other than its
+/// ignore_index), in device memory allocated on `stream` and freed there
+/// after the kernels that read it (free()).
+struct RowCount {
+  unsigned long long *count = nullptr;
+  cudaStream_t stream = nullptr;
+  RowCount(cudaStream_t s, const Instr &instr) : stream(s) {
+    check(cudaMallocAsync(&count, sizeof(*count), stream), instr);
+    check(cudaMemsetAsync(count, 0, sizeof(*count), stream), instr);
+  }
+  void free(const Instr &instr) { check(cudaFreeAsync(count, stream), instr); }
+};
+
+/// The mean (over the rows counted; NaN for none, as torch) or the sum of a
+/// loss whose kernel added its rows into `y`.
+void finishLoss(float *y, const RowCount &rows, bool mean,
+                cudaStream_t stream) {
+  const unsigned long long *count = rows.count;
+  forEach(1, stream, [=] __device__(int64_t) {
+    if (mean)
+      y[0] = *count ? float(double(y[0]) / double(*count)) : NAN;
+  });
 }
 
 } // namespace
@@ -396,24 +422,45 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
         op == Opcode::CrossEntropy || op == Opcode::CrossEntropyBackward;
     size_t xi = backward ? 1 : 0, li = backward ? 2 : 1;
     int64_t rows = inBuf(xi).shape[0], classes = inBuf(xi).shape[1];
-    ops::LossReduction reduction =
-        op == Opcode::NllLoss ? instr.as<ops::NllLossAttrs>().reduction
+    auto [reduction, ignoreIndex] =
+        op == Opcode::NllLoss
+            ? std::pair(instr.as<ops::NllLossAttrs>().reduction,
+                        instr.as<ops::NllLossAttrs>().ignore_index)
         : op == Opcode::CrossEntropy
-            ? instr.as<ops::CrossEntropyAttrs>().reduction
+            ? std::pair(instr.as<ops::CrossEntropyAttrs>().reduction,
+                        instr.as<ops::CrossEntropyAttrs>().ignore_index)
         : op == Opcode::NllLossBackward
-            ? instr.as<ops::NllLossBackwardAttrs>().reduction
-            : instr.as<ops::CrossEntropyBackwardAttrs>().reduction;
+            ? std::pair(instr.as<ops::NllLossBackwardAttrs>().reduction,
+                        instr.as<ops::NllLossBackwardAttrs>().ignore_index)
+            : std::pair(instr.as<ops::CrossEntropyBackwardAttrs>().reduction,
+                        instr.as<ops::CrossEntropyBackwardAttrs>().ignore_index);
     bool mean = reduction == ops::LossReduction::Mean;
-    double divisor = mean && rows ? double(rows) : 1.0;
+    bool ignores = ignoreIndex.has_value();
+    int64_t ignore = ignoreIndex.value_or(0);
     const float *x = in(xi), *grad = backward ? in(0) : nullptr;
     const uint8_t *labels = arena + inBuf(li).offset;
     bool wide = inBuf(li).dtype == DType::I64;
     float *y = out(0);
     int *flag = errorFlag;
-    if (!backward)
+    // The rows counted: first for the backward (its scale), as the rows
+    // are added for the loss (finishLoss divides).
+    RowCount counted(stream, instr);
+    unsigned long long *count = counted.count;
+    if (backward)
+      forEach(rows, stream, [=] __device__(int64_t r) {
+        if (!ignores || loadIndex(labels, wide, r) != ignore)
+          atomicAdd(count, 1ULL);
+      });
+    else
       check(cudaMemsetAsync(y, 0, sizeof(float), stream), instr);
     forEach(rows, stream, [=] __device__(int64_t r) {
       int64_t label = loadIndex(labels, wide, r);
+      if (ignores && label == ignore) {
+        if (backward)
+          for (int64_t c = 0; c < classes; ++c)
+            y[r * classes + c] = 0.0f;
+        return;
+      }
       if (label < 0 || label >= classes) {
         atomicExch(flag, 1);
         return;
@@ -429,21 +476,29 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
       }
       if (!backward) {
         double logp = logits ? row[label] - mx - ::log(sum) : row[label];
-        atomicAdd(y, float(-logp / divisor));
+        atomicAdd(y, float(-logp));
+        atomicAdd(count, 1ULL);
         return;
       }
-      double scale = grad[0] / divisor;
+      double scale = grad[0] / (mean && *count ? double(*count) : 1.0);
       float *drow = y + r * classes;
       for (int64_t c = 0; c < classes; ++c)
         drow[c] = logits ? float(scale * (exp(double(row[c]) - mx) / sum -
                                           (c == label ? 1.0 : 0.0)))
                          : (c == label ? float(-scale) : 0.0f);
     });
+    if (!backward)
+      finishLoss(y, counted, mean, stream);
+    counted.free(instr);
     return;
   }
   case Opcode::CrossEntropyShardStats: {
     int64_t rows = inBuf(0).shape[0], classes = inBuf(0).shape[1];
     int64_t parts = instr.as<ops::CrossEntropyShardStatsAttrs>().parts;
+    std::optional<int64_t> ignoreIndex =
+        instr.as<ops::CrossEntropyShardStatsAttrs>().ignore_index;
+    bool ignores = ignoreIndex.has_value();
+    int64_t ignore = ignoreIndex.value_or(0);
     const float *x = in(0);
     const uint8_t *labels = arena + inBuf(1).offset;
     bool wide = inBuf(1).dtype == DType::I64;
@@ -452,6 +507,11 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     int *flag = errorFlag;
     forEach(rows, stream, [=] __device__(int64_t r) {
       int64_t label = loadIndex(labels, wide, r);
+      if (ignores && label == ignore) {
+        // An ignored row's summary: (0, 0, 0), which the loss skips.
+        stats[3 * r] = stats[3 * r + 1] = stats[3 * r + 2] = 0.0f;
+        return;
+      }
       if (!validShardId(label, classes, parts, *index)) {
         atomicExch(flag, 1);
         return;
@@ -479,8 +539,12 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     ops::LossReduction reduction =
         backward ? instr.as<ops::CrossEntropyShardBackwardAttrs>().reduction
                  : instr.as<ops::CrossEntropyShardLossAttrs>().reduction;
-    double divisor =
-        reduction == ops::LossReduction::Mean && rows ? double(rows) : 1.0;
+    bool mean = reduction == ops::LossReduction::Mean;
+    std::optional<int64_t> ignoreIndex =
+        backward ? instr.as<ops::CrossEntropyShardBackwardAttrs>().ignore_index
+                 : std::nullopt;
+    bool ignores = ignoreIndex.has_value();
+    int64_t ignore = ignoreIndex.value_or(0);
     const float *stats = in(si);
     const float *x = backward ? in(1) : nullptr,
                 *grad = backward ? in(0) : nullptr;
@@ -489,9 +553,21 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     const int64_t *index = backward ? rankIndex(4) : nullptr;
     float *y = out(0);
     int *flag = errorFlag;
-    if (!backward)
+    RowCount counted(stream, instr);
+    unsigned long long *count = counted.count;
+    if (backward)
+      forEach(rows, stream, [=] __device__(int64_t r) {
+        if (!ignores || loadIndex(labels, wide, r) != ignore)
+          atomicAdd(count, 1ULL);
+      });
+    else
       check(cudaMemsetAsync(y, 0, sizeof(float), stream), instr);
     forEach(rows, stream, [=] __device__(int64_t r) {
+      if (backward && ignores && loadIndex(labels, wide, r) == ignore) {
+        for (int64_t c = 0; c < classes; ++c)
+          y[r * classes + c] = 0.0f;
+        return;
+      }
       double mx = -INFINITY, sum = 0, target = 0;
       for (int64_t p = 0; p < parts; ++p)
         mx = fmax(mx, double(stats[3 * (p * rows + r)]));
@@ -501,7 +577,10 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
         target += s[2];
       }
       if (!backward) {
-        atomicAdd(y, float((::log(sum) + mx - target) / divisor));
+        if (sum == 0) // every shard's summary (0, 0, 0): an ignored label
+          return;
+        atomicAdd(y, float(::log(sum) + mx - target));
+        atomicAdd(count, 1ULL);
         return;
       }
       int64_t label = loadIndex(labels, wide, r);
@@ -510,12 +589,15 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
         return;
       }
       label -= *index * classes;
-      double scale = grad[0] / divisor;
+      double scale = grad[0] / (mean && *count ? double(*count) : 1.0);
       for (int64_t c = 0; c < classes; ++c)
         y[r * classes + c] =
             float(scale * (exp(double(x[r * classes + c]) - mx) / sum -
                            (c == label ? 1.0 : 0.0)));
     });
+    if (!backward)
+      finishLoss(y, counted, mean, stream);
+    counted.free(instr);
     return;
   }
   case Opcode::ShardSlice: {

@@ -115,6 +115,19 @@ func.func @norms_and_losses(%x: tensor<4x8x16xf32>, %g: tensor<16xf32>,
   %l2 = braid.cross_entropy_shard_loss %st reduction = sum : tensor<1x32x3xf32> -> tensor<f32>
   // CHECK: braid.cross_entropy_shard_backward %[[V_L2]], %[[V_LOGITS]], %[[V_LABELS]], %[[V_ST]], %[[V_IX]] reduction = mean : tensor<f32>, tensor<32x10xf32>, tensor<32xi64>, tensor<1x32x3xf32>
   %d2 = braid.cross_entropy_shard_backward %l2, %logits, %labels, %st, %ix reduction = mean : tensor<f32>, tensor<32x10xf32>, tensor<32xi64>, tensor<1x32x3xf32>
+  // torch's ignore_index, on every loss that reads labels.
+  // CHECK: braid.nll_loss %[[V_LOGITS]], %[[V_LABELS]] reduction = mean ignore_index = -100 : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  %l3 = braid.nll_loss %logits, %labels reduction = mean ignore_index = -100 : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  // CHECK: braid.nll_loss_backward {{.*}} reduction = mean ignore_index = -1 : tensor<f32>, tensor<32x10xf32>, tensor<32xi64>
+  %d3 = braid.nll_loss_backward %l3, %logits, %labels reduction = mean ignore_index = -1 : tensor<f32>, tensor<32x10xf32>, tensor<32xi64>
+  // CHECK: braid.cross_entropy %[[V_LOGITS]], %[[V_LABELS32]] reduction = sum ignore_index = -1 : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
+  %l4 = braid.cross_entropy %logits, %labels32 reduction = sum ignore_index = -1 : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
+  // CHECK: braid.cross_entropy_backward {{.*}} reduction = mean ignore_index = -100 : tensor<f32>, tensor<32x10xf32>, tensor<32xi32>
+  %d4 = braid.cross_entropy_backward %l4, %logits, %labels32 reduction = mean ignore_index = -100 : tensor<f32>, tensor<32x10xf32>, tensor<32xi32>
+  // CHECK: braid.cross_entropy_shard_stats {{.*}} parts = 2 ignore_index = -100 : tensor<32x10xf32>, tensor<32xi64> -> tensor<1x32x3xf32>
+  %st5 = braid.cross_entropy_shard_stats %logits, %labels, %ix parts = 2 ignore_index = -100 : tensor<32x10xf32>, tensor<32xi64> -> tensor<1x32x3xf32>
+  // CHECK: braid.cross_entropy_shard_backward {{.*}} reduction = mean ignore_index = -100 : tensor<f32>, tensor<32x10xf32>, tensor<32xi64>, tensor<1x32x3xf32>
+  %d5 = braid.cross_entropy_shard_backward %l2, %logits, %labels, %st5, %ix reduction = mean ignore_index = -100 : tensor<f32>, tensor<32x10xf32>, tensor<32xi64>, tensor<1x32x3xf32>
   return
 }
 

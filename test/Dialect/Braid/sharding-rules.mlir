@@ -362,6 +362,24 @@ func.func @torch_cross_entropy_classes(%logits: tensor<8x10xf32> {braid.sharding
   return %loss, %d : tensor<f32>, tensor<8x10xf32>
 }
 
+// The same with torch's ignore_index: every op of the fused and of the
+// vocabulary-parallel form keeps it (the loss skips the rows whose
+// summaries say they were ignored).
+// CHECK-LABEL: func.func @torch_cross_entropy_ignore_index
+// CHECK: braid.cross_entropy_shard_stats {{.*}} parts = 2 ignore_index = -100 :
+// CHECK: braid.cross_entropy_shard_loss {{.*}} reduction = mean :
+// CHECK: braid.cross_entropy_shard_stats {{.*}} parts = 2 ignore_index = -100 :
+// CHECK: braid.cross_entropy_shard_backward {{.*}} reduction = mean ignore_index = -100 :
+func.func @torch_cross_entropy_ignore_index(%logits: tensor<8x10xf32> {braid.sharding = #s1},
+                                            %l: tensor<8xi64>) -> (tensor<f32>, tensor<8x10xf32>) {
+  %lp = braid.log_softmax %logits dim = 1 : tensor<8x10xf32>
+  %loss = braid.nll_loss %lp, %l reduction = mean ignore_index = -100 : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  %one = braid.constant dense<1.0> : tensor<f32>
+  %dlp = braid.nll_loss_backward %one, %lp, %l reduction = mean ignore_index = -100 : tensor<f32>, tensor<8x10xf32>, tensor<8xi64>
+  %d = braid.log_softmax_backward %dlp, %lp dim = 1 : tensor<8x10xf32>
+  return %loss, %d : tensor<f32>, tensor<8x10xf32>
+}
+
 // Optimizer updates and the data-parallel gradient all-reduce (axis 0)
 // keep the parameter's split; a partial gradient is summed first.
 // CHECK-LABEL: func.func @updates

@@ -404,14 +404,19 @@ def Braid_LayerNormBackwardOp : Braid_ComputeOp<"layer_norm_backward", [
 // Losses
 //===----------------------------------------------------------------------===//
 
+/// The losses take an optional `ignore_index`, as torch's: a row whose
+/// label equals it adds nothing to the loss, gets a zero gradient, and is
+/// not counted in the mean (which is NaN when every row is ignored).
 class Braid_LossOp<string mnemonic, list<string> shardingOverrides = []>
     : Braid_ComputeOp<mnemonic, [], [], shardingOverrides> {
   let arguments = (ins Braid_FloatTensor:$input, Braid_IndexTensor:$labels,
                        DefaultValuedAttr<Braid_LossReduction,
-                                         "::braid::LossReduction::Mean">:$reduction);
+                                         "::braid::LossReduction::Mean">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Braid_ScalarTensor:$result);
   let assemblyFormat = [{
-    $input `,` $labels `reduction` `=` $reduction attr-dict `:`
+    $input `,` $labels `reduction` `=` $reduction
+    (`ignore_index` `=` $ignore_index^)? attr-dict `:`
     type($input) `,` type($labels) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -424,10 +429,12 @@ class Braid_LossBackwardOp<string mnemonic,
   let arguments = (ins Braid_ScalarTensor:$grad, Braid_FloatTensor:$input,
                        Braid_IndexTensor:$labels,
                        DefaultValuedAttr<Braid_LossReduction,
-                                         "::braid::LossReduction::Mean">:$reduction);
+                                         "::braid::LossReduction::Mean">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $input `,` $labels `reduction` `=` $reduction attr-dict `:`
+    $grad `,` $input `,` $labels `reduction` `=` $reduction
+    (`ignore_index` `=` $ignore_index^)? attr-dict `:`
     type($grad) `,` type($input) `,` type($labels)
   }];
   let hasVerifier = 1;
@@ -438,7 +445,13 @@ def Braid_NllLossOp : Braid_LossOp<"nll_loss"> {
   let summary = "negative log-likelihood of labels under log-probabilities";
   let description = [{
     `input` is `[N, C]` log-probabilities, `labels` `[N]` class indices; the
-    result is `-mean(input[i, labels[i]])` (or the sum).
+    result is `-mean(input[i, labels[i]])` (or the sum) over the rows whose
+    label is not `ignore_index`.
+
+    ```mlir
+    %loss = braid.nll_loss %logp, %labels reduction = mean ignore_index = -100
+        : tensor<1024x50304xf32>, tensor<1024xi64> -> tensor<f32>
+    ```
   }];
 }
 
@@ -484,7 +497,9 @@ def Braid_CrossEntropyShardStatsOp
     logits with `parts * C` classes. Row `i` of the `[1, N, 3]` result is
     `(m, s, t)`: the row's largest logit `m`, `sum(exp(logits[i] - m))`, and
     the logit of `labels[i]` if this shard holds it, else 0. A label outside
-    `[0, parts * C)` is an error.
+    `[0, parts * C)` is an error, except `ignore_index`: an ignored row's
+    summary is `(0, 0, 0)` (a real one has `s >= 1`), which
+    `cross_entropy_shard_loss` skips.
 
     ```mlir
     %s = braid.cross_entropy_shard_stats %logits, %labels, %index parts = 2
@@ -492,10 +507,12 @@ def Braid_CrossEntropyShardStatsOp
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$logits, Braid_IndexTensor:$labels,
-                       Braid_RankIndexTensor:$index, I64Attr:$parts);
+                       Braid_RankIndexTensor:$index, I64Attr:$parts,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels `,` $index `parts` `=` $parts attr-dict `:`
+    $logits `,` $labels `,` $index `parts` `=` $parts
+    (`ignore_index` `=` $ignore_index^)? attr-dict `:`
     type($logits) `,` type($labels) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -510,7 +527,8 @@ def Braid_CrossEntropyShardLossOp
     shards. With `M = max_p m_p`, `S = sum_p s_p exp(m_p - M)` and
     `T = sum_p t_p` per row, the loss of a row is `log(S) + M - T`; the
     result is their mean (or sum): `braid.cross_entropy` of the whole
-    logits.
+    logits. A row with `S = 0` (every shard's summary `(0, 0, 0)`: its label
+    was ignored) adds nothing and is not counted in the mean.
 
     ```mlir
     %loss = braid.cross_entropy_shard_loss %stats reduction = mean
@@ -537,7 +555,8 @@ def Braid_CrossEntropyShardBackwardOp
     The columns of this shard of `braid.cross_entropy_backward`:
     `grad * (exp(logits - M) / S - onehot(labels - index * C))`, divided by
     `N` for the mean, with `M` and `S` from `stats` (every shard's
-    summary, as `cross_entropy_shard_loss` takes it).
+    summary, as `cross_entropy_shard_loss` takes it). A row whose label is
+    `ignore_index` gets a zero gradient and is not counted in `N`.
 
     ```mlir
     %d = braid.cross_entropy_shard_backward %g, %logits, %labels, %stats,
@@ -549,12 +568,13 @@ def Braid_CrossEntropyShardBackwardOp
                        Braid_IndexTensor:$labels, Braid_FloatTensor:$stats,
                        Braid_RankIndexTensor:$index,
                        DefaultValuedAttr<Braid_LossReduction,
-                                         "::braid::LossReduction::Mean">:$reduction);
+                                         "::braid::LossReduction::Mean">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $logits `,` $labels `,` $stats `,` $index `reduction` `=`
-    $reduction attr-dict `:` type($grad) `,` type($logits) `,` type($labels)
-    `,` type($stats)
+    $reduction (`ignore_index` `=` $ignore_index^)? attr-dict `:`
+    type($grad) `,` type($logits) `,` type($labels) `,` type($stats)
   }];
   let hasVerifier = 1;
 }

@@ -319,6 +319,7 @@ LogicalResult CrossEntropyOp::propagateSharding(Shardings s, Results &out) {
 /// The summaries of every shard of `logits`' classes, [P, N, 3], gathered
 /// over the axis after this rank's.
 static Value gatherShardStats(Operation *op, Value logits, Value labels,
+                              IntegerAttr ignoreIndex,
                               LocalizeContext &context) {
   OpBuilder b(op);
   auto type = cast<RankedTensorType>(logits.getType());
@@ -326,7 +327,7 @@ static Value gatherShardStats(Operation *op, Value logits, Value labels,
       RankedTensorType::get({1, type.getDimSize(0), 3}, type.getElementType());
   Value stats = CrossEntropyShardStatsOp::create(
       b, op->getLoc(), statsType, logits, labels, context.getAxisIndex(),
-      context.getSize());
+      context.getSize(), ignoreIndex);
   return context.allGather(b, stats, 0);
 }
 
@@ -334,7 +335,8 @@ bool CrossEntropyOp::localizeForSharding(Shardings s, Shardings,
                                          LocalizeContext &context) {
   if (!s[0].isSplit())
     return false;
-  Value stats = gatherShardStats(*this, getInput(), getLabels(), context);
+  Value stats = gatherShardStats(*this, getInput(), getLabels(),
+                                 getIgnoreIndexAttr(), context);
   OpBuilder b(*this);
   Value loss = CrossEntropyShardLossOp::create(
       b, getLoc(), getResult().getType(), stats, getReduction());
@@ -356,11 +358,12 @@ bool CrossEntropyBackwardOp::localizeForSharding(Shardings s, Shardings,
     return false;
   // The summaries again (a gather of 3 values a row), rather than a value
   // kept from the forward.
-  Value stats = gatherShardStats(*this, getInput(), getLabels(), context);
+  Value stats = gatherShardStats(*this, getInput(), getLabels(),
+                                 getIgnoreIndexAttr(), context);
   OpBuilder b(*this);
   Value grad = CrossEntropyShardBackwardOp::create(
       b, getLoc(), getInput().getType(), getGrad(), getInput(), getLabels(),
-      stats, context.getAxisIndex(), getReduction());
+      stats, context.getAxisIndex(), getReduction(), getIgnoreIndexAttr());
   getResult().replaceAllUsesWith(grad);
   erase();
   return true;

@@ -359,9 +359,9 @@ static void fuseCrossEntropy(func::FuncOp func) {
       LogSoftmaxOp logp = classLogSoftmax(nll.getInput());
       if (!logp)
         return;
-      Value loss = CrossEntropyOp::create(b, nll.getLoc(), nll.getType(),
-                                          logp.getInput(), nll.getLabels(),
-                                          nll.getReduction());
+      Value loss = CrossEntropyOp::create(
+          b, nll.getLoc(), nll.getType(), logp.getInput(), nll.getLabels(),
+          nll.getReduction(), nll.getIgnoreIndexAttr());
       nll.getResult().replaceAllUsesWith(loss);
       dead.push_back(nll);
       return;
@@ -375,7 +375,8 @@ static void fuseCrossEntropy(func::FuncOp func) {
       return;
     Value grad = CrossEntropyBackwardOp::create(
         b, back.getLoc(), back.getType(), nllBack.getGrad(), logp.getInput(),
-        nllBack.getLabels(), nllBack.getReduction());
+        nllBack.getLabels(), nllBack.getReduction(),
+        nllBack.getIgnoreIndexAttr());
     back.getResult().replaceAllUsesWith(grad);
     dead.push_back(back);
     dead.push_back(nllBack);
