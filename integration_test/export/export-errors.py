@@ -153,6 +153,10 @@ def main():
     scheduled("cycle-momentum", "changes momentum of param group 0 at step 2; braid schedules "
               "the learning rate only (pass cycle_momentum=False)",
               lambda o: lrs.OneCycleLR(o, max_lr=0.5, total_steps=20))
+    api("micro-batches-split", "micro_batches 3: the batch input x has shape [8, 16], whose "
+        "first dimension does not split 3 ways", micro_batches=3)
+    api("micro-batches-zero", "micro_batches must be a positive integer, not 0",
+        micro_batches=0)
     api("max-steps-alone", "max_steps is the length of an lr_scheduler's schedule",
         max_steps=10)
     unused = specs.Net()

@@ -71,7 +71,8 @@ def train(check, name, make, prefix, steps):
     exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
                             spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
                             global_batch=spec["global_batch"],
-                            lr_scheduler=spec["lr_scheduler"], max_steps=spec["max_steps"])
+                            lr_scheduler=spec["lr_scheduler"], max_steps=spec["max_steps"],
+                            micro_batches=spec.get("micro_batches", 1))
     mlir = open(exported.paths["mlir"]).read()
     names = recipe.lr_names(spec["optimizer"])
     check(all('#braid.role<hyperparameter "%s">' % n in mlir for n in names) and

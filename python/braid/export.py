@@ -75,7 +75,8 @@ class Exported:
 
 def export(model, example_inputs, example_targets, loss_fn, optimizer, world_size, *,
            output=None, name=None, input_names=None, target_names=None, global_batch=None,
-           tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None):
+           tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
+           micro_batches=1):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -107,6 +108,10 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      parameters (braid.recipe)
     max_steps        how many steps of the schedule to write (default:
                      OneCycleLR's total_steps; needed for the others)
+    micro_batches    gradient accumulation: each rank's batch (example_inputs)
+                     splits this many ways along dimension 0, the forward and
+                     backward run once per micro-batch, the gradients add up,
+                     and each is all-reduced once, after the last micro-batch
 
     Raises ExportError (nothing written) on anything it cannot export.
     """
@@ -126,6 +131,19 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     input_names = _names(input_names, model.forward, 0, len(inputs), "input", "input_names")
     target_names = _names(target_names, loss_fn, 1, len(targets), "target", "target_names")
 
+    if not isinstance(micro_batches, int) or isinstance(micro_batches, bool) or \
+            micro_batches < 1:
+        raise ExportError("micro_batches must be a positive integer, not %r" % (micro_batches,))
+    micro_inputs, micro_targets = inputs, targets
+    if micro_batches > 1:
+        for n, t in zip(input_names + target_names, inputs + targets):
+            if t.dim() == 0 or t.shape[0] % micro_batches:
+                raise ExportError("micro_batches %d: the batch input %s has shape %s, whose "
+                                  "first dimension does not split %d ways" % (
+                                      micro_batches, n, list(t.shape), micro_batches))
+        micro_inputs = [t[:t.shape[0] // micro_batches] for t in inputs]
+        micro_targets = [t[:t.shape[0] // micro_batches] for t in targets]
+
     params, aliases = _parameters(model)
     groups = _optimizer_groups(optimizer, params)
     schedule = None
@@ -135,7 +153,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     elif max_steps is not None:
         raise ExportError("max_steps is the length of an lr_scheduler's schedule; there is no "
                           "lr_scheduler")
-    graph = _trace(model, params, aliases, inputs, targets, loss_fn)
+    graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn)
 
     split = {}
     if tensor_parallel > 1:
@@ -144,7 +162,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     b = StepBuilder(name, world_size, tp=tensor_parallel)
     b.shardings.update(split)
     mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
-                                  inputs, input_names, targets, target_names, schedule)
+                                  micro_inputs, input_names, micro_targets, target_names,
+                                  schedule, micro_batches)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -161,7 +180,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                                   "the example along dimension 0)" % (
                                       n, list(g.shape), g.dtype, list(want or ()), t.dtype))
     batch = {n: t.detach().cpu().numpy() for n, t in zip(input_names + target_names, examples)}
-    summary.update(model=type(model).__name__, world_size=world_size,
+    summary.update(model=type(model).__name__, world_size=world_size, micro_batches=micro_batches,
+                   micro_rows=(micro_inputs + micro_targets)[0].shape[0],
                    optimizer=type(optimizer).__name__, function=name,
                    tensor_parallel=tensor_parallel, split=split)
     result = Exported(mlir, state, batch, summary)
@@ -174,7 +194,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 
 
 def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_names,
-           targets, target_names, schedule=None):
+           targets, target_names, schedule=None, micro=1):
     graph, nflat = traced
     buffers = list(model.named_buffers())
     P, B = len(params), len(buffers)
@@ -233,18 +253,10 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     if len(primals) != nflat or len(tangents) != 1:
         raise ExportError("the joint graph has %d inputs and %d tangents, expected %d and 1"
                           % (len(primals), len(tangents), nflat))
-    batch_vals = [b.arg("batch", n, tuple(t.shape), DTYPES[t.dtype])
+    # The batch arguments hold the rank's whole batch; with micro-batches
+    # the graph (traced on one micro-batch) runs once per slice of it.
+    batch_vals = [b.arg("batch", n, (micro * t.shape[0],) + tuple(t.shape[1:]), DTYPES[t.dtype])
                   for n, t in zip(input_names + target_names, inputs + targets)]
-    for i, ph in enumerate(primals):
-        if i < P:
-            env[ph] = pvals[i]
-        elif i < P + B:
-            env[ph] = buffers[i - P][1].detach().clone()
-        else:
-            env[ph] = batch_vals[i - P - B]
-    env[tangents[0]] = torch.ones((), dtype=torch.float32)
-    low.check_supported(graph.graph, [ph for ph in primals if isinstance(env[ph], torch.Tensor)]
-                        + tangents)
 
     output = next(n for n in graph.graph.nodes if n.op == "output")
     outs = list(output.args[0])
@@ -256,27 +268,68 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
                               % params[i][0])
         grad_of.setdefault(g, []).append(i)
 
-    reduced = {}
+    # Each micro-batch's forward and backward (its loss weighted 1/micro,
+    # as `(loss / k).backward()` accumulates), its gradients added to the
+    # earlier ones; each parameter's all-reduce follows its gradient in the
+    # last micro-batch only (DDP's no_sync for the others).
+    reduced, accumulated, losses = {}, {}, []
     aten = collections.Counter()
-    for node in graph.graph.nodes:
-        if node.op != "call_function":
-            continue
-        aten[op_name(node.target)] += 1
-        env[node] = low.lower(node)
-        for i in grad_of.get(node, ()):
-            low.node = node
-            g = low.materialize(env[node])
-            reduced[i] = b.grad_all_reduce(g, params[i][0])
-    for g, idx in grad_of.items():  # a gradient that is an argument or a constant
-        for i in idx:
-            if i not in reduced:
-                low.node = g
-                reduced[i] = b.grad_all_reduce(low.materialize(low.ref(g)), params[i][0])
+    for mb in range(micro):
+        last = mb == micro - 1
+        if mb:
+            low = Lowering(b, _describe)
+            env = low.env
+        for i, ph in enumerate(primals):
+            if i < P:
+                env[ph] = pvals[i]
+            elif i < P + B:
+                env[ph] = buffers[i - P][1].detach().clone()
+            else:
+                v, t = batch_vals[i - P - B], (inputs + targets)[i - P - B]
+                env[ph] = v if micro == 1 else b.slice(
+                    v, [mb * t.shape[0]] + [0] * (t.dim() - 1), tuple(t.shape),
+                    hint="%s_mb%d" % (v.name[1:], mb))
+        env[tangents[0]] = torch.full((), 1.0 / micro, dtype=torch.float32)
+        if not mb:
+            low.check_supported(graph.graph, [ph for ph in primals
+                                              if isinstance(env[ph], torch.Tensor)] + tangents)
 
-    low.node = loss_node
-    loss = low.materialize(low.ref(loss_node))
-    if loss.shape != ():
-        raise ExportError("the loss has shape %s; loss_fn must return a scalar" % list(loss.shape))
+        def gradient(i, g):
+            """Micro-batch mb's gradient `g` of parameter i."""
+            acc = g if not mb else b.add(accumulated[i], g, hint="acc_" + params[i][0])
+            accumulated[i] = acc
+            if last:
+                reduced[i] = b.grad_all_reduce(acc, params[i][0])
+
+        done = set()
+        for node in graph.graph.nodes:
+            if node.op != "call_function":
+                continue
+            if not mb:
+                aten[op_name(node.target)] += 1
+            env[node] = low.lower(node)
+            for i in grad_of.get(node, ()):
+                low.node = node
+                gradient(i, low.materialize(env[node]))
+                done.add(i)
+        for g, idx in grad_of.items():  # a gradient that is an argument or a constant
+            for i in idx:
+                if i not in done:
+                    low.node = g
+                    gradient(i, low.materialize(low.ref(g)))
+
+        low.node = loss_node
+        losses.append(low.materialize(low.ref(loss_node)))
+        if losses[-1].shape != ():
+            raise ExportError("the loss has shape %s; loss_fn must return a scalar"
+                              % list(losses[-1].shape))
+    # The step's loss: the mean of its micro-batches' (the rank's batch's
+    # for a mean loss).
+    loss = losses[0]
+    for mb, l in enumerate(losses[1:], 1):
+        loss = b.add(loss, l, hint="loss_sum")
+    if micro > 1:
+        loss = b.scale(loss, 1.0 / micro, hint="loss_mean")
 
     # The optimizer, parameter by parameter.
     if step_arg is not None:
@@ -303,6 +356,9 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     header = ("// Exported by braid.export from %s: one data-parallel training step on %d "
               "ranks with %s.\n// %d aten ops in the joint forward+backward graph.\n"
               % (type(model).__name__, b.world_size, kind, sum(aten.values())))
+    if micro > 1:
+        header += ("// %d micro-batches: the forward and backward once per slice of the batch, "
+                   "gradients accumulated, all-reduced after the last.\n" % micro)
     if schedule is not None:
         header += "// The learning rate follows a schedule of %d steps (hyperparameter %s).\n" % (
             len(schedule), ", ".join(recipe.lr_names(optimizer)))
@@ -331,7 +387,7 @@ def main(argv=None):
                     "--world-size is given) that returns a dict with model, example_inputs, "
                     "example_targets, loss_fn, optimizer and optionally world_size, "
                     "input_names, target_names, global_batch, tensor_parallel_plan, "
-                    "lr_scheduler, max_steps.")
+                    "lr_scheduler, max_steps, micro_batches.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the aten ops that have a braid lowering and exit")
@@ -345,6 +401,9 @@ def main(argv=None):
     parser.add_argument("--max-steps", type=int, metavar="N",
                         help="steps of the spec's lr_scheduler to write (overrides the "
                              "spec's max_steps)")
+    parser.add_argument("--micro-batches", type=int, metavar="K",
+                        help="gradient accumulation over K micro-batches of each rank's batch "
+                             "(overrides the spec's micro_batches; default 1)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
@@ -375,7 +434,9 @@ def main(argv=None):
                         tensor_parallel_plan=spec.get("tensor_parallel_plan"),
                         lr_scheduler=spec.get("lr_scheduler"),
                         max_steps=args.max_steps if args.max_steps is not None
-                        else spec.get("max_steps"))
+                        else spec.get("max_steps"),
+                        micro_batches=args.micro_batches if args.micro_batches is not None
+                        else spec.get("micro_batches", 1))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)
@@ -400,6 +461,10 @@ def main(argv=None):
     for n, rates in (s["schedule"] or {}).items():
         print("  schedule        %s over %d steps: %.4g at step 1, %.4g at most, %.4g at step %d"
               % (n, len(rates), rates[0], rates.max(), rates[-1], len(rates)))
+    if s["micro_batches"] > 1:
+        k = s["micro_batches"]
+        print("  micro-batches   %d per step, %d rows each; gradients accumulated, all-reduced "
+              "once after the last" % (k, s["micro_rows"]))
     print("  batch           %s" % ", ".join("%s %s %s" % (n, list(a.shape), a.dtype)
                                             for n, a in result.batch.items()))
     for key in ("mlir", "params", "batch"):

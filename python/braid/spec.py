@@ -71,20 +71,28 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None):
     if spec.get("lr_scheduler") is not None:
         from braid import recipe
         rates = recipe.evaluate(opt, spec["lr_scheduler"], steps)
+    micro = spec.get("micro_batches", 1) or 1
     losses = []
     for k in range(steps):
         if rates is not None:
             for g, lr in zip(ref_opt.param_groups, rates[k]):
                 g["lr"] = float(lr)
         ref_opt.zero_grad()
-        if ranks is None:
+        if ranks is None and micro == 1:
             loss = spec["loss_fn"](model(*inputs), *targets)
+            loss.backward()
         else:
-            parts = [spec["loss_fn"](model(*(x.chunk(ranks)[r] for x in inputs)),
-                                     *(t.chunk(ranks)[r] for t in targets))
-                     for r in range(ranks)]
-            loss = sum(parts) / ranks
-        loss.backward()
+            # Rank r's batch is part r of `ranks`; its micro-batch m is part m
+            # of `micro` of that: (loss / (ranks * micro)).backward() for each,
+            # as DDP with no_sync on all but the last micro-batch.
+            parts = (ranks or 1) * micro
+            total = 0.0
+            for j in range(parts):
+                part = spec["loss_fn"](model(*(x.chunk(parts)[j] for x in inputs)),
+                                       *(t.chunk(parts)[j] for t in targets))
+                (part / parts).backward()
+                total = total + part.detach()
+            loss = total / parts
         ref_opt.step()
         losses.append(float(loss))
     state = {}
