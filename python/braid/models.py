@@ -75,18 +75,18 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
 
 def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
         lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1, tp=1,
-        vocab_parallel=False):
+        vocab_parallel=False, micro_batches=1):
     """A GPT-2 (pre-norm attention and gelu MLP, tied lm head) with AdamW,
     `layers` blocks (default one). Defaults are GPT-2 small's shapes."""
     return transformer("gpt2", batch=batch, seq=seq, hidden=hidden, heads=heads,
                        vocab=vocab, world_size=world_size, lr=lr, betas=betas, eps=eps,
                        weight_decay=weight_decay, layers=layers, tp=tp,
-                       vocab_parallel=vocab_parallel)
+                       vocab_parallel=vocab_parallel, micro_batches=micro_batches)
 
 
 def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                 ffn=None, kv_heads=None, dtype="f32", lr=3e-4, betas=(0.9, 0.95),
-                eps=1e-8, weight_decay=0.1, tp=1, vocab_parallel=False):
+                eps=1e-8, weight_decay=0.1, tp=1, vocab_parallel=False, micro_batches=1):
     """A transformer training step with AdamW, forward and backward by hand.
 
     kind "gpt2": learned positions, layer norm with bias, biased projections,
@@ -108,7 +108,12 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     `vocab_parallel`: then the token table (tied with the lm head) and
     llama's lm head are split by rows, Megatron's vocabulary-parallel
     embedding and cross-entropy, the vocabulary padded as Megatron pads it
-    where it does not divide by `tp` (to a multiple of 128 * tp)."""
+    where it does not divide by `tp` (to a multiple of 128 * tp).
+    With `micro_batches` k > 1, each rank's batch is k micro-batches of
+    `batch` sequences: the forward and backward run once per micro-batch
+    (the loss gradient 1/k), the gradients add up, and each is all-reduced
+    once, after its gradient in the last micro-batch (gradient
+    accumulation, as braid.export writes it)."""
     assert hidden % heads == 0
     if vocab_parallel and vocab % tp:
         # Megatron's padding (--make-vocab-size-divisible-by 128, times the
@@ -125,8 +130,8 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     llama = kind == "llama"
     name = {"gpt2": "gpt_step", "bert": "bert_step", "llama": "llama_step"}[kind]
     b = StepBuilder(name, world_size, tp=tp)
-    ids = b.arg("batch", "tokens", (batch, seq), "i64")
-    labels = b.arg("batch", "labels", (batch, seq), "i64")
+    all_ids = b.arg("batch", "tokens", (micro_batches * batch, seq), "i64")
+    all_labels = b.arg("batch", "labels", (micro_batches * batch, seq), "i64")
     shapes = {"wte": (vocab, H)}
     if not llama:
         shapes["wpe"] = (seq, H)
@@ -204,137 +209,161 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
         r = b.reshape(dx, (batch, kv_heads, group, seq, hd), hint=hint + "_grp")
         return b.reduce_sum(r, [2], hint=hint + "_sum")
 
-    # Forward.
-    tok = b.embedding(p["wte"], ids, hint="tok")
-    if llama:
-        x2 = b.reshape(tok, (n, H), hint="x2")
-    else:
-        pos = b.broadcast(p["wpe"], [0], (batch, seq, H), hint="pos")
-        x2 = b.reshape(b.add(tok, pos, hint="x"), (n, H), hint="x2")
-    saved = []
-    x = x2
-    for i in range(layers):
-        h = "h%d." % i
-        s_ = {"x": x}
-        y1, m1, r1 = norm(x, h + "ln_1", "ln1")
-        qkv = bias(b.matmul(y1, p[h + "attn.c_attn.weight"], tb=True, hint="qkv"),
-                   h + "attn.c_attn.bias", "qkv_b")
-        q = heads_of(b.slice(qkv, [0, 0], (n, H), hint="q"), heads, "q")
-        k = heads_of(b.slice(qkv, [0, H], (n, kvd), hint="k"), kv_heads, "k")
-        vv = heads_of(b.slice(qkv, [0, H + kvd], (n, kvd), hint="v"), kv_heads, "v")
-        ke, ve = expand_kv(k, "k"), expand_kv(vv, "v")
-        scores = b.matmul(q, ke, tb=True, hint="scores")
-        scaled = b.scale(scores, 1.0 / math.sqrt(hd))
-        probs = b.softmax(scaled if kind == "bert" else b.causal_mask(scaled, -1e9), 3)
-        ctx = b.matmul(probs, ve, hint="ctx")
-        ctx2 = b.reshape(b.transpose(ctx, [0, 2, 1, 3], hint="ctx_t"), (n, H), hint="ctx2")
-        proj = bias(b.matmul(ctx2, p[h + "attn.c_proj.weight"], tb=True, hint="proj"),
-                    h + "attn.c_proj.bias", "proj_b")
-        x3 = b.add(x, proj, hint="x3")
-        y2, m2, r2 = norm(x3, h + "ln_2", "ln2")
-        fc = bias(b.matmul(y2, p[h + "mlp.c_fc.weight"], tb=True, hint="fc"),
-                  h + "mlp.c_fc.bias", "fc_b")
+    # One micro-batch: its forward and backward, its gradients added to the
+    # earlier ones (each rank's batch is `micro_batches` micro-batches of
+    # `batch` sequences).
+    grads, acc = {}, {}
+
+    def micro_step(mb, ids, labels):
+        # Forward.
+        tok = b.embedding(p["wte"], ids, hint="tok")
         if llama:
-            gate = b.matmul(y2, p[h + "mlp.gate.weight"], tb=True, hint="gate")
-            act = b.gelu(gate, hint="gate_act")
-            g = b.mul(act, fc, hint="gated")
+            x2 = b.reshape(tok, (n, H), hint="x2")
         else:
-            g = b.gelu(fc)
-        mo = bias(b.matmul(g, p[h + "mlp.c_proj.weight"], tb=True, hint="mlp_out"),
-                  h + "mlp.c_proj.bias", "mlp_out_b")
-        x4 = b.add(x3, mo, hint="x4")
-        s_.update(y1=y1, m1=m1, r1=r1, q=q, ke=ke, ve=ve, probs=probs, ctx2=ctx2, x3=x3,
-                  y2=y2, m2=m2, r2=r2, fc=fc, g=g)
+            pos = b.broadcast(p["wpe"], [0], (batch, seq, H), hint="pos")
+            x2 = b.reshape(b.add(tok, pos, hint="x"), (n, H), hint="x2")
+        saved = []
+        x = x2
+        for i in range(layers):
+            h = "h%d." % i
+            s_ = {"x": x}
+            y1, m1, r1 = norm(x, h + "ln_1", "ln1")
+            qkv = bias(b.matmul(y1, p[h + "attn.c_attn.weight"], tb=True, hint="qkv"),
+                       h + "attn.c_attn.bias", "qkv_b")
+            q = heads_of(b.slice(qkv, [0, 0], (n, H), hint="q"), heads, "q")
+            k = heads_of(b.slice(qkv, [0, H], (n, kvd), hint="k"), kv_heads, "k")
+            vv = heads_of(b.slice(qkv, [0, H + kvd], (n, kvd), hint="v"), kv_heads, "v")
+            ke, ve = expand_kv(k, "k"), expand_kv(vv, "v")
+            scores = b.matmul(q, ke, tb=True, hint="scores")
+            scaled = b.scale(scores, 1.0 / math.sqrt(hd))
+            probs = b.softmax(scaled if kind == "bert" else b.causal_mask(scaled, -1e9), 3)
+            ctx = b.matmul(probs, ve, hint="ctx")
+            ctx2 = b.reshape(b.transpose(ctx, [0, 2, 1, 3], hint="ctx_t"), (n, H), hint="ctx2")
+            proj = bias(b.matmul(ctx2, p[h + "attn.c_proj.weight"], tb=True, hint="proj"),
+                        h + "attn.c_proj.bias", "proj_b")
+            x3 = b.add(x, proj, hint="x3")
+            y2, m2, r2 = norm(x3, h + "ln_2", "ln2")
+            fc = bias(b.matmul(y2, p[h + "mlp.c_fc.weight"], tb=True, hint="fc"),
+                      h + "mlp.c_fc.bias", "fc_b")
+            if llama:
+                gate = b.matmul(y2, p[h + "mlp.gate.weight"], tb=True, hint="gate")
+                act = b.gelu(gate, hint="gate_act")
+                g = b.mul(act, fc, hint="gated")
+            else:
+                g = b.gelu(fc)
+            mo = bias(b.matmul(g, p[h + "mlp.c_proj.weight"], tb=True, hint="mlp_out"),
+                      h + "mlp.c_proj.bias", "mlp_out_b")
+            x4 = b.add(x3, mo, hint="x4")
+            s_.update(y1=y1, m1=m1, r1=r1, q=q, ke=ke, ve=ve, probs=probs, ctx2=ctx2, x3=x3,
+                      y2=y2, m2=m2, r2=r2, fc=fc, g=g)
+            if llama:
+                s_.update(gate=gate, act=act)
+            saved.append(s_)
+            x = x4
+        yf, mf, rf = norm(x, "ln_f", "lnf")
+        head = p["lm_head.weight"] if llama else p["wte"]
+        logits = b.matmul(yf, head, tb=True, hint="logits")
+        flat_labels = b.reshape(labels, (n,), hint="labels_flat")
+        loss = b.cross_entropy(logits, flat_labels)
+
+        # Backward, each gradient reduced as soon as it is complete.
+        def reduce(name, grad):
+            # Accumulated over the micro-batches; all-reduced after the last.
+            total = grad if mb == 0 else b.add(acc[name], grad, hint="acc_" + name.replace(".", "_"))
+            acc[name] = total
+            if mb == micro_batches - 1:
+                grads[name] = b.grad_all_reduce(total, name)
+
+        def linear_backward(dy, x, prefix, hint_w, hint_b, hint_dx):
+            """y = x W^T (+ bias): reduces dW (and db), returns dx."""
+            reduce(prefix + ".weight", b.matmul(dy, x, ta=True, hint=hint_w))
+            if not llama:
+                reduce(prefix + ".bias", b.reduce_sum(dy, [0], hint=hint_b))
+            return b.matmul(dy, p[prefix + ".weight"], hint=hint_dx)
+
+        def norm_backward(dy, x, mean, rstd, prefix, hint):
+            """Layer norm: reduces its scale (and bias) gradients, returns dx."""
+            dx, dgamma, dbeta = b.layer_norm_backward(dy, x, mean, rstd, p[prefix + ".weight"],
+                                                      hint=hint)
+            reduce(prefix + ".weight", dgamma)
+            if not llama:
+                reduce(prefix + ".bias", dbeta)
+            return dx
+
+        one = b.constant(1.0 / micro_batches, dtype=dtype, hint="one")
+        dlogits = b.cross_entropy_backward(one, logits, flat_labels)
+        dhead = b.matmul(dlogits, yf, ta=True, hint="d_lm_head" if llama else "d_wte_head")
         if llama:
-            s_.update(gate=gate, act=act)
-        saved.append(s_)
-        x = x4
-    yf, mf, rf = norm(x, "ln_f", "lnf")
-    head = p["lm_head.weight"] if llama else p["wte"]
-    logits = b.matmul(yf, head, tb=True, hint="logits")
-    flat_labels = b.reshape(labels, (n,), hint="labels_flat")
-    loss = b.cross_entropy(logits, flat_labels)
+            reduce("lm_head.weight", dhead)
+        dyf = b.matmul(dlogits, head, hint="dyf")
+        dx = norm_backward(dyf, x, mf, rf, "ln_f", "dlnf")
+        for i in reversed(range(layers)):
+            h = "h%d." % i
+            s_ = saved[i]
+            dx4 = dx
+            dg = linear_backward(dx4, s_["g"], h + "mlp.c_proj", "d_mlp_proj_w", "d_mlp_proj_b", "dg")
+            if llama:
+                dact = b.mul(dg, s_["fc"], hint="d_act")
+                dfc = b.mul(dg, s_["act"], hint="dfc")
+                dgate = b.gelu_backward(dact, s_["gate"], hint="d_gate")
+                reduce(h + "mlp.gate.weight", b.matmul(dgate, s_["y2"], ta=True, hint="d_gate_w"))
+                reduce(h + "mlp.c_fc.weight", b.matmul(dfc, s_["y2"], ta=True, hint="d_fc_w"))
+                dy2 = b.add(b.matmul(dgate, p[h + "mlp.gate.weight"], hint="dy2_gate"),
+                            b.matmul(dfc, p[h + "mlp.c_fc.weight"], hint="dy2_fc"), hint="dy2")
+            else:
+                dfc = b.gelu_backward(dg, s_["fc"], hint="dfc")
+                dy2 = linear_backward(dfc, s_["y2"], h + "mlp.c_fc", "d_fc_w", "d_fc_b", "dy2")
+            dx3a = norm_backward(dy2, s_["x3"], s_["m2"], s_["r2"], h + "ln_2", "dln2")
+            dx3 = b.add(dx4, dx3a, hint="dx3")
+            dctx2 = linear_backward(dx3, s_["ctx2"], h + "attn.c_proj", "d_attn_proj_w",
+                                    "d_attn_proj_b", "dctx2")
+            dctx = b.transpose(b.reshape(dctx2, (batch, seq, heads, hd), hint="dctx4"),
+                               [0, 2, 1, 3], hint="dctx")
+            dprobs = b.matmul(dctx, s_["ve"], tb=True, hint="dprobs")
+            dv = reduce_kv(b.matmul(s_["probs"], dctx, ta=True, hint="dv"), "dv")
+            dmasked = b.softmax_backward(dprobs, s_["probs"], 3, hint="dmasked")
+            if kind == "bert":
+                dscores = b.scale(dmasked, 1.0 / math.sqrt(hd), hint="dscores")
+            else:
+                dscores = b.scale(b.causal_mask(dmasked, 0.0, hint="dscaled"), 1.0 / math.sqrt(hd),
+                                  hint="dscores")
+            dq = b.matmul(dscores, s_["ke"], hint="dq")
+            dk = reduce_kv(b.matmul(dscores, s_["q"], ta=True, hint="dk"), "dk")
 
-    # Backward, each gradient reduced as soon as it is complete.
-    grads = {}
+            def merge_heads(t, nh, hint):
+                return b.reshape(b.transpose(t, [0, 2, 1, 3], hint=hint + "_t"), (n, nh * hd),
+                                 hint=hint + "2")
 
-    def reduce(name, grad):
-        grads[name] = b.grad_all_reduce(grad, name)
-
-    def linear_backward(dy, x, prefix, hint_w, hint_b, hint_dx):
-        """y = x W^T (+ bias): reduces dW (and db), returns dx."""
-        reduce(prefix + ".weight", b.matmul(dy, x, ta=True, hint=hint_w))
+            dqkv = b.concat([merge_heads(dq, heads, "dq"), merge_heads(dk, kv_heads, "dk"),
+                             merge_heads(dv, kv_heads, "dv")], 1, hint="dqkv")
+            dy1 = linear_backward(dqkv, s_["y1"], h + "attn.c_attn", "d_attn_w", "d_attn_b", "dy1")
+            dx2a = norm_backward(dy1, s_["x"], s_["m1"], s_["r1"], h + "ln_1", "dln1")
+            dx = b.add(dx3, dx2a, hint="dx2")
+        dx = b.reshape(dx, (batch, seq, H), hint="dx")
         if not llama:
-            reduce(prefix + ".bias", b.reduce_sum(dy, [0], hint=hint_b))
-        return b.matmul(dy, p[prefix + ".weight"], hint=hint_dx)
-
-    def norm_backward(dy, x, mean, rstd, prefix, hint):
-        """Layer norm: reduces its scale (and bias) gradients, returns dx."""
-        dx, dgamma, dbeta = b.layer_norm_backward(dy, x, mean, rstd, p[prefix + ".weight"],
-                                                  hint=hint)
-        reduce(prefix + ".weight", dgamma)
-        if not llama:
-            reduce(prefix + ".bias", dbeta)
-        return dx
-
-    one = b.constant(1.0, dtype=dtype, hint="one")
-    dlogits = b.cross_entropy_backward(one, logits, flat_labels)
-    dhead = b.matmul(dlogits, yf, ta=True, hint="d_lm_head" if llama else "d_wte_head")
-    if llama:
-        reduce("lm_head.weight", dhead)
-    dyf = b.matmul(dlogits, head, hint="dyf")
-    dx = norm_backward(dyf, x, mf, rf, "ln_f", "dlnf")
-    for i in reversed(range(layers)):
-        h = "h%d." % i
-        s_ = saved[i]
-        dx4 = dx
-        dg = linear_backward(dx4, s_["g"], h + "mlp.c_proj", "d_mlp_proj_w", "d_mlp_proj_b", "dg")
+            reduce("wpe", b.reduce_sum(dx, [0], hint="d_wpe"))
+        demb = b.embedding_backward(dx, ids, (vocab, H), hint="d_wte_emb")
         if llama:
-            dact = b.mul(dg, s_["fc"], hint="d_act")
-            dfc = b.mul(dg, s_["act"], hint="dfc")
-            dgate = b.gelu_backward(dact, s_["gate"], hint="d_gate")
-            reduce(h + "mlp.gate.weight", b.matmul(dgate, s_["y2"], ta=True, hint="d_gate_w"))
-            reduce(h + "mlp.c_fc.weight", b.matmul(dfc, s_["y2"], ta=True, hint="d_fc_w"))
-            dy2 = b.add(b.matmul(dgate, p[h + "mlp.gate.weight"], hint="dy2_gate"),
-                        b.matmul(dfc, p[h + "mlp.c_fc.weight"], hint="dy2_fc"), hint="dy2")
+            reduce("wte", demb)
         else:
-            dfc = b.gelu_backward(dg, s_["fc"], hint="dfc")
-            dy2 = linear_backward(dfc, s_["y2"], h + "mlp.c_fc", "d_fc_w", "d_fc_b", "dy2")
-        dx3a = norm_backward(dy2, s_["x3"], s_["m2"], s_["r2"], h + "ln_2", "dln2")
-        dx3 = b.add(dx4, dx3a, hint="dx3")
-        dctx2 = linear_backward(dx3, s_["ctx2"], h + "attn.c_proj", "d_attn_proj_w",
-                                "d_attn_proj_b", "dctx2")
-        dctx = b.transpose(b.reshape(dctx2, (batch, seq, heads, hd), hint="dctx4"),
-                           [0, 2, 1, 3], hint="dctx")
-        dprobs = b.matmul(dctx, s_["ve"], tb=True, hint="dprobs")
-        dv = reduce_kv(b.matmul(s_["probs"], dctx, ta=True, hint="dv"), "dv")
-        dmasked = b.softmax_backward(dprobs, s_["probs"], 3, hint="dmasked")
-        if kind == "bert":
-            dscores = b.scale(dmasked, 1.0 / math.sqrt(hd), hint="dscores")
-        else:
-            dscores = b.scale(b.causal_mask(dmasked, 0.0, hint="dscaled"), 1.0 / math.sqrt(hd),
-                              hint="dscores")
-        dq = b.matmul(dscores, s_["ke"], hint="dq")
-        dk = reduce_kv(b.matmul(dscores, s_["q"], ta=True, hint="dk"), "dk")
+            # The lm head shares wte: its two gradients are summed.
+            reduce("wte", b.add(dhead, demb, hint="d_wte"))
 
-        def merge_heads(t, nh, hint):
-            return b.reshape(b.transpose(t, [0, 2, 1, 3], hint=hint + "_t"), (n, nh * hd),
-                             hint=hint + "2")
+        return loss
 
-        dqkv = b.concat([merge_heads(dq, heads, "dq"), merge_heads(dk, kv_heads, "dk"),
-                         merge_heads(dv, kv_heads, "dv")], 1, hint="dqkv")
-        dy1 = linear_backward(dqkv, s_["y1"], h + "attn.c_attn", "d_attn_w", "d_attn_b", "dy1")
-        dx2a = norm_backward(dy1, s_["x"], s_["m1"], s_["r1"], h + "ln_1", "dln1")
-        dx = b.add(dx3, dx2a, hint="dx2")
-    dx = b.reshape(dx, (batch, seq, H), hint="dx")
-    if not llama:
-        reduce("wpe", b.reduce_sum(dx, [0], hint="d_wpe"))
-    demb = b.embedding_backward(dx, ids, (vocab, H), hint="d_wte_emb")
-    if llama:
-        reduce("wte", demb)
-    else:
-        # The lm head shares wte: its two gradients are summed.
-        reduce("wte", b.add(dhead, demb, hint="d_wte"))
+    losses = []
+    for mb in range(micro_batches):
+        if micro_batches == 1:
+            losses.append(micro_step(mb, all_ids, all_labels))
+            continue
+        losses.append(micro_step(
+            mb, b.slice(all_ids, [mb * batch, 0], (batch, seq), hint="tokens_mb%d" % mb),
+            b.slice(all_labels, [mb * batch, 0], (batch, seq), hint="labels_mb%d" % mb)))
+    loss = losses[0]
+    for other in losses[1:]:
+        loss = b.add(loss, other, hint="loss_sum")
+    if micro_batches > 1:
+        loss = b.scale(loss, 1.0 / micro_batches, hint="loss_mean")
 
     # AdamW on every parameter.
     new_step = b.add(step, b.constant(1.0, hint="one"), hint="new_step")
@@ -402,6 +431,9 @@ def main(argv=None):
                         help="hidden layers (mlp; default 1) or transformer blocks")
     parser.add_argument("--batch", type=int, default=None,
                         help="per-rank (micro-)batch (sequences for transformers)")
+    parser.add_argument("--micro-batches", type=int, default=None,
+                        help="gradient accumulation (transformers): each step runs this many "
+                             "micro-batches of --batch sequences, all-reducing once")
     parser.add_argument("--seq", type=int, default=None, help="sequence length (transformers)")
     parser.add_argument("--hidden", type=int, default=None, help="hidden size")
     parser.add_argument("--heads", type=int, default=None, help="attention heads (transformers)")
@@ -434,17 +466,19 @@ def main(argv=None):
         if args.model not in tiny:
             parser.error("--tiny is for gpt and mlp")
         kwargs.update(tiny[args.model])
-    transformer_options = ("layers", "batch", "seq", "hidden", "heads", "vocab")
+    transformer_options = ("layers", "batch", "seq", "hidden", "heads", "vocab",
+                           "micro_batches")
     shape_options = {"mlp": ("layers", "batch", "features", "hidden", "classes")}
     allowed = shape_options.get(args.model, transformer_options)
-    for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes"):
+    for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes",
+                 "micro_batches"):
         value = getattr(args, name)
         if value is None:
             continue
         if name not in allowed:
-            parser.error("--%s is not an option of %s" % (name, args.model))
+            parser.error("--%s is not an option of %s" % (name.replace("_", "-"), args.model))
         if value < 1:
-            parser.error("--%s must be at least 1" % name)
+            parser.error("--%s must be at least 1" % name.replace("_", "-"))
         kwargs[name] = value
     if args.dtype is not None:
         if args.model not in PRESETS:
@@ -471,9 +505,10 @@ def main(argv=None):
         command.append("--tp %d" % args.tp)
     if args.vocab_parallel:
         command.append("--vocab-parallel")
-    for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes"):
+    for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes",
+                 "micro_batches"):
         if getattr(args, name) is not None:
-            command.append("--%s %d" % (name, getattr(args, name)))
+            command.append("--%s %d" % (name.replace("_", "-"), getattr(args, name)))
     if args.dtype is not None:
         command.append("--dtype %s" % args.dtype)
     kind = "data-parallel" if args.tp == 1 else "global (tensor-parallel, for braid-tensor-parallel)"

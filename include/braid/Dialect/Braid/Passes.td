@@ -322,8 +322,16 @@ def Schedule : Pass<"braid-schedule", "mlir::ModuleOp"> {
 
     Starts on one group keep their relative order. The pass measures the
     peak of live tensor bytes before and after (statistics, and with
-    `report` a remark); if the new order raises it by more than
-    `max-live-increase` percent, the function keeps its order. A function
+    `report` a remark). If the new order raises it by more than
+    `max-live-increase` percent, the pass schedules only the last half of
+    the ops, then the last quarter, and so on, keeping the rest in
+    program order, and takes the longest such tail within the bound (a
+    remark says how many ops). This is what keeps the overlap of a step of
+    several micro-batches (gradient accumulation). There, scheduling the
+    whole function would interleave every micro-batch's ops by the buckets
+    they feed through the accumulated sums and keep all their activations
+    live, while the buckets only start in the last micro-batch's backward.
+    If no tail fits, or `partial` is false, the function keeps its order. A function
     that already has streams (after `braid-assign-streams`) is left as it
     is, so the pipeline can run twice.
 
@@ -355,6 +363,10 @@ def Schedule : Pass<"braid-schedule", "mlir::ModuleOp"> {
   let options = [
     Option<"maxLiveIncrease", "max-live-increase", "double", /*default=*/"10.0",
            "Largest allowed increase of peak live bytes, in percent">,
+    Option<"partial", "partial", "bool", /*default=*/"true",
+           "When scheduling the whole function raises peak live bytes past "
+           "max-live-increase, schedule the longest tail (half the ops, a "
+           "quarter, ...) that does not">,
     Option<"ddp", "ddp", "bool", /*default=*/"false",
            "Instead, schedule as PyTorch DDP does: keep the order, and move "
            "every wait before the first user of any wait (the optimizer "

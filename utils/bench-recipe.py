@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Training-recipe benchmark: what gradient accumulation costs and what it
+buys on the simulated cluster.
+
+For each model x cluster case, generates the data-parallel step
+(python/braid/models.py, bf16) with k = 1, 2, 4, 8 micro-batches of the same
+per-GPU micro-batch (`--micro-batches K`: the forward and backward k times,
+gradients accumulated, each all-reduced once after its gradient in the last
+micro-batch), compiles it with braid's schedule and the DDP-style one
+(--schedule=ddp) for the cluster, simulates both with braid-run
+--backend=sim and prints a markdown table: compute and communication per
+optimizer step, the step time and exposed communication of each schedule,
+the time per micro-batch (what a training run pays per micro-batch of
+data) against k = 1, and braid's peak memory. Then it checks the claims of
+docs/Benchmarks.md: communication once per step (its time within 10% of
+k = 1's at every k), the time per micro-batch falling as k grows on a
+communication-bound case, and braid at least as fast as ddp on every row,
+and exits 1 if one fails.
+
+usage: /usr/bin/python3 utils/bench-recipe.py [--quick] [--keep DIR]
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import benchlib
+
+# Communication-bound (one short sequence a GPU on 256 GPUs, where
+# accumulation is what training runs use to amortize the all-reduce) and a
+# compute-bound one.
+CASES = [
+    ("gpt2-small", "h100-8x32", ["--batch", "1", "--seq", "256"], (1, 2, 4, 8)),
+    ("llama2-7b", "h100-8x32", ["--batch", "1", "--seq", "512"], (1, 4)),
+    ("gpt2-medium", "h100-8x8", ["--batch", "8"], (1, 4)),
+]
+QUICK = [("gpt2-small", "h100-8x32", ["--batch", "1", "--seq", "256"], (1, 4))]
+SCHEDULES = [("ddp", ["--schedule=ddp"]), ("braid", [])]
+GPUS = {"h100-8x8": 64, "h100-8x32": 256}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="one case, k = 1 and 4, 2 layers (tests)")
+    parser.add_argument("--keep", help="keep the generated files in this directory")
+    args = parser.parse_args()
+    work = args.keep or tempfile.mkdtemp(prefix="braid-bench-")
+    os.makedirs(work, exist_ok=True)
+    print("| model | cluster | GPUs | micro-batches k | compute ms | comm ms | step ms ddp / braid "
+          "| exposed comm ms ddp / braid | braid ms per micro-batch | vs k = 1 | peak GiB braid |")
+    print("|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|")
+    failures = []
+    start = time.time()
+    for model, cluster, options, ks in (QUICK if args.quick else CASES):
+        first = None
+        for k in ks:
+            mlir = os.path.join(work, "%s-%s-k%d.mlir" % (model, cluster, k))
+            layers = ["--layers", "2"] if args.quick else []
+            benchlib.generate([model, "--dtype", "bf16", "--world-size", str(GPUS[cluster]),
+                               "--micro-batches", str(k), *options, *layers], mlir,
+                              "bench-recipe")
+            r = benchlib.simulate(mlir, cluster, SCHEDULES, "bench-recipe")
+            d, b = r["ddp"], r["braid"]
+            per = b["step_time"] / k
+            first = first or dict(b, per=per)
+            ms = lambda x: "%.3f" % (x * 1e3)
+            print("| %s | %s | %d | %d | %s | %s | %s / %s | %s / %s | %s | %.3fx | %.2f |" % (
+                model, cluster, GPUS[cluster], k, ms(b["compute_time"]), ms(b["comm_time"]),
+                ms(d["step_time"]), ms(b["step_time"]), ms(d["exposed_comm"]),
+                ms(b["exposed_comm"]), ms(per), first["per"] / per,
+                b["peak_memory_bytes"] / 2 ** 30))
+            sys.stdout.flush()
+            what = "%s on %s, k = %d" % (model, cluster, k)
+            if b["step_time"] > d["step_time"] * (1 + 1e-9):
+                failures.append("%s: braid %.6f ms slower than ddp %.6f ms" % (
+                    what, b["step_time"] * 1e3, d["step_time"] * 1e3))
+            if abs(b["comm_time"] - first["comm_time"]) > 0.1 * first["comm_time"]:
+                failures.append("%s: communication %.3f ms, k = 1's %.3f ms: not once per step"
+                                % (what, b["comm_time"] * 1e3, first["comm_time"] * 1e3))
+            if k > 1 and first["exposed_comm"] > 0 and per >= first["per"]:
+                failures.append("%s: %.3f ms per micro-batch, not below k = 1's %.3f ms with "
+                                "communication exposed there" % (what, per * 1e3,
+                                                                 first["per"] * 1e3))
+    print()
+    print("%.0f s. Claims: communication once per step (within 10%% of k = 1's); the time per "
+          "micro-batch falls with k where k = 1 exposes communication; braid >= ddp on every "
+          "row: %s" % (time.time() - start, "hold" if not failures else "FAIL"))
+    for f in failures:
+        print("FAIL " + f)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
