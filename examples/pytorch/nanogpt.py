@@ -2,8 +2,9 @@
 braid.export: AdamW over two param groups (weight decay on the matrices
 only, as nanoGPT's configure_optimizers does), nanoGPT's learning-rate
 schedule (a linear warmup then a cosine decay to min_lr, written as a
-LambdaLR) and gradient accumulation (nanoGPT's gradient_accumulation_steps:
-each rank's batch in `micro_batches` parts):
+LambdaLR), gradient accumulation (nanoGPT's gradient_accumulation_steps:
+each rank's batch in `micro_batches` parts) and gradient clipping at
+nanoGPT's grad_clip of 1.0:
 
     python3 -m braid.export examples/pytorch/nanogpt.py -o build/nanogpt --world-size 2
 
@@ -37,7 +38,7 @@ def warmup_cosine(warmup, max_steps, lr, min_lr):
 
 
 def build(batch_size=4, layers=2, lr=1e-3, min_lr=1e-4, warmup=5, max_steps=50,
-          micro_batches=2, seed=0, world_size=2):
+          micro_batches=2, grad_clip=1.0, seed=0, world_size=2):
     """`batch_size` sequences per rank a step, in `micro_batches` parts; the
     global batch holds every rank's."""
     torch.manual_seed(seed)
@@ -55,4 +56,5 @@ def build(batch_size=4, layers=2, lr=1e-3, min_lr=1e-4, warmup=5, max_steps=50,
     return dict(model=model, example_inputs=(idx[:batch_size],),
                 example_targets=(targets[:batch_size],), global_batch=((idx,), (targets,)),
                 loss_fn=loss_fn, optimizer=optimizer, world_size=world_size,
-                lr_scheduler=scheduler, max_steps=max_steps, micro_batches=micro_batches)
+                lr_scheduler=scheduler, max_steps=max_steps, micro_batches=micro_batches,
+                max_grad_norm=grad_clip)

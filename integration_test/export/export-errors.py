@@ -157,6 +157,10 @@ def main():
         "first dimension does not split 3 ways", micro_batches=3)
     api("micro-batches-zero", "micro_batches must be a positive integer, not 0",
         micro_batches=0)
+    api("max-grad-norm-zero", "max_grad_norm must be a positive finite number, not 0",
+        max_grad_norm=0)
+    api("max-grad-norm-text", "max_grad_norm must be a positive finite number, not '1'",
+        max_grad_norm="1")
     api("max-steps-alone", "max_steps is the length of an lr_scheduler's schedule",
         max_steps=10)
     unused = specs.Net()

@@ -72,7 +72,8 @@ def train(check, name, make, prefix, steps):
                             spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
                             global_batch=spec["global_batch"],
                             lr_scheduler=spec["lr_scheduler"], max_steps=spec["max_steps"],
-                            micro_batches=spec.get("micro_batches", 1))
+                            micro_batches=spec.get("micro_batches", 1),
+                            max_grad_norm=spec.get("max_grad_norm"))
     mlir = open(exported.paths["mlir"]).read()
     names = recipe.lr_names(spec["optimizer"])
     check(all('#braid.role<hyperparameter "%s">' % n in mlir for n in names) and

@@ -368,13 +368,39 @@ def build(rng):
     npar2 = p * (1 - float(lr2) * wd) - float(lr2) * (nm / (1 - b1 ** 3)) / (
         np.sqrt(nv / (1 - b2 ** 3)) + eps)
     s.op("%%r:3 = braid.adamw %s, %s, %s, %s, %s lr = %s beta1 = %e beta2 = %e eps = %e "
-         "weight_decay = %e : %s, tensor<f32>, tensor<f32>" % (
+         "weight_decay = %e : %s, tensor<f32>" % (
              s.input(p), s.input(gr), s.input(m_), s.input(v_), s.input(step), s.input(lr2),
              b1, b2, eps, wd, t), [npar2, nm, nv], tol=1e-4)
+    # A gradient scale (clipping's factor), with a constant and with a
+    # scheduled learning rate.
+    c = np.array(0.4, np.float32)
+    gs = 0.4 * gr.astype(np.float64)
+    nm3 = b1 * m_ + (1 - b1) * gs
+    nv3 = b2 * v_ + (1 - b2) * gs ** 2
+    for lr3, text in ((lr, "%e" % lr), (float(lr2), s.input(lr2))):
+        npar3 = p * (1 - lr3 * wd) - lr3 * (nm3 / (1 - b1 ** 3)) / (
+            np.sqrt(nv3 / (1 - b2 ** 3)) + eps)
+        s.op("%%r:3 = braid.adamw %s, %s, %s, %s, %s lr = %s grad_scale = %s beta1 = %e "
+             "beta2 = %e eps = %e weight_decay = %e : %s, tensor<f32>" % (
+                 s.input(p), s.input(gr), s.input(m_), s.input(v_), s.input(step), text,
+                 s.input(c), b1, b2, eps, wd, t), [npar3, nm3, nv3], tol=1e-4)
+    # Gradient clipping: a sum of squares over several tensors, torch's
+    # clipping factor on both sides of 1, a scale by a computed scalar.
+    s.op("%%r = braid.sum_squares %s, %s : %s, %s -> tensor<f32>" % (
+        s.input(p), s.input(gr), t, t),
+        [np.array((p.astype(np.float64) ** 2).sum() + (gr.astype(np.float64) ** 2).sum())])
+    for sumsq, max_norm in ((16.0, 1.0), (0.25, 1.0), (0.0, 0.5)):
+        s.op("%%r = braid.clip_coefficient %s max_norm = %e : tensor<f32>" % (
+            s.input(np.array(sumsq, np.float32)), max_norm),
+            [np.array(min(1.0, max_norm / (np.sqrt(sumsq) + 1e-6)))])
     lr2, mom = np.array(0.25, np.float32), 0.9
     nb = mom * buf + (gr + 0.01 * p)
-    s.op("%%r:2 = braid.sgd %s, %s, %s lr = %s momentum = %e weight_decay = %e : %s, tensor<f32>"
+    s.op("%%r:2 = braid.sgd %s, %s, %s lr = %s momentum = %e weight_decay = %e : %s"
          % (s.input(p), s.input(gr), s.input(buf), s.input(lr2), mom, 0.01, t),
+         [p - float(lr2) * nb, nb])
+    nb = mom * buf + (0.4 * gr + 0.01 * p)
+    s.op("%%r:2 = braid.sgd %s, %s, %s lr = %s grad_scale = %s momentum = %e weight_decay = %e "
+         ": %s" % (s.input(p), s.input(gr), s.input(buf), s.input(lr2), s.input(c), mom, 0.01, t),
          [p - float(lr2) * nb, nb])
     return s
 

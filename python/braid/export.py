@@ -76,7 +76,7 @@ class Exported:
 def export(model, example_inputs, example_targets, loss_fn, optimizer, world_size, *,
            output=None, name=None, input_names=None, target_names=None, global_batch=None,
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
-           micro_batches=1):
+           micro_batches=1, max_grad_norm=None):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -112,6 +112,10 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      splits this many ways along dimension 0, the forward and
                      backward run once per micro-batch, the gradients add up,
                      and each is all-reduced once, after the last micro-batch
+    max_grad_norm    gradient clipping by the global norm, as
+                     torch.nn.utils.clip_grad_norm_ after DDP's all-reduce:
+                     every gradient times min(1, max_norm / (norm + 1e-6)),
+                     the norm over the whole model
 
     Raises ExportError (nothing written) on anything it cannot export.
     """
@@ -131,6 +135,12 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     input_names = _names(input_names, model.forward, 0, len(inputs), "input", "input_names")
     target_names = _names(target_names, loss_fn, 1, len(targets), "target", "target_names")
 
+    if max_grad_norm is not None:
+        if isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, (int, float)) or \
+                not 0 < max_grad_norm < float("inf"):
+            raise ExportError("max_grad_norm must be a positive finite number, not %r"
+                              % (max_grad_norm,))
+        max_grad_norm = float(max_grad_norm)
     if not isinstance(micro_batches, int) or isinstance(micro_batches, bool) or \
             micro_batches < 1:
         raise ExportError("micro_batches must be a positive integer, not %r" % (micro_batches,))
@@ -163,7 +173,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     b.shardings.update(split)
     mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
                                   micro_inputs, input_names, micro_targets, target_names,
-                                  schedule, micro_batches)
+                                  schedule, micro_batches, max_grad_norm)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -181,6 +191,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                                       n, list(g.shape), g.dtype, list(want or ()), t.dtype))
     batch = {n: t.detach().cpu().numpy() for n, t in zip(input_names + target_names, examples)}
     summary.update(model=type(model).__name__, world_size=world_size, micro_batches=micro_batches,
+                   max_grad_norm=max_grad_norm,
                    micro_rows=(micro_inputs + micro_targets)[0].shape[0],
                    optimizer=type(optimizer).__name__, function=name,
                    tensor_parallel=tensor_parallel, split=split)
@@ -194,7 +205,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 
 
 def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_names,
-           targets, target_names, schedule=None, micro=1):
+           targets, target_names, schedule=None, micro=1, max_grad_norm=None):
     graph, nflat = traced
     buffers = list(model.named_buffers())
     P, B = len(params), len(buffers)
@@ -331,6 +342,12 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     if micro > 1:
         loss = b.scale(loss, 1.0 / micro, hint="loss_mean")
 
+    # Gradient clipping by the global norm, after every all-reduce: the
+    # updates take its factor as their grad_scale.
+    scale = None
+    if max_grad_norm is not None:
+        scale = b.clip_factor({params[i][0]: reduced[i] for i in range(P)}, max_grad_norm)
+
     # The optimizer, parameter by parameter.
     if step_arg is not None:
         new_step = b.add(step_arg, b.constant(1.0, hint="one"), hint="new_step")
@@ -338,14 +355,15 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
         g = groups[n]
         if kind == "SGD":
             new = b.sgd(n, reduced[i], opt_args[n][0], lr_of.get(n, g["lr"]), float(g["momentum"]),
-                        float(g["weight_decay"]), float(g["dampening"]), bool(g["nesterov"]))
+                        float(g["weight_decay"]), float(g["dampening"]), bool(g["nesterov"]),
+                        grad_scale=scale)
             b.result(new[0], "parameter", n)
             b.result(new[1], "optimizer_state", n + ".momentum")
         else:
             beta1, beta2 = (float(x) for x in g["betas"])
             new = b.adamw(n, reduced[i], opt_args[n][0], opt_args[n][1], new_step,
                           lr_of.get(n, g["lr"]), (beta1, beta2), float(g["eps"]),
-                          float(g["weight_decay"]))
+                          float(g["weight_decay"]), grad_scale=scale)
             b.result(new[0], "parameter", n)
             b.result(new[1], "optimizer_state", n + ".exp_avg")
             b.result(new[2], "optimizer_state", n + ".exp_avg_sq")
@@ -359,6 +377,9 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     if micro > 1:
         header += ("// %d micro-batches: the forward and backward once per slice of the batch, "
                    "gradients accumulated, all-reduced after the last.\n" % micro)
+    if max_grad_norm is not None:
+        header += ("// Gradients clipped to a global norm of %g (torch.nn.utils.clip_grad_norm_)."
+                   "\n" % max_grad_norm)
     if schedule is not None:
         header += "// The learning rate follows a schedule of %d steps (hyperparameter %s).\n" % (
             len(schedule), ", ".join(recipe.lr_names(optimizer)))
@@ -387,7 +408,7 @@ def main(argv=None):
                     "--world-size is given) that returns a dict with model, example_inputs, "
                     "example_targets, loss_fn, optimizer and optionally world_size, "
                     "input_names, target_names, global_batch, tensor_parallel_plan, "
-                    "lr_scheduler, max_steps, micro_batches.")
+                    "lr_scheduler, max_steps, micro_batches, max_grad_norm.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the aten ops that have a braid lowering and exit")
@@ -404,6 +425,10 @@ def main(argv=None):
     parser.add_argument("--micro-batches", type=int, metavar="K",
                         help="gradient accumulation over K micro-batches of each rank's batch "
                              "(overrides the spec's micro_batches; default 1)")
+    parser.add_argument("--max-grad-norm", type=float, metavar="NORM",
+                        help="clip gradients to this global norm, as "
+                             "torch.nn.utils.clip_grad_norm_ (overrides the spec's "
+                             "max_grad_norm)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
@@ -436,7 +461,9 @@ def main(argv=None):
                         max_steps=args.max_steps if args.max_steps is not None
                         else spec.get("max_steps"),
                         micro_batches=args.micro_batches if args.micro_batches is not None
-                        else spec.get("micro_batches", 1))
+                        else spec.get("micro_batches", 1),
+                        max_grad_norm=args.max_grad_norm if args.max_grad_norm is not None
+                        else spec.get("max_grad_norm"))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)
@@ -461,6 +488,8 @@ def main(argv=None):
     for n, rates in (s["schedule"] or {}).items():
         print("  schedule        %s over %d steps: %.4g at step 1, %.4g at most, %.4g at step %d"
               % (n, len(rates), rates[0], rates.max(), rates[-1], len(rates)))
+    if s["max_grad_norm"] is not None:
+        print("  clipping        gradients to a global norm of %g" % s["max_grad_norm"])
     if s["micro_batches"] > 1:
         k = s["micro_batches"]
         print("  micro-batches   %d per step, %d rows each; gradients accumulated, all-reduced "

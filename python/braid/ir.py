@@ -66,8 +66,11 @@ def _ignore(ignore_index):
     return "" if ignore_index is None else " ignore_index = %d" % int(ignore_index)
 
 
-def _lr_type(lr):
-    return ", " + lr.type if isinstance(lr, Value) else ""
+def _scale(grad_scale):
+    if grad_scale is None:
+        return ""
+    assert grad_scale.shape == () and grad_scale.dtype == "f32"
+    return " grad_scale = %s" % grad_scale
 
 
 class StepBuilder:
@@ -323,26 +326,54 @@ class StepBuilder:
                           % (grad, self.grid, param_name, grad.type))
 
     def sgd(self, name, grad, buf, lr, momentum, weight_decay=0.0, dampening=0.0,
-            nesterov=False):
-        """`lr` is a number, or a scalar Value (a scheduled learning rate)."""
+            nesterov=False, grad_scale=None):
+        """`lr` is a number, or a scalar Value (a scheduled learning rate);
+        `grad_scale` a scalar Value the gradient is multiplied by (gradient
+        clipping's factor)."""
         p = self._params[name]
         attrs = (["dampening = %s : f64" % _float(dampening)] if dampening else []) + \
             (["nesterov"] if nesterov else [])
         return self._emit_multi(
             ["new_" + name, "new_" + name + ".momentum"], [p.shape] * 2, [p.dtype] * 2,
-            "braid.sgd %s, %s, %s lr = %s momentum = %s weight_decay = %s%s : %s%s"
-            % (p, grad, buf, _lr(lr), _float(momentum), _float(weight_decay),
-               " {%s}" % ", ".join(attrs) if attrs else "", p.type, _lr_type(lr)))
+            "braid.sgd %s, %s, %s lr = %s%s momentum = %s weight_decay = %s%s : %s"
+            % (p, grad, buf, _lr(lr), _scale(grad_scale), _float(momentum),
+               _float(weight_decay), " {%s}" % ", ".join(attrs) if attrs else "", p.type))
 
-    def adamw(self, name, grad, m, v, step, lr, betas, eps, weight_decay):
-        """`lr` is a number, or a scalar Value (a scheduled learning rate)."""
+    def adamw(self, name, grad, m, v, step, lr, betas, eps, weight_decay, grad_scale=None):
+        """`lr` and `grad_scale` as for sgd."""
         p = self._params[name]
         return self._emit_multi(
             ["new_" + name, "new_" + name + ".exp_avg", "new_" + name + ".exp_avg_sq"],
             [p.shape] * 3, [p.dtype] * 3,
-            "braid.adamw %s, %s, %s, %s, %s lr = %s beta1 = %s beta2 = %s eps = %s weight_decay = %s : %s, %s%s"
-            % (p, grad, m, v, step, _lr(lr), _float(betas[0]), _float(betas[1]), _float(eps),
-               _float(weight_decay), p.type, step.type, _lr_type(lr)))
+            "braid.adamw %s, %s, %s, %s, %s lr = %s%s beta1 = %s beta2 = %s eps = %s weight_decay = %s : %s, %s"
+            % (p, grad, m, v, step, _lr(lr), _scale(grad_scale), _float(betas[0]),
+               _float(betas[1]), _float(eps), _float(weight_decay), p.type, step.type))
+
+    # -- gradient clipping ------------------------------------------------------------
+    def sum_squares(self, xs, hint="sumsq"):
+        return self._emit(hint, (), "f32", "braid.sum_squares %s : %s -> tensor<f32>"
+                          % (", ".join(str(x) for x in xs), ", ".join(x.type for x in xs)))
+
+    def clip_coefficient(self, sumsq, max_norm, hint="clip"):
+        return self._emit(hint, (), "f32", "braid.clip_coefficient %s max_norm = %s : tensor<f32>"
+                          % (sumsq, _float(max_norm)))
+
+    def clip_factor(self, grads, max_norm):
+        """torch.nn.utils.clip_grad_norm_'s factor over `grads` (name ->
+        reduced gradient), for the updates' grad_scale: the squared norm of
+        the split parameters' gradients (a partial sum over the
+        tensor-parallel ranks) and of the others, each one braid.sum_squares
+        over all of them, added (one scalar all-reduce over the
+        tensor-parallel axis where the two meet), then
+        min(1, max_norm / (norm + 1e-6))."""
+        split = [n for n in grads if self.tp > 1 and n in self.shardings]
+        whole = [n for n in grads if n not in split]
+        total = None
+        for names, hint in ((split, "sumsq_split"), (whole, "sumsq")):
+            if names:
+                part = self.sum_squares([grads[n] for n in names], hint=hint)
+                total = part if total is None else self.add(total, part, hint="sumsq_total")
+        return self.clip_coefficient(total, max_norm)
 
     # -- output ------------------------------------------------------------------
     def text(self, header=""):

@@ -10,6 +10,7 @@ import os
 import sys
 
 import numpy as np
+import torch
 
 from braid.aten import ExportError
 
@@ -42,11 +43,14 @@ def load_spec(spec, world_size=None, **kwargs):
     return result
 
 
-def torch_reference(spec, inputs, targets, steps, double=False, ranks=None):
+def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norms=None):
     """PyTorch's own training, to compare braid with: a copy of spec's model
     and an optimizer of the same class, param groups and state train on
     (inputs, targets) for `steps` steps (in float64 with `double`), under the
-    spec's lr_scheduler when it has one. With `ranks`, as PyTorch DDP on that
+    spec's lr_scheduler when it has one, its gradients clipped by
+    torch.nn.utils.clip_grad_norm_ to its max_grad_norm when it has one (the
+    norm before clipping appended to `norms` each step, when given). With
+    `ranks`, as PyTorch DDP on that
     many ranks: the batch splits into `ranks` equal parts along dimension 0,
     each part's loss is taken on its own, and the step's loss and gradient
     are their average (each rank's mean over its own non-ignored targets,
@@ -93,6 +97,10 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None):
                 (part / parts).backward()
                 total = total + part.detach()
             loss = total / parts
+        if spec.get("max_grad_norm") is not None:
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec["max_grad_norm"])
+            if norms is not None:
+                norms.append(float(norm))
         ref_opt.step()
         losses.append(float(loss))
     state = {}

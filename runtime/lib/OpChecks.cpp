@@ -381,26 +381,26 @@ void concat(Checker &c, int64_t dim) {
            " along dimension " + std::to_string(d));
 }
 
-/// An update's learning rate: its `lr` attribute, or else one more operand
-/// (a scalar) after the `fixed` ones.
-template <typename Attrs> void learningRate(Checker &c, size_t fixed) {
+/// An update's scalars after its `fixed` operands: the scheduled learning
+/// rate where the `lr` attribute is absent, then the gradient scale where
+/// there is one (one more operand).
+template <typename Attrs> void updateScalars(Checker &c, size_t fixed) {
   bool constant = c.instr.as<Attrs>().lr.has_value();
-  size_t expected = fixed + (constant ? 0 : 1);
-  if (c.instr.operands.size() != expected)
-    c.fail("expected " + std::to_string(expected) + " operands (" +
+  size_t least = fixed + (constant ? 0 : 1), count = c.instr.operands.size();
+  if (count != least && count != least + 1)
+    c.fail("expected " + std::to_string(least) + " operands (" +
            (constant ? "a constant lr"
-                     : "a scheduled lr operand last, no lr "
-                       "attribute") +
-           "), got " + std::to_string(c.instr.operands.size()));
+                     : "a scheduled lr operand last, no lr attribute") +
+           "), or one more for a gradient scale, got " + std::to_string(count));
   if (c.instr.results.size() != size_t(c.instr.info->numResults))
     c.fail("expected " + std::to_string(c.instr.info->numResults) +
            " results, got " + std::to_string(c.instr.results.size()));
-  if (!constant)
-    c.shape(c.in(fixed), {});
+  for (size_t i = fixed; i < count; ++i)
+    c.shape(c.in(i), {});
 }
 
 void sgd(Checker &c) {
-  learningRate<ops::SgdAttrs>(c, 3);
+  updateScalars<ops::SgdAttrs>(c, 3);
   c.allF32();
   for (size_t i = 1; i < 3; ++i)
     c.shape(c.in(i), c.in(0).shape);
@@ -409,7 +409,7 @@ void sgd(Checker &c) {
 }
 
 void adamw(Checker &c) {
-  learningRate<ops::AdamWAttrs>(c, 5);
+  updateScalars<ops::AdamWAttrs>(c, 5);
   c.allF32();
   for (size_t i = 1; i < 4; ++i)
     c.shape(c.in(i), c.in(0).shape);
@@ -505,6 +505,15 @@ void checkKernel(Checker &c) {
     return sgd(c);
   case Opcode::AdamW:
     return adamw(c);
+  case Opcode::SumSquares:
+    if (c.instr.operands.empty())
+      c.fail("needs at least one input");
+    c.allF32();
+    return c.shape(c.out(0), {});
+  case Opcode::ClipCoefficient:
+    c.allF32();
+    c.shape(c.in(0), {});
+    return c.shape(c.out(0), {});
     BRAID_CASE_NON_KERNEL_OPCODES
     c.fail("is not a kernel");
   }

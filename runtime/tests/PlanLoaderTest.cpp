@@ -317,7 +317,8 @@ TEST(PlanLoaderTest, HyperparameterIsAScalarArgument) {
 
 TEST(PlanLoaderTest, UpdateTakesItsLearningRateOnce) {
   // sgd (lr, momentum, weight_decay = attributes 0, 1, 2): a constant lr
-  // and three operands, or no lr attribute and a fourth, scalar operand.
+  // and three operands, or no lr attribute and a fourth, scalar operand;
+  // either with one more scalar, the gradient scale.
   std::vector<BufferSpec> buffers = {{0, {4}},  {64, {4}},  {128, {4}},
                                      {192, {}}, {256, {4}}, {320, {4}}};
   std::vector<AttrSpec> constant = {
@@ -325,16 +326,20 @@ TEST(PlanLoaderTest, UpdateTakesItsLearningRateOnce) {
   std::vector<AttrSpec> scheduled = {{1, {}, {0.9}}, {2, {}, {0.0}}};
   uint16_t sgd = code(Opcode::Sgd);
   EXPECT_EQ(errorOfPlan(buffers, 384, sgd, {0, 1, 2}, {4, 5}, constant), "");
+  EXPECT_EQ(errorOfPlan(buffers, 384, sgd, {0, 1, 2, 3}, {4, 5}, constant), "");
   EXPECT_EQ(errorOfPlan(buffers, 384, sgd, {0, 1, 2, 3}, {4, 5}, scheduled),
             "");
+  EXPECT_EQ(errorOfPlan(buffers, 384, sgd, {0, 1, 2, 3, 3}, {4, 5}, scheduled),
+            "");
   std::string e =
-      errorOfPlan(buffers, 384, sgd, {0, 1, 2, 3}, {4, 5}, constant);
-  EXPECT_NE(e.find("expected 3 operands (a constant lr), got 4"),
+      errorOfPlan(buffers, 384, sgd, {0, 1, 2, 3, 3}, {4, 5}, constant);
+  EXPECT_NE(e.find("expected 3 operands (a constant lr), or one more for a "
+                   "gradient scale, got 5"),
             std::string::npos)
       << e;
   e = errorOfPlan(buffers, 384, sgd, {0, 1, 2}, {4, 5}, scheduled);
   EXPECT_NE(e.find("expected 4 operands (a scheduled lr operand last, no lr "
-                   "attribute), got 3"),
+                   "attribute), or one more for a gradient scale, got 3"),
             std::string::npos)
       << e;
   e = errorOfPlan(buffers, 384, sgd, {0, 1, 2, 1}, {4, 5}, scheduled);

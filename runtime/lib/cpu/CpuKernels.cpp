@@ -557,16 +557,29 @@ void concat(const Args &a) {
   }
 }
 
+/// An update's learning rate (its attribute, or the operand after the
+/// `fixed` ones) and gradient scale (the operand after that, or 1).
+struct UpdateScalars {
+  double lr, scale;
+};
+template <typename Attrs>
+UpdateScalars updateScalars(const Args &a, const Attrs &attrs, size_t fixed) {
+  size_t next = fixed;
+  double lr = attrs.lr ? *attrs.lr : double(a.in(next++)[0]);
+  double scale = a.instr.operands.size() > next ? double(a.in(next)[0]) : 1.0;
+  return {lr, scale};
+}
+
 void sgd(const Args &a) {
   const auto &attrs = a.instr.as<ops::SgdAttrs>();
-  double lr = attrs.lr ? *attrs.lr : double(a.in(3)[0]), mom = attrs.momentum,
-         wd = attrs.weight_decay;
+  auto [lr, scale] = updateScalars(a, attrs, 3);
+  double mom = attrs.momentum, wd = attrs.weight_decay;
   double damp = attrs.dampening;
   bool nesterov = attrs.nesterov;
   const float *p = a.in(0), *g = a.in(1), *buf = a.in(2);
   float *np = a.out(0), *nbuf = a.out(1);
   for (int64_t i = 0, n = a.n(); i < n; ++i) {
-    double gi = g[i] + wd * p[i];
+    double gi = scale * g[i] + wd * p[i];
     double b = mom * buf[i] + (1.0 - damp) * gi;
     double step = nesterov ? gi + mom * b : b;
     nbuf[i] = float(b);
@@ -576,8 +589,8 @@ void sgd(const Args &a) {
 
 void adamw(const Args &a) {
   const auto &attrs = a.instr.as<ops::AdamWAttrs>();
-  double lr = attrs.lr ? *attrs.lr : double(a.in(5)[0]), b1 = attrs.beta1,
-         b2 = attrs.beta2, eps = attrs.eps;
+  auto [lr, scale] = updateScalars(a, attrs, 5);
+  double b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
   double wd = attrs.weight_decay;
   double step = a.in(4)[0];
   double c1 = 1.0 - std::pow(b1, step), c2 = 1.0 - std::pow(b2, step);
@@ -585,8 +598,9 @@ void adamw(const Args &a) {
   float *np = a.out(0), *nm = a.out(1), *nv = a.out(2);
   for (int64_t i = 0, n = a.n(); i < n; ++i) {
     double pi = p[i] * (1.0 - lr * wd);
-    double mi = b1 * m[i] + (1.0 - b1) * g[i];
-    double vi = b2 * v[i] + (1.0 - b2) * double(g[i]) * g[i];
+    double gi = scale * g[i];
+    double mi = b1 * m[i] + (1.0 - b1) * gi;
+    double vi = b2 * v[i] + (1.0 - b2) * gi * gi;
     nm[i] = float(mi);
     nv[i] = float(vi);
     np[i] = float(pi - lr * (mi / c1) / (std::sqrt(vi / c2) + eps));
@@ -724,6 +738,25 @@ void run(const Args &a) {
   case Opcode::Fill: {
     float v = float(instr.as<ops::FillAttrs>().value);
     std::fill(a.out(0), a.out(0) + a.n(), v);
+    return;
+  }
+  case Opcode::SumSquares: {
+    double total = 0;
+    for (size_t i = 0; i < instr.operands.size(); ++i) {
+      const float *x = a.in(i);
+      for (int64_t k = 0, n = a.inBuf(i).numElements(); k < n; ++k)
+        total += double(x[k]) * x[k];
+    }
+    a.out(0)[0] = float(total);
+    return;
+  }
+  case Opcode::ClipCoefficient: {
+    // torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), at most 1.
+    double norm = std::sqrt(double(a.in(0)[0]));
+    double coefficient =
+        instr.as<ops::ClipCoefficientAttrs>().max_norm / (norm + 1e-6);
+    a.out(0)[0] = float(std::isnan(coefficient) ? coefficient
+                                                : std::min(coefficient, 1.0));
     return;
   }
   case Opcode::Sgd:

@@ -756,12 +756,43 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     forEach(n, stream, [=] __device__(int64_t i) { y[i] = v; });
     return;
   }
+  case Opcode::SumSquares: {
+    // One thread per input element, accumulated in f64 (atomicAdd on
+    // doubles: sm_60 and later), then written as f32.
+    double *sum = nullptr;
+    check(cudaMallocAsync(&sum, sizeof(double), stream), instr);
+    check(cudaMemsetAsync(sum, 0, sizeof(double), stream), instr);
+    for (size_t i = 0; i < instr.operands.size(); ++i) {
+      const float *x = in(i);
+      forEach(inBuf(i).numElements(), stream, [=] __device__(int64_t k) {
+        atomicAdd(sum, double(x[k]) * x[k]);
+      });
+    }
+    float *y = out(0);
+    forEach(1, stream, [=] __device__(int64_t) { y[0] = float(*sum); });
+    check(cudaFreeAsync(sum, stream), instr);
+    return;
+  }
+  case Opcode::ClipCoefficient: {
+    double maxNorm = instr.as<ops::ClipCoefficientAttrs>().max_norm;
+    const float *s = in(0);
+    float *y = out(0);
+    forEach(1, stream, [=] __device__(int64_t) {
+      double c = maxNorm / (sqrt(double(s[0])) + 1e-6);
+      y[0] = float(isnan(c) ? c : fmin(c, 1.0));
+    });
+    return;
+  }
   case Opcode::Sgd: {
     const auto &attrs = instr.as<ops::SgdAttrs>();
     // A scheduled learning rate is in device memory, read by the kernel.
     bool constant = attrs.lr.has_value();
     double lrConstant = constant ? *attrs.lr : 0.0;
     const float *lrPtr = constant ? nullptr : in(3);
+    // The gradient scale (clipping's factor), the operand after those.
+    size_t scaleAt = constant ? 3 : 4;
+    const float *scalePtr =
+        instr.operands.size() > scaleAt ? in(scaleAt) : nullptr;
     double mom = attrs.momentum, wd = attrs.weight_decay;
     double damp = attrs.dampening;
     bool nesterov = attrs.nesterov;
@@ -769,7 +800,8 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     float *np = out(0), *nbuf = out(1);
     forEach(n, stream, [=] __device__(int64_t i) {
       double lr = lrPtr ? double(lrPtr[0]) : lrConstant;
-      double gi = g[i] + wd * p[i];
+      double scale = scalePtr ? double(scalePtr[0]) : 1.0;
+      double gi = scale * g[i] + wd * p[i];
       double b = mom * buf[i] + (1.0 - damp) * gi;
       double step = nesterov ? gi + mom * b : b;
       nbuf[i] = float(b);
@@ -782,6 +814,9 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     bool constant = attrs.lr.has_value();
     double lrConstant = constant ? *attrs.lr : 0.0;
     const float *lrPtr = constant ? nullptr : in(5);
+    size_t scaleAt = constant ? 5 : 6;
+    const float *scalePtr =
+        instr.operands.size() > scaleAt ? in(scaleAt) : nullptr;
     double b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
     double wd = attrs.weight_decay;
     const float *p = in(0), *g = in(1), *m = in(2), *v = in(3),
@@ -790,10 +825,12 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     forEach(n, stream, [=] __device__(int64_t i) {
       double lr = lrPtr ? double(lrPtr[0]) : lrConstant;
       double step = stepPtr[0];
+      double scale = scalePtr ? double(scalePtr[0]) : 1.0;
       double c1 = 1.0 - pow(b1, step), c2 = 1.0 - pow(b2, step);
       double pi = p[i] * (1.0 - lr * wd);
-      double mi = b1 * m[i] + (1.0 - b1) * g[i];
-      double vi = b2 * v[i] + (1.0 - b2) * double(g[i]) * g[i];
+      double gi = scale * g[i];
+      double mi = b1 * m[i] + (1.0 - b1) * gi;
+      double vi = b2 * v[i] + (1.0 - b2) * gi * gi;
       nm[i] = float(mi);
       nv[i] = float(vi);
       np[i] = float(pi - lr * (mi / c1) / (sqrt(vi / c2) + eps));

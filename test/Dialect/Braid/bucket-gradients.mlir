@@ -36,6 +36,33 @@ func.func @ready_order(%w1: tensor<64xf32> {braid.role = #braid.role<parameter "
   return %r1, %r2, %r3, %r4 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
 }
 
+// Gradient clipping's squared norm over the gradients of both buckets: one
+// sum of squares per bucket, right after it, added where the norm was.
+// CHECK-LABEL: func.func @clip_norm_per_bucket
+// CHECK:      %[[R4:.*]] = braid.all_reduce {{.*}} grad_of = ["w4"]
+// CHECK-NEXT: %[[S0:.*]] = braid.sum_squares %[[R4]] : tensor<64xf32> -> tensor<f32>
+// CHECK:      %[[R:.*]]:3 = braid.all_reduce {{.*}} grad_of = ["w3", "w2", "w1"]
+// CHECK-NEXT: %[[S1:.*]] = braid.sum_squares %[[R]]#2, %[[R]]#1, %[[R]]#0 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<f32>
+// CHECK-NEXT: %[[T:.*]] = braid.add %[[S0]], %[[S1]] : tensor<f32>
+// CHECK-NEXT: braid.clip_coefficient %[[T]]
+func.func @clip_norm_per_bucket(%w1: tensor<64xf32> {braid.role = #braid.role<parameter "w1">},
+                                %w2: tensor<64xf32> {braid.role = #braid.role<parameter "w2">},
+                                %w3: tensor<64xf32> {braid.role = #braid.role<parameter "w3">},
+                                %w4: tensor<64xf32> {braid.role = #braid.role<parameter "w4">})
+    -> tensor<f32> {
+  %g4 = braid.relu %w4 : tensor<64xf32>
+  %g3 = braid.relu %w3 : tensor<64xf32>
+  %g2 = braid.relu %w2 : tensor<64xf32>
+  %g1 = braid.relu %w1 : tensor<64xf32>
+  %r1 = braid.all_reduce %g1 on @world grid_axes = [0] reduction = avg grad_of = ["w1"] : tensor<64xf32>
+  %r2 = braid.all_reduce %g2 on @world grid_axes = [0] reduction = avg grad_of = ["w2"] : tensor<64xf32>
+  %r3 = braid.all_reduce %g3 on @world grid_axes = [0] reduction = avg grad_of = ["w3"] : tensor<64xf32>
+  %r4 = braid.all_reduce %g4 on @world grid_axes = [0] reduction = avg grad_of = ["w4"] : tensor<64xf32>
+  %s = braid.sum_squares %r1, %r2, %r3, %r4 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<f32>
+  %c = braid.clip_coefficient %s max_norm = 1.0 : tensor<f32>
+  return %c : tensor<f32>
+}
+
 // A 1280-byte gradient is larger than the cap: a bucket of its own, between
 // the buckets of its neighbours. With split-large it is cut into chunks of
 // 1048 bytes (262 elements) and 232 bytes; the last chunk shares its bucket

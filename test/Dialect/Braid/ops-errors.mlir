@@ -602,7 +602,7 @@ func.func @sgd_nesterov(%p: tensor<4xf32>) {
 
 func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<4xbf16>) {
   // expected-error @below {{all of {param, grad, momentum_buffer, new_param, new_momentum_buffer} have same type}}
-  %0:2 = "braid.sgd"(%p, %g, %p) {lr = 0.1, momentum = 0.9, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = "braid.sgd"(%p, %g, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> {lr = 0.1, momentum = 0.9, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -618,7 +618,7 @@ func.func @adamw_lr(%p: tensor<4xf32>, %s: tensor<f32>) {
 
 func.func @sgd_two_lrs(%p: tensor<4xf32>, %lr: tensor<f32>) {
   // expected-error @below {{has both a constant lr and a scheduled lr operand; give one}}
-  %0:2 = "braid.sgd"(%p, %p, %p, %lr) {lr = 0.1, momentum = 0.9, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = "braid.sgd"(%p, %p, %p, %lr) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> {lr = 0.1, momentum = 0.9, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -626,7 +626,7 @@ func.func @sgd_two_lrs(%p: tensor<4xf32>, %lr: tensor<f32>) {
 
 func.func @adamw_no_lr(%p: tensor<4xf32>, %s: tensor<f32>) {
   // expected-error @below {{has no learning rate: give lr = <constant> or lr = <scalar f32 operand>}}
-  %0:3 = "braid.adamw"(%p, %p, %p, %p, %s) {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %0:3 = "braid.adamw"(%p, %p, %p, %p, %s) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>}> {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -634,7 +634,23 @@ func.func @adamw_no_lr(%p: tensor<4xf32>, %s: tensor<f32>) {
 
 func.func @adamw_lr_not_scalar(%p: tensor<4xf32>, %s: tensor<f32>) {
   // expected-error @below {{operand #5 must be 0D tensor of 32-bit float values}}
-  %0:3 = braid.adamw %p, %p, %p, %p, %s lr = %p beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>, tensor<4xf32>
+  %0:3 = "braid.adamw"(%p, %p, %p, %p, %s, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0>}> {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sum_squares_none() {
+  // expected-error @below {{needs at least one input}}
+  %s = "braid.sum_squares"() : () -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @clip_max_norm(%s: tensor<f32>) {
+  // expected-error @below {{max_norm must be positive and finite, but is 0}}
+  %c = braid.clip_coefficient %s max_norm = 0.0 : tensor<f32>
   return
 }
 

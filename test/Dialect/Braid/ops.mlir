@@ -191,6 +191,18 @@ func.func @optimizers(%p: tensor<16x16xf32>, %g: tensor<16x16xf32>,
   return
 }
 
+// Gradient clipping: squared norms, the factor, the scaled gradients.
+// CHECK-LABEL: func.func @clipping
+// CHECK: %[[S:.*]] = braid.sum_squares %arg0, %arg1 : tensor<16x16xf32>, tensor<16xf32> -> tensor<f32>
+// CHECK: %[[C:.*]] = braid.clip_coefficient %[[S]] max_norm = 1.000000e+00 : tensor<f32>
+// CHECK: braid.sgd %arg0, %arg0, %arg0 lr = 1.000000e-01 grad_scale = %[[C]] momentum = 9.000000e-01 weight_decay = 0.000000e+00 : tensor<16x16xf32>
+func.func @clipping(%g: tensor<16x16xf32>, %b: tensor<16xf32>) -> tensor<16x16xf32> {
+  %s = braid.sum_squares %g, %b : tensor<16x16xf32>, tensor<16xf32> -> tensor<f32>
+  %c = braid.clip_coefficient %s max_norm = 1.0 : tensor<f32>
+  %r:2 = braid.sgd %g, %g, %g lr = 0.1 grad_scale = %c momentum = 0.9 weight_decay = 0.0 : tensor<16x16xf32>
+  return %r#0 : tensor<16x16xf32>
+}
+
 // A scheduled learning rate: a hyperparameter argument, an operand of the
 // updates instead of their lr attribute.
 // CHECK-LABEL: func.func @scheduled_lr
@@ -199,10 +211,12 @@ func.func @scheduled_lr(%lr: tensor<f32> {braid.role = #braid.role<hyperparamete
                         %p: tensor<16x16xf32>, %g: tensor<16x16xf32>,
                         %m: tensor<16x16xf32>, %v: tensor<16x16xf32>,
                         %step: tensor<f32>) {
-  // CHECK: braid.sgd %{{.*}}, %{{.*}}, %{{.*}} lr = %[[V_LR]] momentum = 9.000000e-01 weight_decay = 0.000000e+00 : tensor<16x16xf32>, tensor<f32>
-  %0:2 = braid.sgd %p, %g, %m lr = %lr momentum = 0.9 weight_decay = 0.0 : tensor<16x16xf32>, tensor<f32>
-  // CHECK: braid.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr = %[[V_LR]] beta1 = 9.000000e-01 {{.*}} : tensor<16x16xf32>, tensor<f32>, tensor<f32>
-  %1:3 = braid.adamw %p, %g, %m, %v, %step lr = %lr beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.1 : tensor<16x16xf32>, tensor<f32>, tensor<f32>
+  // CHECK: braid.sgd %{{.*}}, %{{.*}}, %{{.*}} lr = %[[V_LR]] momentum = 9.000000e-01 weight_decay = 0.000000e+00 : tensor<16x16xf32>
+  %0:2 = braid.sgd %p, %g, %m lr = %lr momentum = 0.9 weight_decay = 0.0 : tensor<16x16xf32>
+  // CHECK: braid.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr = %[[V_LR]] beta1 = 9.000000e-01 {{.*}} : tensor<16x16xf32>, tensor<f32>
+  %1:3 = braid.adamw %p, %g, %m, %v, %step lr = %lr beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.1 : tensor<16x16xf32>, tensor<f32>
+  // CHECK: braid.adamw {{.*}} lr = %[[V_LR]] grad_scale = %[[V_LR]] beta1
+  %2:3 = braid.adamw %p, %g, %m, %v, %step lr = %lr grad_scale = %lr beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.1 : tensor<16x16xf32>, tensor<f32>
   return
 }
 

@@ -380,6 +380,31 @@ func.func @torch_cross_entropy_ignore_index(%logits: tensor<8x10xf32> {braid.sha
   return %loss, %d : tensor<f32>, tensor<8x10xf32>
 }
 
+// Gradient clipping: the squared norm of split gradients is a partial sum,
+// of replicated ones replicated; where the two meet, one scalar all-reduce
+// over the tensor-parallel axis. The updates scaled by the factor keep each
+// parameter's split.
+// CHECK-LABEL: func.func @clip_norm
+// CHECK: %[[SS:.*]] = braid.sum_squares %arg0, %arg1 : tensor<4x4xf32>, tensor<4x2xf32> -> tensor<f32>
+// CHECK: %[[SR:.*]] = braid.sum_squares %arg2 : tensor<4xf32> -> tensor<f32>
+// CHECK: %[[R:.*]] = braid.all_reduce %[[SS]] on @world grid_axes = [1] reduction = sum : tensor<f32>
+// CHECK: %[[T:.*]] = braid.add %[[R]], %[[SR]] : tensor<f32>
+// CHECK: %[[C:.*]] = braid.clip_coefficient %[[T]]
+// CHECK: braid.sgd %arg0, %arg0, %arg0 lr = 1.000000e-01 grad_scale = %[[C]] {{.*}} : tensor<4x4xf32>
+// CHECK-NOT: braid.all_reduce
+// CHECK: return
+func.func @clip_norm(%a: tensor<4x8xf32> {braid.sharding = #s1},
+                     %b: tensor<4x4xf32> {braid.sharding = #s1}, %r: tensor<4xf32>)
+    -> (tensor<4x8xf32>, tensor<4xf32>) {
+  %ss = braid.sum_squares %a, %b : tensor<4x8xf32>, tensor<4x4xf32> -> tensor<f32>
+  %sr = braid.sum_squares %r : tensor<4xf32> -> tensor<f32>
+  %t = braid.add %ss, %sr : tensor<f32>
+  %c = braid.clip_coefficient %t max_norm = 1.0 : tensor<f32>
+  %ga:2 = braid.sgd %a, %a, %a lr = 0.1 grad_scale = %c momentum = 0.9 weight_decay = 0.0 : tensor<4x8xf32>
+  %gr:2 = braid.sgd %r, %r, %r lr = 0.1 grad_scale = %c momentum = 0.9 weight_decay = 0.0 : tensor<4xf32>
+  return %ga#0, %gr#0 : tensor<4x8xf32>, tensor<4xf32>
+}
+
 // Optimizer updates and the data-parallel gradient all-reduce (axis 0)
 // keep the parameter's split; a partial gradient is summed first.
 // CHECK-LABEL: func.func @updates

@@ -65,6 +65,11 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
     backward (at or before the last gradient producer) is left alone, and so
     is every collective without `grad_of`.
 
+    Gradient clipping's squared norm (`braid.sum_squares` over gradients of
+    several buckets) becomes one sum of squares per bucket, placed right
+    after it, and their sum where the norm was. Each part then runs as its
+    bucket lands, and only the sum waits for the last bucket.
+
     With `auto-bucket-cap` the cost model of `cluster` (a preset such as
     `h100-8x8`, or a JSON file; docs/CostModel.md) places every bucket end,
     the first too: dynamic programming over where buckets end, in ready

@@ -657,6 +657,27 @@ LogicalResult AdamWOp::verify() {
 }
 uint64_t AdamWOp::getFlops() { return 12 * numElements(getParam()); }
 
+LogicalResult SumSquaresOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  return success();
+}
+uint64_t SumSquaresOp::getFlops() {
+  uint64_t n = 0;
+  for (Value input : getInputs())
+    n += numElements(input);
+  return 2 * n;
+}
+
+LogicalResult ClipCoefficientOp::verify() {
+  double maxNorm = getMaxNorm().convertToDouble();
+  if (!(maxNorm > 0) || std::isinf(maxNorm))
+    return emitOpError() << "max_norm must be positive and finite, but is "
+                         << maxNorm;
+  return success();
+}
+uint64_t ClipCoefficientOp::getFlops() { return 4; }
+
 #include "CollectiveVerifiers.h"
 
 //===----------------------------------------------------------------------===//

@@ -369,6 +369,21 @@ bool CrossEntropyBackwardOp::localizeForSharding(Shardings s, Shardings,
   return true;
 }
 
+// Gradient clipping: a sum of squares over split inputs is a partial sum
+// (each rank's pieces); over replicated inputs, replicated. A mix has no
+// rule: the replicated ones would be counted once per rank.
+LogicalResult SumSquaresOp::propagateSharding(Shardings s, Results &out) {
+  if (allReplicated(s))
+    return all(*this, replicated(*this), out);
+  if (llvm::all_of(s, [](ShardingAttr a) { return a.isSplit(); }))
+    return all(*this, partial(*this), out);
+  return failure();
+}
+
+LogicalResult ClipCoefficientOp::propagateSharding(Shardings s, Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
 // The shard ops are what braid-tensor-parallel makes of the cross-entropy
 // of a split of the classes: per-rank programs, not partitioned again.
 LogicalResult CrossEntropyShardStatsOp::propagateSharding(Shardings s,

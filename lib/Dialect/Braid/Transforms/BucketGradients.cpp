@@ -124,6 +124,7 @@ struct BucketGradientsPass
   }
 
   void runOnBlock(Block &body);
+  void splitSumSquares(Block &body);
   void closeBucket(GroupState &group, SmallVector<Bucket> &buckets);
   Operation *emitBucket(Bucket &bucket, unsigned index, OpBuilder &builder,
                         DenseMap<Operation *, Operation *> &lastPlaced,
@@ -419,6 +420,48 @@ void BucketGradientsPass::runOnBlock(Block &body) {
   }
   for (AllReduceOp op : gradients)
     op.erase();
+  splitSumSquares(body);
+}
+
+/// Gradient clipping's squared norm over gradients of several buckets
+/// becomes one sum of squares per bucket, right after it, added up where
+/// the norm was: each part runs as its bucket lands, while the later ones
+/// are still in flight, and only their sum waits for the last.
+void BucketGradientsPass::splitSumSquares(Block &body) {
+  SmallVector<SumSquaresOp> sums(body.getOps<SumSquaresOp>());
+  for (SumSquaresOp sum : sums) {
+    // The inputs by the op that defines them (a bucket's all-reduce), in
+    // the order of those ops.
+    SmallVector<std::pair<Operation *, SmallVector<Value>>> groups;
+    for (Value input : sum.getInputs()) {
+      Operation *def = input.getDefiningOp();
+      auto it = llvm::find_if(groups, [&](auto &g) { return g.first == def; });
+      if (it == groups.end())
+        groups.push_back({def, {input}});
+      else
+        it->second.push_back(input);
+    }
+    if (groups.size() < 2 ||
+        llvm::any_of(groups, [](auto &g) { return g.first == nullptr; }))
+      continue;
+    llvm::stable_sort(groups, [](auto &a, auto &b) {
+      return a.first->isBeforeInBlock(b.first);
+    });
+    OpBuilder builder(sum);
+    Value total;
+    for (auto &[def, inputs] : groups) {
+      builder.setInsertionPointAfter(def);
+      Value part =
+          SumSquaresOp::create(builder, sum.getLoc(), sum.getType(), inputs)
+              .getResult();
+      builder.setInsertionPoint(sum);
+      total =
+          total ? AddOp::create(builder, sum.getLoc(), total, part).getResult()
+                : part;
+    }
+    sum.getResult().replaceAllUsesWith(total);
+    sum.erase();
+  }
 }
 
 } // namespace

@@ -124,9 +124,14 @@ private:
 
 } // namespace
 
+/// A sum over the tensor-parallel axis of one value with dimensions: a
+/// scalar (gradient clipping's squared norm) has no tokens to split and
+/// stays an all-reduce.
 bool TokenSplitter::isTensorParallelAllReduce(Operation *op) {
   auto allReduce = dyn_cast<AllReduceOp>(op);
   return allReduce &&
+         cast<RankedTensorType>(allReduce.getInputs().front().getType())
+                 .getRank() > 0 &&
          allReduce.getGridAttr().getAttr() == grid.getSymNameAttr() &&
          allReduce.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)} &&
          allReduce.getReduction() == ReductionKind::Sum &&
