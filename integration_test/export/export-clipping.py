@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+import exporttest  # noqa: E402
 from exporttest import Checker, braidtest, load_spec  # noqa: E402
 import braid  # noqa: E402
 from braid import compare  # noqa: E402
@@ -72,13 +73,7 @@ def train(check, name, spec, prefix, tp=1):
                   and l.rstrip().endswith(": tensor<f32>")]
         check(len(scalar) == 1, "%s: %d scalar all-reduce over the tensor-parallel axis "
               "(the split parameters' partial squared norms)" % (name, len(scalar)))
-    p = braidtest.braid_run(plan, ranks=RANKS, args=[
-        "--steps", str(STEPS), "--params", exported.paths["params"], "--data",
-        exported.paths["batch"], "--save", prefix + ".out.npz", "--timeout", "120",
-        "--check-memory"])
-    losses = braidtest.losses(p.stdout)
-    with np.load(prefix + ".out.npz") as f:
-        state = {k: f[k] for k in f.files if k != "loss"}
+    losses, state = exporttest.train(plan, exported, prefix, STEPS, RANKS)
     (inputs,), (targets,) = spec["global_batch"]
     norms = []
     braid.export.torch_reference(spec, (inputs,), (targets,), STEPS, double=True, ranks=dp,

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+import exporttest  # noqa: E402
 from exporttest import Checker, braidtest, load_spec  # noqa: E402
 import braid  # noqa: E402
 from braid import compare  # noqa: E402
@@ -103,13 +104,7 @@ def train(check, name, spec, prefix, ignore, tp=1):
         text = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
         check("cross_entropy_shard_backward" in text,
               "%s: the plan has the vocabulary-parallel cross-entropy" % name)
-    p = braidtest.braid_run(plan, ranks=RANKS, args=[
-        "--steps", str(STEPS), "--params", exported.paths["params"], "--data",
-        exported.paths["batch"], "--save", prefix + ".out.npz", "--timeout", "120",
-        "--check-memory"])
-    losses = braidtest.losses(p.stdout)
-    with np.load(prefix + ".out.npz") as f:
-        state = {k: f[k] for k in f.files if k != "loss"}
+    losses, state = exporttest.train(plan, exported, prefix, STEPS, RANKS)
     (inputs,), (targets,) = spec["global_batch"]
     dp = RANKS // tp
     result = compare.against_pytorch(spec, ((inputs,), (targets,)), losses, state, STEPS,

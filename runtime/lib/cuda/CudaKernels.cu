@@ -140,6 +140,30 @@ struct RowCount {
     check(cudaMemsetAsync(count, 0, sizeof(*count), stream), instr);
   }
   void free(const Instr &instr) { check(cudaFreeAsync(count, stream), instr); }
+  /// Counts the `rows` labels that are not `ignore` (all of them unless
+  /// `ignores`): a backward's divisor, before its rows run.
+  void countLabels(int64_t rows, const uint8_t *labels, bool wide, bool ignores,
+                   int64_t ignore) {
+    unsigned long long *n = count;
+    forEach(rows, stream, [=] __device__(int64_t r) {
+      if (!ignores || loadIndex(labels, wide, r) != ignore)
+        atomicAdd(n, 1ULL);
+    });
+  }
+};
+
+/// An update's scalars: its learning rate (a constant, or a scheduled one in
+/// device memory) and its gradient scale (gradient clipping's factor in
+/// device memory, or none), read by the kernel.
+struct UpdateScalars {
+  double lrConstant = 0;
+  const float *lrPtr = nullptr, *scalePtr = nullptr;
+  __device__ double lr() const {
+    return lrPtr ? double(lrPtr[0]) : lrConstant;
+  }
+  __device__ double scale() const {
+    return scalePtr ? double(scalePtr[0]) : 1.0;
+  }
 };
 
 /// The mean (over the rows counted; NaN for none, as torch) or the sum of a
@@ -176,6 +200,16 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   };
   const Opcode op = instr.opcode;
   int64_t n = instr.results.empty() ? 0 : outBuf(0).numElements();
+  // An update's operands after its `fixed` ones: the scheduled learning
+  // rate where it has no lr attribute, then the gradient scale if any.
+  auto updateScalars = [&](std::optional<double> lr, size_t fixed) {
+    UpdateScalars s;
+    size_t next = fixed;
+    s.lrConstant = lr.value_or(0.0);
+    s.lrPtr = lr ? nullptr : in(next++);
+    s.scalePtr = instr.operands.size() > next ? in(next) : nullptr;
+    return s;
+  };
 
   switch (op) {
   case Opcode::Matmul: {
@@ -447,10 +481,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     RowCount counted(stream, instr);
     unsigned long long *count = counted.count;
     if (backward)
-      forEach(rows, stream, [=] __device__(int64_t r) {
-        if (!ignores || loadIndex(labels, wide, r) != ignore)
-          atomicAdd(count, 1ULL);
-      });
+      counted.countLabels(rows, labels, wide, ignores, ignore);
     else
       check(cudaMemsetAsync(y, 0, sizeof(float), stream), instr);
     forEach(rows, stream, [=] __device__(int64_t r) {
@@ -556,10 +587,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     RowCount counted(stream, instr);
     unsigned long long *count = counted.count;
     if (backward)
-      forEach(rows, stream, [=] __device__(int64_t r) {
-        if (!ignores || loadIndex(labels, wide, r) != ignore)
-          atomicAdd(count, 1ULL);
-      });
+      counted.countLabels(rows, labels, wide, ignores, ignore);
     else
       check(cudaMemsetAsync(y, 0, sizeof(float), stream), instr);
     forEach(rows, stream, [=] __device__(int64_t r) {
@@ -785,23 +813,15 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   }
   case Opcode::Sgd: {
     const auto &attrs = instr.as<ops::SgdAttrs>();
-    // A scheduled learning rate is in device memory, read by the kernel.
-    bool constant = attrs.lr.has_value();
-    double lrConstant = constant ? *attrs.lr : 0.0;
-    const float *lrPtr = constant ? nullptr : in(3);
-    // The gradient scale (clipping's factor), the operand after those.
-    size_t scaleAt = constant ? 3 : 4;
-    const float *scalePtr =
-        instr.operands.size() > scaleAt ? in(scaleAt) : nullptr;
+    UpdateScalars scalars = updateScalars(attrs.lr, 3);
     double mom = attrs.momentum, wd = attrs.weight_decay;
     double damp = attrs.dampening;
     bool nesterov = attrs.nesterov;
     const float *p = in(0), *g = in(1), *buf = in(2);
     float *np = out(0), *nbuf = out(1);
     forEach(n, stream, [=] __device__(int64_t i) {
-      double lr = lrPtr ? double(lrPtr[0]) : lrConstant;
-      double scale = scalePtr ? double(scalePtr[0]) : 1.0;
-      double gi = scale * g[i] + wd * p[i];
+      double lr = scalars.lr();
+      double gi = scalars.scale() * g[i] + wd * p[i];
       double b = mom * buf[i] + (1.0 - damp) * gi;
       double step = nesterov ? gi + mom * b : b;
       nbuf[i] = float(b);
@@ -811,21 +831,16 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   }
   case Opcode::AdamW: {
     const auto &attrs = instr.as<ops::AdamWAttrs>();
-    bool constant = attrs.lr.has_value();
-    double lrConstant = constant ? *attrs.lr : 0.0;
-    const float *lrPtr = constant ? nullptr : in(5);
-    size_t scaleAt = constant ? 5 : 6;
-    const float *scalePtr =
-        instr.operands.size() > scaleAt ? in(scaleAt) : nullptr;
+    UpdateScalars scalars = updateScalars(attrs.lr, 5);
     double b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
     double wd = attrs.weight_decay;
     const float *p = in(0), *g = in(1), *m = in(2), *v = in(3),
                 *stepPtr = in(4);
     float *np = out(0), *nm = out(1), *nv = out(2);
     forEach(n, stream, [=] __device__(int64_t i) {
-      double lr = lrPtr ? double(lrPtr[0]) : lrConstant;
+      double lr = scalars.lr();
       double step = stepPtr[0];
-      double scale = scalePtr ? double(scalePtr[0]) : 1.0;
+      double scale = scalars.scale();
       double c1 = 1.0 - pow(b1, step), c2 = 1.0 - pow(b2, step);
       double pi = p[i] * (1.0 - lr * wd);
       double gi = scale * g[i];
