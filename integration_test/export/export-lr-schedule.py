@@ -1,9 +1,10 @@
 # Learning-rate schedules (issue 15): nanoGPT's warmup + cosine schedule
-# (examples/pytorch/nanogpt.py, a LambdaLR over two AdamW param groups), an
-# SGD with a SequentialLR (LinearLR warmup, then CosineAnnealingLR) and an
-# AdamW with OneCycleLR (cycle_momentum=False, its own length) are
-# exported for 2 ranks, compiled and trained with braid-run for the whole
-# schedule. Each loss within 1e-5 relative of float64 PyTorch (the same
+# (examples/pytorch/nanogpt.py, a LambdaLR over two AdamW param groups, with
+# its 2 micro-batches and clipping at 1.0), an SGD with a SequentialLR
+# (LinearLR warmup, then CosineAnnealingLR), an AdamW with OneCycleLR
+# (cycle_momentum=False, its own length), and the nanoGPT recipe again
+# tensor-parallel 2 (10 steps) are exported for 2 ranks, compiled and
+# trained with braid-run for the whole schedule. Each loss within 1e-5 relative of float64 PyTorch (the same
 # scheduler driving PyTorch's optimizer, braid.compare.against_pytorch) at
 # every step; the rates the step received are PyTorch's (the schedule file);
 # a run saved after 20 steps resumes at step 21 of the schedule and ends
@@ -66,11 +67,12 @@ def loop_rates(spec, steps):
     return np.array(rates)
 
 
-def train(check, name, make, prefix, steps):
+def train(check, name, make, prefix, steps, tp=1):
     spec = make()
     exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
-                            spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
-                            global_batch=spec["global_batch"],
+                            spec["loss_fn"], spec["optimizer"], RANKS // tp, output=prefix,
+                            global_batch=spec["global_batch"], tensor_parallel=tp,
+                            tensor_parallel_plan=spec.get("tensor_parallel_plan"),
                             lr_scheduler=spec["lr_scheduler"], max_steps=spec["max_steps"],
                             micro_batches=spec.get("micro_batches", 1),
                             max_grad_norm=spec.get("max_grad_norm"))
@@ -98,14 +100,16 @@ def train(check, name, make, prefix, steps):
     with np.load(prefix + ".out.npz") as f:
         state = {k: f[k] for k in f.files if k != "loss"}
     (inputs,), (targets,) = spec["global_batch"]
-    result = compare.against_pytorch(spec, ((inputs,), (targets,)), losses, state, steps)
+    result = compare.against_pytorch(spec, ((inputs,), (targets,)), losses, state, steps,
+                                     ranks=RANKS // tp)
     for line in compare.describe(result):
         print("     %s: %s" % (name, line))
     check(result["ok"], "%s: %d steps match PyTorch under the schedule%s" % (
         name, steps, "".join("\n       " + p for p in result["problems"])))
     # The schedule matters: PyTorch at a constant rate differs.
     constant = dict(spec, lr_scheduler=None)
-    flat, _ = braid.export.torch_reference(constant, (inputs,), (targets,), steps)
+    flat, _ = braid.export.torch_reference(constant, (inputs,), (targets,), steps,
+                                           ranks=RANKS // tp)
     check(compare.max_rel_diff(losses, flat) > 1e-3,
           "%s: a constant rate trains otherwise (%.2e relative)" % (
               name, compare.max_rel_diff(losses, flat)))
@@ -152,6 +156,15 @@ def main():
 
     train(check, "sgd", sgd_spec, os.path.join(out, "sgd"), 30)
     train(check, "one-cycle", one_cycle_spec, os.path.join(out, "one-cycle"), 20)
+
+    # The whole nanoGPT recipe (schedule, 2 micro-batches, clipping at 1.0)
+    # under tensor parallelism 2 with gpt.py's plan (vocabulary-parallel
+    # cross-entropy; sequence parallelism, braid-compile's default), 10 steps.
+    def nanogpt_tp():
+        spec = load_spec(os.path.join(examples, "nanogpt.py"), world_size=1, max_steps=10)
+        gpt = load_spec(os.path.join(examples, "gpt.py"), world_size=1)
+        return dict(spec, tensor_parallel_plan=gpt["tensor_parallel_plan"])
+    train(check, "nanogpt-tp", nanogpt_tp, os.path.join(out, "nanogpt-tp"), 10, tp=2)
     check.finish("export-lr-schedule")
 
 
