@@ -18,9 +18,9 @@ packages=(
   # lit runs under Debian's python3; the runtime tests compare with numpy.
   python3 python3-numpy
   # The runtime: the plan format (FlatBuffers, zlib's crc32), BLAS, MPI,
-  # .npz files (libzip).
+  # .npz files (libzip), bf16/f16 conversions (Eigen).
   flatbuffers-compiler libflatbuffers-dev zlib1g-dev libopenblas-dev
-  openmpi-bin libopenmpi-dev libzip-dev
+  openmpi-bin libopenmpi-dev libzip-dev libeigen3-dev
   # The cost model reads cluster descriptions (JSON); timelines are drawn
   # with matplotlib; braid-compile allocates with tcmalloc.
   nlohmann-json3-dev python3-matplotlib libgoogle-perftools-dev

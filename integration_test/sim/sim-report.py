@@ -214,14 +214,39 @@ def main():
           "a plan larger than the cluster")
     p = braidtest.run([braidtest.tool("braid-run"), plan, "--trace", "t.json"], check=False)
     check(p.returncode == 2 and "go with --backend=sim" in p.stderr, "--trace without sim")
-    # The cpu backend refuses a bf16 plan and names the simulator.
+    # The cpu backend runs a bf16 plan (f32 compute, bf16 storage): the
+    # loss is read widened, falls, and --save writes the bf16 parameters
+    # as float32 arrays.
     bf = os.path.join(out, "bf16.mlir")
     braidtest.run([sys.executable, "-m", "braid.models", "gpt2-small", "--layers", "1",
                    "--seq", "64", "--batch", "1", "--world-size", "1", "--dtype", "bf16", "-o", bf])
     braidtest.compile_step(bf, os.path.join(out, "bf16.plan"))
-    p = braidtest.run([braidtest.tool("braid-run"), os.path.join(out, "bf16.plan")], check=False)
-    check(p.returncode == 1 and "the cpu backend computes in f32" in p.stderr
-          and "--backend=sim simulates other types" in p.stderr, "cpu backend refuses bf16")
+    saved = os.path.join(out, "bf16.npz")
+    p = braidtest.run([braidtest.tool("braid-run"), os.path.join(out, "bf16.plan"), "--steps", "3",
+                       "--save", saved], check=False)
+    losses = [float(l.split()[-1]) for l in p.stdout.splitlines() if l.startswith("step ")]
+    check(p.returncode == 0 and len(losses) == 3 and 9 < losses[0] < 12 and losses[2] < losses[0],
+          "cpu backend trains bf16: %s %s" % (losses, p.stderr[-300:]))
+    import numpy as np
+    w = np.load(saved)["h0.mlp.c_fc.weight"]
+    bits = w.view(np.uint32) & 0xFFFF
+    check(w.dtype == np.float32 and w.shape == (3072, 768) and not bits.any()
+          and float(np.abs(w).mean()) > 1e-3, "a saved bf16 parameter is float32 holding bf16 values")
+    # The cpu backend refuses f64 and names the simulator.
+    f64 = os.path.join(out, "f64.mlir")
+    with open(f64, "w") as f:
+        f.write("""func.func @f64(%a: tensor<4x4xf64> {braid.role = #braid.role<batch "a">})
+    -> tensor<4x4xf64> {
+  %r = braid.relu %a : tensor<4x4xf64>
+  return %r : tensor<4x4xf64>
+}
+""")
+    braidtest.compile_step(f64, os.path.join(out, "f64.plan"))
+    np.savez(os.path.join(out, "f64.npz"), a=np.ones((4, 4)))
+    p = braidtest.run([braidtest.tool("braid-run"), os.path.join(out, "f64.plan"), "--data",
+                       os.path.join(out, "f64.npz")], check=False)
+    check(p.returncode == 1 and "the cpu backend computes in f32, bf16 and f16" in p.stderr
+          and "--backend=sim simulates other types" in p.stderr, "cpu backend refuses f64: " + p.stderr)
     print("sim-report: %d failed" % failures)
     sys.exit(1 if failures else 0)
 

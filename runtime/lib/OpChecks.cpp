@@ -607,19 +607,22 @@ void checkCollective(Checker &c) {
 
 } // namespace
 
-void braid::rt::checkComputeTypes(const Plan &plan, const char *backend) {
+void braid::rt::checkComputeTypes(const Plan &plan, const char *backend,
+                                  bool half) {
   for (const Stream &s : plan.streams)
     for (const Instr &i : s.instrs)
       for (const auto *ids : {&i.operands, &i.results})
         for (uint32_t id : *ids) {
           const Buffer &b = plan.buffers[id];
-          if (b.dtype != DType::F32 && b.dtype != DType::I32 &&
-              b.dtype != DType::I64 && b.dtype != DType::I1)
-            throw PlanError(i.describe() + ": the " + std::string(backend) +
-                            " backend computes in f32 (with i32 or i64 "
-                            "indices), but '" +
-                            b.name + "' is " + shapeOf(b) +
-                            "; --backend=sim simulates other types");
+          if (b.dtype == DType::F32 || b.dtype == DType::I32 ||
+              b.dtype == DType::I64 || b.dtype == DType::I1 ||
+              (half && (b.dtype == DType::BF16 || b.dtype == DType::F16)))
+            continue;
+          throw PlanError(
+              i.describe() + ": the " + std::string(backend) +
+              " backend computes in f32" + (half ? ", bf16 and f16" : "") +
+              " (with i32 or i64 indices), but '" + b.name + "' is " +
+              shapeOf(b) + "; --backend=sim simulates other types");
         }
 }
 

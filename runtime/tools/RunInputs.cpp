@@ -2,6 +2,7 @@
 
 #include "RunInputs.h"
 
+#include "braid-runtime/HalfFloat.h"
 #include "braid-runtime/Npz.h"
 
 #include <algorithm>
@@ -75,6 +76,26 @@ void convertWidth(const NpyArray &array, bool fromWide, bool toWide, size_t n,
 /// and integer widths convert; floats and integers do not mix).
 std::vector<uint8_t> convert(const NpyArray &array, const Buffer &buffer,
                              const std::string &what) {
+  if (isHalf(buffer.dtype)) {
+    // Files hold half tensors as f32 (or f64, or f16 for an f16 tensor):
+    // f32 first, then rounded to the plan's type.
+    Buffer wide = buffer;
+    wide.dtype = DType::F32;
+    wide.bytes = uint64_t(buffer.numElements()) * sizeof(float);
+    std::vector<float> f(size_t(buffer.numElements()));
+    if (array.descr == "<f2" && buffer.dtype == DType::F16 &&
+        array.data.size() == buffer.bytes)
+      return array.data;
+    if (array.descr != "<f4" && array.descr != "<f8")
+      throw NpzError(what + " has dtype '" + array.descr +
+                     "', but the plan holds " + dtypeName(buffer.dtype) +
+                     " (stored as float32 in files)");
+    std::vector<uint8_t> bytes = convert(array, wide, what);
+    std::memcpy(f.data(), bytes.data(), bytes.size());
+    std::vector<uint8_t> out(buffer.bytes);
+    narrowHalf(buffer.dtype, f.data(), out.data(), buffer.numElements());
+    return out;
+  }
   std::string want = descrOf(buffer.dtype);
   if (array.descr == want)
     return array.data;
@@ -158,10 +179,15 @@ std::vector<uint8_t> synthesize(const Plan &plan, const Binding &binding,
   std::mt19937_64 rng(seq);
   std::vector<uint8_t> out(b.bytes);
   int64_t n = b.numElements();
-  if (b.dtype == DType::F32) {
+  if (b.dtype == DType::F32 || isHalf(b.dtype)) {
     std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
-      reinterpret_cast<float *>(out.data())[i] = dist(rng);
+      x[i] = dist(rng);
+    if (isHalf(b.dtype))
+      narrowHalf(b.dtype, x.data(), out.data(), n);
+    else
+      std::memcpy(out.data(), x.data(), x.size() * sizeof(float));
   } else if (b.dtype == DType::I32 || b.dtype == DType::I64) {
     std::set<uint32_t> visited;
     int64_t limit = indexLimit(plan, binding.buffer, visited);
@@ -209,9 +235,11 @@ std::vector<uint8_t> initialize(const Plan &plan, const Binding &binding,
   const Buffer &local = plan.buffers[binding.buffer];
   Buffer b = local;
   b.shape = globalShape(plan, binding);
-  b.bytes = uint64_t(b.numElements()) * dtypeBytes(b.dtype);
+  // Computed in f32; a half parameter is rounded at the end.
+  b.bytes = uint64_t(b.numElements()) * sizeof(float);
   std::vector<uint8_t> out(b.bytes, 0);
-  if (binding.role != Role::Parameter || b.dtype != DType::F32)
+  if (binding.role != Role::Parameter ||
+      (b.dtype != DType::F32 && !isHalf(b.dtype)))
     return std::vector<uint8_t>(local.bytes, 0);
   float *x = reinterpret_cast<float *>(out.data());
   int64_t n = b.numElements();
@@ -230,6 +258,11 @@ std::vector<uint8_t> initialize(const Plan &plan, const Binding &binding,
   } else if (b.shape.size() == 1 &&
              (endsWith(".weight") || endsWith("gamma"))) {
     std::fill(x, x + n, 1.0f);
+  }
+  if (isHalf(b.dtype)) {
+    std::vector<uint8_t> half(size_t(n) * dtypeBytes(b.dtype));
+    narrowHalf(b.dtype, x, half.data(), n);
+    return pieceOf(plan, binding, half, dtypeBytes(b.dtype));
   }
   return pieceOf(plan, binding, out, sizeof(float));
 }
@@ -250,8 +283,8 @@ std::string braid::rt::descrOf(DType dtype) {
     return "|b1";
   case DType::F16:
   case DType::BF16:
-    // The cpu and cuda backends refuse these types before any file is read.
-    return "";
+    // numpy has no bf16: files hold half tensors widened to f32.
+    return "<f4";
   }
   return "";
 }

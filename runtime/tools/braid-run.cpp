@@ -18,6 +18,7 @@
 
 #include "braid-runtime/BackendRegistry.h"
 #include "braid-runtime/Executor.h"
+#include "braid-runtime/HalfFloat.h"
 #include "braid-runtime/Npz.h"
 #include "braid-runtime/Plan.h"
 #include "braid-runtime/SimBackend.h"
@@ -198,6 +199,17 @@ int simulate(const Options &o) {
 } // namespace
 
 namespace {
+
+/// A saved half tensor, widened to f32 (numpy has no bf16; descrOf).
+void widenSaved(NpyArray &array, DType dtype) {
+  if (!isHalf(dtype))
+    return;
+  size_t n = array.data.size() / dtypeBytes(dtype);
+  std::vector<uint8_t> wide(n * sizeof(float));
+  widenHalf(dtype, array.data.data(), reinterpret_cast<float *>(wide.data()),
+            int64_t(n));
+  array.data = std::move(wide);
+}
 
 /// One step of copying the carried state back: a copy from a result to its
 /// argument, or a result set aside in host memory first (`stage`) and
@@ -465,7 +477,14 @@ int main(int argc, char **argv) {
       }
       if (loss >= 0) {
         float local = 0, sum = 0;
-        backend->read(plan.buffers[loss], &local);
+        const Buffer &lossBuffer = plan.buffers[loss];
+        if (isHalf(lossBuffer.dtype)) {
+          uint16_t half = 0;
+          backend->read(lossBuffer, &half);
+          widenHalf(lossBuffer.dtype, &half, &local, 1);
+        } else {
+          backend->read(lossBuffer, &local);
+        }
         MPI_Allreduce(&local, &sum, 1, MPI_FLOAT, MPI_SUM, lossComm);
         if (rank == 0) {
           // %.9g: every float32 loss round-trips, so two runs can be
@@ -531,7 +550,7 @@ int main(int argc, char **argv) {
         array.data.resize(buffer.bytes);
         backend->read(buffer, array.data.data());
         if (b.splitDim < 0)
-          return;
+          return widenSaved(array, buffer.dtype);
         if (buffer.bytes > uint64_t(std::numeric_limits<int>::max()))
           throw std::runtime_error(
               "cannot gather '" + b.name +
@@ -548,6 +567,7 @@ int main(int argc, char **argv) {
                     array.data.data(), array.shape, dtypeBytes(buffer.dtype),
                     b.splitDim, b.splitBlocks, place.tpSize, r,
                     /*toPiece=*/false);
+        widenSaved(array, buffer.dtype);
       };
       auto isState = [](const Binding &b) {
         return b.role == Role::Parameter || b.role == Role::OptimizerState;

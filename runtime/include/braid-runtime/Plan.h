@@ -161,10 +161,10 @@ Plan loadPlan(const uint8_t *bytes, size_t size);
 Plan loadPayload(const uint8_t *bytes, size_t size, uint32_t version);
 
 /// Checks that every tensor an instruction touches is f32, i32, i64 or i1,
-/// the types the cpu and cuda backends compute in; a PlanError names the
-/// first that is not. (The loader takes every float type: the simulator
-/// times bf16 plans.)
-void checkComputeTypes(const Plan &plan, const char *backend);
+/// or also bf16 and f16 where `half` (the cpu backend widens them to f32;
+/// the cuda backend takes f32 only); a PlanError names the first that is
+/// not. (The loader takes every float type: the simulator times any.)
+void checkComputeTypes(const Plan &plan, const char *backend, bool half);
 
 /// The type a kernel computes in, for its cost: that of its first
 /// floating-point result, else operand; f32 if it has none.

@@ -51,7 +51,7 @@ void CpuBackend::use(const std::vector<uint32_t> &ids, const Instr &instr,
 }
 
 void CpuBackend::prepare(const Plan &p) {
-  checkComputeTypes(p, "cpu");
+  checkComputeTypes(p, "cpu", /*half=*/true);
   plan = &p;
   if (checkMemory)
     checker = std::make_unique<MemoryChecker>(p);

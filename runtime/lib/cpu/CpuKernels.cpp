@@ -3,12 +3,16 @@
 // One function per op of the dialect, in f32 (indices i32 or i64), matmul
 // through BLAS. The plan loader has checked every shape (OpChecks.cpp), so the
 // kernels index without further checks, except for data-dependent indices
-// (labels, token ids), which are checked here.
+// (labels, token ids), which are checked here. A kernel with bf16 or f16
+// tensors computes in f32 on widened copies and rounds its results
+// (runCpuKernel, HalfFloat.h); the ops that only move bytes move them as they
+// are.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernels.h"
 #include "../Views.h"
+#include "braid-runtime/HalfFloat.h"
 
 #include <cblas.h>
 
@@ -18,17 +22,22 @@
 #include <functional>
 #include <numeric>
 #include <optional>
+#include <vector>
 
 using namespace braid;
 using namespace braid::rt;
 
 namespace {
 
-/// The buffers of one instruction in the arena.
+/// The buffers of one instruction in the arena, and where each float
+/// operand and result is read and written in f32: in the arena, or in a
+/// widened copy of a half buffer.
 struct Args {
   const Plan &plan;
   const Instr &instr;
   uint8_t *arena;
+  std::vector<const float *> inData;
+  std::vector<float *> outData;
 
   const Buffer &inBuf(size_t i) const {
     return plan.buffers[instr.operands[i]];
@@ -36,12 +45,8 @@ struct Args {
   const Buffer &outBuf(size_t i) const {
     return plan.buffers[instr.results[i]];
   }
-  const float *in(size_t i) const {
-    return reinterpret_cast<const float *>(arena + inBuf(i).offset);
-  }
-  float *out(size_t i) const {
-    return reinterpret_cast<float *>(arena + outBuf(i).offset);
-  }
+  const float *in(size_t i) const { return inData[i]; }
+  float *out(size_t i) const { return outData[i]; }
   int64_t n(size_t i = 0) const { return outBuf(i).numElements(); }
   /// Index `k` of index operand `i`, checked against `limit`.
   int64_t index(size_t i, int64_t k, int64_t limit, const char *what) const {
@@ -770,7 +775,64 @@ void run(const Args &a) {
 
 } // namespace
 
+/// Whether the kernel of `opcode` moves bytes of any type as they are.
+static bool movesBytes(Opcode opcode) {
+  switch (opcode) {
+  case Opcode::Reshape:
+  case Opcode::Transpose:
+  case Opcode::Broadcast:
+  case Opcode::Slice:
+  case Opcode::ShardSlice:
+  case Opcode::Concat:
+  case Opcode::Constant:
+    return true;
+  default:
+    return false;
+  }
+}
+
 void braid::rt::runCpuKernel(const Plan &plan, const Instr &instr,
                              uint8_t *arena) {
-  run(Args{plan, instr, arena});
+  Args a{plan, instr, arena, {}, {}};
+  bool widen = false;
+  for (uint32_t id : instr.operands) {
+    a.inData.push_back(
+        reinterpret_cast<const float *>(arena + plan.buffers[id].offset));
+    widen |= isHalf(plan.buffers[id].dtype);
+  }
+  for (uint32_t id : instr.results) {
+    a.outData.push_back(
+        reinterpret_cast<float *>(arena + plan.buffers[id].offset));
+    widen |= isHalf(plan.buffers[id].dtype);
+  }
+  if (!widen || movesBytes(instr.opcode))
+    return run(a);
+  // f32 copies of the half buffers, kept per thread from one call to the
+  // next: operands widened before, results rounded after.
+  thread_local std::vector<std::vector<float>> scratch;
+  size_t used = 0;
+  auto copy = [&](const Buffer &b) {
+    if (scratch.size() <= used)
+      scratch.emplace_back();
+    std::vector<float> &v = scratch[used++];
+    v.resize(size_t(b.numElements()));
+    return v.data();
+  };
+  for (size_t i = 0; i < instr.operands.size(); ++i) {
+    const Buffer &b = a.inBuf(i);
+    if (!isHalf(b.dtype))
+      continue;
+    float *f = copy(b);
+    widenHalf(b.dtype, arena + b.offset, f, b.numElements());
+    a.inData[i] = f;
+  }
+  for (size_t i = 0; i < instr.results.size(); ++i)
+    if (isHalf(a.outBuf(i).dtype))
+      a.outData[i] = copy(a.outBuf(i));
+  run(a);
+  for (size_t i = 0; i < instr.results.size(); ++i) {
+    const Buffer &b = a.outBuf(i);
+    if (isHalf(b.dtype))
+      narrowHalf(b.dtype, a.outData[i], arena + b.offset, b.numElements());
+  }
 }

@@ -83,7 +83,7 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::prepare(const Plan &plan) {
-  checkComputeTypes(plan, "cuda");
+  checkComputeTypes(plan, "cuda", /*half=*/false);
   State &s = *state;
   s.plan = &plan;
   cudaCheck(cudaMalloc(&s.arena, plan.arenaBytes ? plan.arenaBytes : 256),
