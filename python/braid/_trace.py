@@ -138,8 +138,10 @@ def _functional_call(model, mapping, args):
     return stateless.functional_call(model, mapping, args)
 
 
-def _trace(model, params, aliases, inputs, targets, loss_fn):
-    """The joint forward+backward fx graph of loss_fn(model(*inputs), *targets)."""
+def _trace(model, params, aliases, inputs, targets, loss_fn, autocast=None):
+    """The joint forward+backward fx graph of loss_fn(model(*inputs), *targets),
+    the forward and the loss under torch.autocast("cpu", autocast) when it is
+    given (autograd's backward then holds the casts' backward)."""
     from functorch.compile import aot_function, default_partition, make_boxed_func
 
     names = [n for n, _ in params]
@@ -150,8 +152,10 @@ def _trace(model, params, aliases, inputs, targets, loss_fn):
         mapping = dict(zip(names, flat[:P]))
         mapping.update({a: mapping[c] for a, c in aliases.items()})
         mapping.update(zip([n for n, _ in buffers], flat[P:P + B]))
-        out = _functional_call(model, mapping, tuple(flat[P + B:P + B + I]))
-        return loss_fn(out, *flat[P + B + I:])
+        with (torch.autocast("cpu", dtype=autocast) if autocast is not None
+              else contextlib.nullcontext()):
+            out = _functional_call(model, mapping, tuple(flat[P + B:P + B + I]))
+            return loss_fn(out, *flat[P + B + I:])
 
     captured = {}
 

@@ -198,6 +198,17 @@ class Lowering:
         m = self.node.meta.get("tensor_meta")
         return tuple(m.shape) if hasattr(m, "shape") else None
 
+    def out_dtype(self):
+        """The result's braid element type, as torch computed it (None when
+        torch does not say)."""
+        m = self.node.meta.get("tensor_meta")
+        return DTYPES.get(getattr(m, "dtype", None))
+
+    def as_dtype(self, v, dtype, hint="cast"):
+        """Value `v` converted to `dtype`: a `braid.cast` where it differs
+        (autocast's casts, and torch's type promotion)."""
+        return v if dtype is None or v.dtype == dtype else self.b.cast(v, dtype, hint=hint)
+
     def dim(self, d, rank):
         return d % rank if rank else 0
 
@@ -284,6 +295,10 @@ class Lowering:
         if tuple(result.shape) != want:
             self.fail("internal error: braid computed shape %s, torch %s"
                       % (list(result.shape), list(want)))
+        dtype = self.out_dtype()
+        if dtype is not None and getattr(result, "dtype", dtype) != dtype and \
+                not isinstance(result, torch.Tensor):
+            self.fail("internal error: braid computed type %s, torch %s" % (result.dtype, dtype))
 
     # -- data movement ----------------------------------------------------------------
     def alias(self, x, *args, **kwargs):
@@ -377,6 +392,19 @@ class Lowering:
             return xs[0]
         return self.b.concat(xs, self.dim(dim, len(xs[0].shape)), hint="cat")
 
+    def _to_copy(self, x, dtype=None, layout=None, device=None, pin_memory=None,
+                 non_blocking=False, memory_format=None):
+        """A copy, or a conversion of the element type (autocast's casts)."""
+        r = self.ref(x)
+        want = DTYPES.get(dtype) if dtype is not None else r.dtype
+        if want is None:
+            self.fail("a conversion to dtype %s" % dtype)
+        if want == r.dtype:
+            return r
+        if isinstance(r, Transposed):  # cast the base: the transpose stays lazy
+            return Transposed(self.as_dtype(r.base, want), r.perm)
+        return self.as_dtype(self.value(x), want)
+
     def unsqueeze(self, x, dim):
         return self.reshape(self.ref(x), self.out_shape())
 
@@ -407,7 +435,12 @@ class Lowering:
             xb = self.b.scale(xb, alpha, hint="scaled")
         xa = self.materialize(ra)
         if xa.dtype != xb.dtype:
-            self.fail("operands of types %s and %s" % (xa.dtype, xb.dtype))
+            # torch's type promotion (a bf16 branch added to an f32
+            # residual under autocast): each operand in the result's type.
+            want = self.out_dtype()
+            if want is None or not all(d.startswith(("f", "b")) for d in (xa.dtype, xb.dtype)):
+                self.fail("operands of types %s and %s" % (xa.dtype, xb.dtype))
+            xa, xb = self.as_dtype(xa, want, "promoted"), self.as_dtype(xb, want, "promoted")
         if op == "add":
             for x, y in ((xa, xb), (xb, xa)):
                 if x.shape == shape and len(y.shape) == 1 and shape and \
@@ -599,6 +632,7 @@ LOWERINGS = {
     "aten.squeeze.default": Lowering.unsqueeze,
     "aten.expand.default": Lowering.expand,
     "aten.clone.default": Lowering.alias,
+    "aten._to_copy.default": Lowering._to_copy,
     "aten.detach.default": Lowering.alias,
     "aten.alias.default": Lowering.alias,
     "aten.split.Tensor": Lowering.split,

@@ -76,7 +76,7 @@ class Exported:
 def export(model, example_inputs, example_targets, loss_fn, optimizer, world_size, *,
            output=None, name=None, input_names=None, target_names=None, global_batch=None,
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
-           micro_batches=1, max_grad_norm=None):
+           micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -116,6 +116,14 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      torch.nn.utils.clip_grad_norm_ after DDP's all-reduce:
                      every gradient times min(1, max_norm / (norm + 1e-6)),
                      the norm over the whole model
+    autocast         "bf16": mixed precision as torch.autocast(dtype=torch.bfloat16)
+                     casts it. The step is traced under autocast, so its casts
+                     (`braid.cast`) are torch's: the parameters, their
+                     gradients and the optimizer state stay f32 (master
+                     weights), matmuls run in bf16
+    reduce_dtype     the type the gradients are all-reduced in: "fp32" (the
+                     default) or "bf16" (half the bytes on the wire; each
+                     gradient is cast to bf16 for its all-reduce and back)
 
     Raises ExportError (nothing written) on anything it cannot export.
     """
@@ -154,6 +162,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
         micro_inputs = [t[:t.shape[0] // micro_batches] for t in inputs]
         micro_targets = [t[:t.shape[0] // micro_batches] for t in targets]
 
+    half = _autocast_dtype(autocast)
+    reduce_in = _reduce_dtype(reduce_dtype)
     params, aliases = _parameters(model)
     groups = _optimizer_groups(optimizer, params)
     schedule = None
@@ -163,7 +173,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     elif max_steps is not None:
         raise ExportError("max_steps is the length of an lr_scheduler's schedule; there is no "
                           "lr_scheduler")
-    graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn)
+    graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn, autocast=half)
 
     split = {}
     if tensor_parallel > 1:
@@ -173,7 +183,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     b.shardings.update(split)
     mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
                                   micro_inputs, input_names, micro_targets, target_names,
-                                  schedule, micro_batches, max_grad_norm)
+                                  schedule, micro_batches, max_grad_norm, reduce_in)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -191,7 +201,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                                       n, list(g.shape), g.dtype, list(want or ()), t.dtype))
     batch = {n: t.detach().cpu().numpy() for n, t in zip(input_names + target_names, examples)}
     summary.update(model=type(model).__name__, world_size=world_size, micro_batches=micro_batches,
-                   max_grad_norm=max_grad_norm,
+                   max_grad_norm=max_grad_norm, autocast=autocast, reduce_dtype=reduce_in,
                    micro_rows=(micro_inputs + micro_targets)[0].shape[0],
                    optimizer=type(optimizer).__name__, function=name,
                    tensor_parallel=tensor_parallel, split=split)
@@ -204,8 +214,30 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 # -- arguments ------------------------------------------------------------------
 
 
+def _autocast_dtype(autocast):
+    """The torch dtype of spec key `autocast`, or None."""
+    if autocast is None:
+        return None
+    if autocast == "bf16":
+        return torch.bfloat16
+    if autocast == "fp16":
+        raise ExportError("autocast 'fp16' is not supported yet: torch 1.13's cpu autocast "
+                          "has no float16, and braid has no loss scaling; use 'bf16'")
+    raise ExportError("autocast must be 'bf16' or absent, not %r" % (autocast,))
+
+
+def _reduce_dtype(reduce_dtype):
+    """The braid element type gradients are all-reduced in (None: theirs)."""
+    if reduce_dtype is None or reduce_dtype == "fp32":
+        return None
+    if reduce_dtype == "bf16":
+        return "bf16"
+    raise ExportError("reduce_dtype must be 'fp32', 'bf16' or absent, not %r" % (reduce_dtype,))
+
+
 def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_names,
-           targets, target_names, schedule=None, micro=1, max_grad_norm=None):
+           targets, target_names, schedule=None, micro=1, max_grad_norm=None,
+           reduce_dtype=None):
     graph, nflat = traced
     buffers = list(model.named_buffers())
     P, B = len(params), len(buffers)
@@ -310,7 +342,7 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
             acc = g if not mb else b.add(accumulated[i], g, hint="acc_" + params[i][0])
             accumulated[i] = acc
             if last:
-                reduced[i] = b.grad_all_reduce(acc, params[i][0])
+                reduced[i] = b.grad_all_reduce(acc, params[i][0], reduce_dtype)
 
         done = set()
         for node in graph.graph.nodes:
@@ -341,6 +373,12 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
         loss = b.add(loss, l, hint="loss_sum")
     if micro > 1:
         loss = b.scale(loss, 1.0 / micro, hint="loss_mean")
+
+    # Gradients reduced in a narrower type come back to the parameter's
+    # here, after the backward (the all-reduces stay free to be bucketed).
+    for i in range(P):
+        if reduced[i].dtype != pvals[i].dtype:
+            reduced[i] = b.cast(reduced[i], pvals[i].dtype, hint="g32_" + params[i][0])
 
     # Gradient clipping by the global norm, after every all-reduce: the
     # updates take its factor as their grad_scale.
@@ -408,7 +446,8 @@ def main(argv=None):
                     "--world-size is given) that returns a dict with model, example_inputs, "
                     "example_targets, loss_fn, optimizer and optionally world_size, "
                     "input_names, target_names, global_batch, tensor_parallel_plan, "
-                    "lr_scheduler, max_steps, micro_batches, max_grad_norm.")
+                    "lr_scheduler, max_steps, micro_batches, max_grad_norm, autocast, "
+                    "reduce_dtype.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the aten ops that have a braid lowering and exit")
@@ -429,6 +468,12 @@ def main(argv=None):
                         help="clip gradients to this global norm, as "
                              "torch.nn.utils.clip_grad_norm_ (overrides the spec's "
                              "max_grad_norm)")
+    parser.add_argument("--autocast", choices=["bf16"],
+                        help="mixed precision as torch.autocast: bf16 compute, f32 master "
+                             "weights (overrides the spec's autocast)")
+    parser.add_argument("--reduce-dtype", choices=["fp32", "bf16"],
+                        help="the type gradients are all-reduced in (overrides the spec's "
+                             "reduce_dtype; default fp32)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
@@ -463,7 +508,11 @@ def main(argv=None):
                         micro_batches=args.micro_batches if args.micro_batches is not None
                         else spec.get("micro_batches", 1),
                         max_grad_norm=args.max_grad_norm if args.max_grad_norm is not None
-                        else spec.get("max_grad_norm"))
+                        else spec.get("max_grad_norm"),
+                        autocast=args.autocast if args.autocast is not None
+                        else spec.get("autocast"),
+                        reduce_dtype=args.reduce_dtype if args.reduce_dtype is not None
+                        else spec.get("reduce_dtype"))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)
@@ -490,6 +539,9 @@ def main(argv=None):
               % (n, len(rates), rates[0], rates.max(), rates[-1], len(rates)))
     if s["max_grad_norm"] is not None:
         print("  clipping        gradients to a global norm of %g" % s["max_grad_norm"])
+    if s["autocast"] is not None:
+        print("  autocast        %s compute as torch.autocast casts it, f32 master weights; "
+              "gradients all-reduced in %s" % (s["autocast"], s["reduce_dtype"] or "f32"))
     if s["micro_batches"] > 1:
         k = s["micro_batches"]
         print("  micro-batches   %d per step, %d rows each; gradients accumulated, all-reduced "

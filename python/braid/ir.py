@@ -191,6 +191,11 @@ class StepBuilder:
     def reduce_mean(self, x, dims, hint="mean", keep_dims=False):
         return self.reduce_sum(x, dims, hint, keep_dims, op="reduce_mean")
 
+    def cast(self, x, dtype, hint="cast"):
+        """`x` converted to element type `dtype` ("bf16", "f32", ...)."""
+        r = Value(None, x.shape, dtype)
+        return self._emit(hint, x.shape, dtype, "braid.cast %s : %s -> %s" % (x, x.type, r.type))
+
     def _unary(self, op, x, hint, attrs=""):
         return self._emit(hint, x.shape, x.dtype, "braid.%s %s%s : %s" % (op, x, attrs, x.type))
 
@@ -318,9 +323,14 @@ class StepBuilder:
                           % (bytes(data).hex().upper(), v.type))
 
     # -- collectives and optimizers -------------------------------------------
-    def grad_all_reduce(self, grad, param_name):
-        """The data-parallel average of one parameter's gradient."""
+    def grad_all_reduce(self, grad, param_name, dtype=None):
+        """The data-parallel average of one parameter's gradient, reduced in
+        `dtype` (cast to it first) when it is given and differs. The caller
+        casts the result back where the update needs it: after the backward,
+        so that the bucketing pass may delay the all-reduce."""
         hint = "g_" + param_name
+        if dtype is not None and dtype != grad.dtype:
+            grad = self.cast(grad, dtype, hint="g16_" + param_name)
         return self._emit(hint, grad.shape, grad.dtype,
                           'braid.all_reduce %s on @%s grid_axes = [0] reduction = avg grad_of = ["%s"] : %s'
                           % (grad, self.grid, param_name, grad.type))

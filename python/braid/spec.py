@@ -2,6 +2,7 @@
 own training of a spec, which the tests and the main job compare braid
 with. braid.export re-exports load_spec and torch_reference."""
 
+import contextlib
 import copy
 import importlib
 import importlib.util
@@ -49,7 +50,12 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
     (inputs, targets) for `steps` steps (in float64 with `double`), under the
     spec's lr_scheduler when it has one, its gradients clipped by
     torch.nn.utils.clip_grad_norm_ to its max_grad_norm when it has one (the
-    norm before clipping appended to `norms` each step, when given). With
+    norm before clipping appended to `norms` each step, when given), the
+    forward and loss under torch.autocast("cpu", torch.bfloat16) when the
+    spec's autocast is "bf16" (not with `double`: autocast leaves float64
+    alone, so that reference is the exact one), and the ranks' gradients
+    rounded to bf16, summed, averaged and rounded again, as DDP's
+    bf16_compress_hook, when its reduce_dtype is "bf16". With
     `ranks`, as PyTorch DDP on that
     many ranks: the batch splits into `ranks` equal parts along dimension 0,
     each part's loss is taken on its own, and the step's loss and gradient
@@ -76,6 +82,11 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
         from braid import recipe
         rates = recipe.evaluate(opt, spec["lr_scheduler"], steps)
     micro = spec.get("micro_batches", 1) or 1
+    autocast = contextlib.nullcontext
+    if spec.get("autocast") == "bf16" and not double:
+        def autocast():
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+    compress = spec.get("reduce_dtype") == "bf16" and not double
     losses = []
     for k in range(steps):
         if rates is not None:
@@ -83,7 +94,8 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
                 g["lr"] = float(lr)
         ref_opt.zero_grad()
         if ranks is None and micro == 1:
-            loss = spec["loss_fn"](model(*inputs), *targets)
+            with autocast():
+                loss = spec["loss_fn"](model(*inputs), *targets)
             loss.backward()
         else:
             # Rank r's batch is part r of `ranks`; its micro-batch m is part m
@@ -91,11 +103,24 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
             # as DDP with no_sync on all but the last micro-batch.
             parts = (ranks or 1) * micro
             total = 0.0
+            per_rank = []
             for j in range(parts):
-                part = spec["loss_fn"](model(*(x.chunk(parts)[j] for x in inputs)),
-                                       *(t.chunk(parts)[j] for t in targets))
+                with autocast():
+                    part = spec["loss_fn"](model(*(x.chunk(parts)[j] for x in inputs)),
+                                           *(t.chunk(parts)[j] for t in targets))
                 (part / parts).backward()
                 total = total + part.detach()
+                if compress and j % micro == micro - 1:
+                    # This rank's gradient (of its mean loss), as its
+                    # all-reduce sees it.
+                    per_rank.append([p.grad * (ranks or 1) for p in model.parameters()])
+                    ref_opt.zero_grad(set_to_none=False)
+            if compress:
+                def bf16(x):
+                    return x.to(torch.bfloat16).to(x.dtype)
+                for i, p in enumerate(model.parameters()):
+                    summed = bf16(sum(bf16(g[i]) for g in per_rank))
+                    p.grad.copy_(bf16(summed / len(per_rank)))
             loss = total / parts
         if spec.get("max_grad_norm") is not None:
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec["max_grad_norm"])

@@ -126,9 +126,11 @@ func.func @grad_of_state(%m: tensor<8xf32> {braid.role = #braid.role<optimizer_s
 // -----
 
 shard.grid @world(shape = 4x2)
-func.func @grad_of_type(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w">}, %g: tensor<4xf32>, %h: tensor<2x2xf32>) {
-  // A chunk of the gradient is fine.
+func.func @grad_of_type(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w">}, %g: tensor<4xf32>, %h: tensor<2x2xf32>, %b: tensor<8xbf16>) {
+  // A chunk of the gradient is fine, and so is the gradient cast to bf16
+  // (reduced in half the bytes).
   %0 = braid.all_reduce %g on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<4xf32>
+  %2 = braid.all_reduce %b on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<8xbf16>
   // expected-error @below {{input #0 of type 'tensor<2x2xf32>' is neither the gradient of 'w' of type 'tensor<8xf32>' nor a rank-1 chunk of it}}
   %1 = braid.all_reduce %h on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<2x2xf32>
   return

@@ -94,10 +94,11 @@ static LogicalResult verifyGradientAttrs(Op op, OperandRange inputs) {
         cast<RankedTensorType>(func.getArgumentTypes()[it->second]);
     auto inputType = cast<RankedTensorType>(inputs[i].getType());
     // The whole gradient, or a chunk of it (braid-bucket-gradients with
-    // split-large): a rank-1 tensor of the element type, no larger.
-    bool whole = paramType == inputType;
+    // split-large): a rank-1 tensor, no larger. Its element type may be
+    // another float type than the parameter's: a gradient cast to bf16 to
+    // be reduced in half the bytes (braid.export's reduce_dtype).
+    bool whole = paramType.getShape() == inputType.getShape();
     bool chunk = inputType.getRank() == 1 &&
-                 inputType.getElementType() == paramType.getElementType() &&
                  inputType.getNumElements() <= paramType.getNumElements();
     if (!whole && !chunk)
       return op.emitOpError()

@@ -1,0 +1,127 @@
+# Mixed precision (issue 15): `autocast="bf16"` traces the step under
+# torch.autocast("cpu", dtype=torch.bfloat16), so the casts in the IR are
+# torch's own: each parameter is cast to bf16 where a matmul reads it, the
+# matmuls run in bf16, a bf16 branch meets the f32 residual stream through a
+# promoting cast, log_softmax and the loss run in f32, and each gradient is
+# cast back to f32 for its master weight. Parameters, gradients and AdamW's
+# state stay f32. `reduce_dtype="bf16"` all-reduces the gradients in bf16
+# (one bucket after --braid-overlap, half the bytes) and casts them back
+# after the backward.
+#
+# The bundled GPT trains 20 steps on 2 cpu ranks (DDP semantics, the same
+# global batch) both ways, against PyTorch autocast on the cpu (with DDP's
+# bf16_compress_hook arithmetic for reduce_dtype="bf16"):
+#  - every step's loss within 2e-3 relative. Why that bound: bf16 keeps 8
+#    significant bits (unit roundoff 2^-9 = 2e-3). braid (OpenBLAS sgemm on
+#    widened inputs) and PyTorch (oneDNN's bf16 gemm) accumulate in f32 in
+#    different orders, so a matmul result can round to the neighbouring bf16
+#    value (2^-8 relative) in one and not the other, and training carries
+#    such differences forward. Measured here: 3e-4 and 6e-4 relative, the
+#    size of autocast's own distance from float64 (7e-4), while float32
+#    PyTorch is 2.4e-7 from float64;
+#  - the run is really in bf16: its losses differ from float64 PyTorch by
+#    more than 100 times float32 PyTorch's spread;
+#  - the final parameters and optimizer state: each array within 3 times
+#    autocast PyTorch's own distance from float64 PyTorch (plus 1e-6).
+#
+# REQUIRES: torch, numpy, mpi
+# RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+import exporttest  # noqa: E402
+from exporttest import Checker, braidtest, load_spec  # noqa: E402
+import braid  # noqa: E402
+from braid import compare  # noqa: E402
+
+STEPS = 20
+RANKS = 2
+TOLERANCE = 2e-3
+
+
+def check_ir(check, name, mlir, reduce_dtype):
+    lines = mlir.splitlines()
+    matmuls = [l for l in lines if "braid.matmul" in l]
+    check(matmuls and all(l.rstrip().endswith("bf16>") for l in matmuls),
+          "%s: all %d matmuls compute in bf16" % (name, len(matmuls)))
+    params = [l for l in lines if "#braid.role<parameter" in l or "#braid.role<optimizer_state" in l]
+    check(params and all("xf32>" in l or "tensor<f32>" in l for l in params),
+          "%s: the %d signature lines of parameters and optimizer state are f32 (master weights)"
+          % (name, len(params)))
+    casts = [l for l in lines if "braid.cast" in l]
+    down = sum("f32> -> tensor<" in l and l.rstrip().endswith("bf16>") for l in casts)
+    up = sum("bf16> -> tensor<" in l and l.rstrip().endswith("f32>") for l in casts)
+    check(down > 0 and up > 0, "%s: %d casts to bf16 and %d back to f32 in the IR"
+          % (name, down, up))
+    check(any("braid.log_softmax" in l and l.rstrip().endswith("f32>") for l in lines),
+          "%s: log_softmax runs in f32, as autocast runs it" % name)
+    reduces = [l for l in lines if "braid.all_reduce" in l and "grad_of" in l]
+    want = "bf16>" if reduce_dtype == "bf16" else "f32>"
+    check(reduces and all(l.rstrip().endswith(want) for l in reduces),
+          "%s: the %d gradient all-reduces are in %s" % (name, len(reduces), want[:-1]))
+    updates = [l for l in lines if "braid.adamw" in l]
+    check(updates and all(l.rstrip().endswith("f32>") for l in updates),
+          "%s: the %d AdamW updates are f32" % (name, len(updates)))
+
+
+def main():
+    out, examples = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    check = Checker()
+    for reduce_dtype in (None, "bf16"):
+        name = "reduce in %s" % (reduce_dtype or "f32")
+        spec = dict(load_spec(os.path.join(examples, "gpt.py"), world_size=RANKS),
+                    autocast="bf16", reduce_dtype=reduce_dtype)
+        prefix = os.path.join(out, "gpt-%s" % (reduce_dtype or "f32"))
+        exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
+                                spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
+                                global_batch=spec["global_batch"], autocast="bf16",
+                                reduce_dtype=reduce_dtype)
+        mlir = open(exported.paths["mlir"]).read()
+        check_ir(check, name, mlir, reduce_dtype)
+        if reduce_dtype == "bf16":
+            scheduled = braidtest.run([braidtest.tool("braid-opt"), exported.paths["mlir"],
+                                       "--braid-overlap"]).stdout
+            starts = [l for l in scheduled.splitlines() if "braid.all_reduce_start" in l]
+            check(len(starts) == 1 and starts[0].rstrip().endswith("bf16>"),
+                  "%s: the bf16 gradients share one bucket after --braid-overlap (%d)"
+                  % (name, len(starts)))
+        plan = prefix + ".plan"
+        braidtest.compile_step(exported.paths["mlir"], plan)
+        losses, state = exporttest.train(plan, exported, prefix, STEPS, RANKS)
+        (inputs,), (targets,) = spec["global_batch"]
+        auto, auto_state = braid.export.torch_reference(spec, (inputs,), (targets,), STEPS,
+                                                        ranks=RANKS)
+        exact, exact_state = braid.export.torch_reference(spec, (inputs,), (targets,), STEPS,
+                                                          ranks=RANKS, double=True)
+        f32, _ = braid.export.torch_reference(dict(spec, autocast=None, reduce_dtype=None),
+                                              (inputs,), (targets,), STEPS, ranks=RANKS)
+        diff = compare.max_rel_diff(losses, auto)
+        spread = compare.max_rel_diff(auto, exact)
+        f32_spread = compare.max_rel_diff(f32, exact)
+        check(len(losses) == STEPS and diff <= TOLERANCE,
+              "%s: %d losses within %g of PyTorch autocast (%.2e; autocast vs float64 %.2e, "
+              "float32 vs float64 %.2e)" % (name, len(losses), TOLERANCE, diff, spread,
+                                            f32_spread))
+        off = compare.max_rel_diff(losses, exact)
+        check(off > 100 * f32_spread, "%s: the run is bf16: %.2e from float64, float32 PyTorch "
+              "%.2e" % (name, off, f32_spread))
+        worst = []
+        for k, ref in auto_state.items():
+            got = state[k]
+            bound = 3 * float(np.abs(np.asarray(ref, np.float64) - exact_state[k]).max()) + 1e-6
+            err = float(np.abs(got - ref).max())
+            if got.shape != np.shape(ref) or not err <= bound:
+                worst.append("%s %.2e > %.2e" % (k, err, bound))
+        check(not worst and len(state) == len(auto_state),
+              "%s: %d final arrays within 3x autocast's distance from float64%s"
+              % (name, len(auto_state), "".join("\n       " + w for w in worst[:5])))
+    check.finish("export-autocast")
+
+
+if __name__ == "__main__":
+    main()
