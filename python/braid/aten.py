@@ -403,7 +403,14 @@ class Lowering:
             return r
         if isinstance(r, Transposed):  # cast the base: the transpose stays lazy
             return Transposed(self.as_dtype(r.base, want), r.perm)
-        return self.as_dtype(self.value(x), want)
+        v = self.value(x)
+        if v.dtype in ("bf16", "f16") and want in ("f32", "f64"):
+            # A widening, written on first use: a gradient all-reduced in its
+            # own half type needs none (braid.export's reduce_dtype).
+            d = Deferred(v.shape, want, lambda: self.as_dtype(v, want))
+            d.widened_from = v
+            return d
+        return self.as_dtype(v, want)
 
     def unsqueeze(self, x, dim):
         return self.reshape(self.ref(x), self.out_shape())

@@ -353,7 +353,11 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
             env[node] = low.lower(node)
             for i in grad_of.get(node, ()):
                 low.node = node
-                gradient(i, low.materialize(env[node]))
+                source = getattr(env[node], "widened_from", None)
+                if micro == 1 and source is not None and source.dtype == reduce_dtype:
+                    gradient(i, source)  # reduced in its own type: no round trip
+                else:
+                    gradient(i, low.materialize(env[node]))
                 done.add(i)
         for g, idx in grad_of.items():  # a gradient that is an argument or a constant
             for i in idx:

@@ -192,9 +192,18 @@ class StepBuilder:
         return self.reduce_sum(x, dims, hint, keep_dims, op="reduce_mean")
 
     def cast(self, x, dtype, hint="cast"):
-        """`x` converted to element type `dtype` ("bf16", "f32", ...)."""
+        """`x` converted to element type `dtype` ("bf16", "f32", ...). A
+        value widened from `dtype` narrows back to its source, exactly."""
+        if x.dtype == dtype:
+            return x
+        source = getattr(x, "widened_from", None)
+        if source is not None and source.dtype == dtype:
+            return source
         r = Value(None, x.shape, dtype)
-        return self._emit(hint, x.shape, dtype, "braid.cast %s : %s -> %s" % (x, x.type, r.type))
+        v = self._emit(hint, x.shape, dtype, "braid.cast %s : %s -> %s" % (x, x.type, r.type))
+        if x.dtype in ("bf16", "f16") and dtype in ("f32", "f64"):
+            v.widened_from = x
+        return v
 
     def _unary(self, op, x, hint, attrs=""):
         return self._emit(hint, x.shape, x.dtype, "braid.%s %s%s : %s" % (op, x, attrs, x.type))

@@ -75,20 +75,22 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
 
 def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
         lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1, tp=1,
-        vocab_parallel=False, micro_batches=1, max_grad_norm=None):
+        vocab_parallel=False, micro_batches=1, max_grad_norm=None, dtype="f32",
+        master_weights=False, reduce_dtype=None):
     """A GPT-2 (pre-norm attention and gelu MLP, tied lm head) with AdamW,
     `layers` blocks (default one). Defaults are GPT-2 small's shapes."""
     return transformer("gpt2", batch=batch, seq=seq, hidden=hidden, heads=heads,
                        vocab=vocab, world_size=world_size, lr=lr, betas=betas, eps=eps,
                        weight_decay=weight_decay, layers=layers, tp=tp,
                        vocab_parallel=vocab_parallel, micro_batches=micro_batches,
-                       max_grad_norm=max_grad_norm)
+                       max_grad_norm=max_grad_norm, dtype=dtype,
+                       master_weights=master_weights, reduce_dtype=reduce_dtype)
 
 
 def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                 ffn=None, kv_heads=None, dtype="f32", lr=3e-4, betas=(0.9, 0.95),
                 eps=1e-8, weight_decay=0.1, tp=1, vocab_parallel=False, micro_batches=1,
-                max_grad_norm=None):
+                max_grad_norm=None, master_weights=False, reduce_dtype=None):
     """A transformer training step with AdamW, forward and backward by hand.
 
     kind "gpt2": learned positions, layer norm with bias, biased projections,
@@ -102,7 +104,15 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
       (gelu gate in place of SiLU: the same cost), grouped-query attention
       with `kv_heads` key/value heads, an untied lm head.
     `dtype` is every tensor's type (pure bf16 training; no f32 master
-    weights); the optimizer's step count stays f32.
+    weights); the optimizer's step count stays f32. With `master_weights`
+    (mixed precision, as braid.export's autocast and Megatron's bf16 recipe
+    run it), the parameters, the optimizer state, the gradients' accumulation
+    and AdamW stay f32: each step casts the parameters to `dtype` once, the
+    forward and backward compute in `dtype`, the logits are cast to f32 for
+    the loss (autocast's log_softmax), and each gradient is cast to f32 as it
+    is complete. `reduce_dtype` is the type the gradients are all-reduced in
+    (default: theirs, f32 with master weights), cast back after the
+    backward.
     With `tp` > 1 the grid is `world_size x tp` with Megatron's layout:
     the fused q/k/v projection, the MLP's first matrices (and gate)
     column-parallel by whole heads, the output projections row-parallel;
@@ -166,9 +176,10 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
         shapes["ln_f.bias"] = (H,)
     if llama:
         shapes["lm_head.weight"] = (vocab, H)
-    p = {k: b.param(k, s, dtype) for k, s in shapes.items()}
-    m = {k: b.arg("optimizer_state", k + ".exp_avg", s, dtype) for k, s in shapes.items()}
-    v = {k: b.arg("optimizer_state", k + ".exp_avg_sq", s, dtype) for k, s in shapes.items()}
+    master = "f32" if master_weights else dtype
+    p = {k: b.param(k, s, master) for k, s in shapes.items()}
+    m = {k: b.arg("optimizer_state", k + ".exp_avg", s, master) for k, s in shapes.items()}
+    v = {k: b.arg("optimizer_state", k + ".exp_avg_sq", s, master) for k, s in shapes.items()}
     step = b.arg("optimizer_state", "step", ())
     for i in range(layers):
         h = "h%d." % i
@@ -187,6 +198,9 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
         b.shard("wte", "split 0")
         if llama:
             b.shard("lm_head.weight", "split 0")
+    if master != dtype:
+        # The compute copy of every parameter, cast once a step.
+        p = {k: b.cast(w, dtype, hint="c_" + k.replace(".", "_")) for k, w in p.items()}
     zero_bias = b.fill(0.0, (H,), dtype, hint="no_bias") if llama else None
 
     def bias(x, name, hint):
@@ -268,15 +282,20 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
         head = p["lm_head.weight"] if llama else p["wte"]
         logits = b.matmul(yf, head, tb=True, hint="logits")
         flat_labels = b.reshape(labels, (n,), hint="labels_flat")
+        if master != dtype:
+            logits = b.cast(logits, master, hint="logits32")
         loss = b.cross_entropy(logits, flat_labels)
 
         # Backward, each gradient reduced as soon as it is complete.
         def reduce(name, grad):
-            # Accumulated over the micro-batches; all-reduced after the last.
+            # Accumulated over the micro-batches (in the master type);
+            # all-reduced after the last.
+            if grad.dtype != master and (micro_batches > 1 or reduce_dtype != grad.dtype):
+                grad = b.cast(grad, master, hint="d32_" + name.replace(".", "_"))
             total = grad if mb == 0 else b.add(acc[name], grad, hint="acc_" + name.replace(".", "_"))
             acc[name] = total
             if mb == micro_batches - 1:
-                grads[name] = b.grad_all_reduce(total, name)
+                grads[name] = b.grad_all_reduce(total, name, reduce_dtype)
 
         def linear_backward(dy, x, prefix, hint_w, hint_b, hint_dx):
             """y = x W^T (+ bias): reduces dW (and db), returns dx."""
@@ -294,8 +313,10 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                 reduce(prefix + ".bias", dbeta)
             return dx
 
-        one = b.constant(1.0 / micro_batches, dtype=dtype, hint="one")
+        one = b.constant(1.0 / micro_batches, dtype=logits.dtype, hint="one")
         dlogits = b.cross_entropy_backward(one, logits, flat_labels)
+        if dlogits.dtype != dtype:
+            dlogits = b.cast(dlogits, dtype, hint="dlogits16")
         dhead = b.matmul(dlogits, yf, ta=True, hint="d_lm_head" if llama else "d_wte_head")
         if llama:
             reduce("lm_head.weight", dhead)
@@ -369,6 +390,11 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     if micro_batches > 1:
         loss = b.scale(loss, 1.0 / micro_batches, hint="loss_mean")
 
+    # Gradients reduced in a narrower type come back to the master type
+    # after the backward.
+    for name in shapes:
+        if grads[name].dtype != master:
+            grads[name] = b.cast(grads[name], master, hint="g32_" + name.replace(".", "_"))
     scale = None if max_grad_norm is None else b.clip_factor(grads, max_grad_norm)
 
     # AdamW on every parameter.
@@ -450,7 +476,14 @@ def main(argv=None):
     parser.add_argument("--classes", type=int, default=None, help="classes (mlp)")
     parser.add_argument("--dtype", choices=["f32", "bf16", "f16"], default=None,
                         help="element type of every tensor (transformer presets; default f32; "
-                             "the cpu and cuda backends run f32 only, the simulator all)")
+                             "the cpu backend runs f32, bf16 and f16, the cuda backend f32, "
+                             "the simulator all)")
+    parser.add_argument("--autocast", choices=["bf16", "f16"], default=None,
+                        help="mixed precision (transformers): compute in this type, f32 "
+                             "master weights, optimizer state and AdamW")
+    parser.add_argument("--reduce-dtype", choices=["f32", "bf16"], default=None,
+                        help="the type gradients are all-reduced in (with --autocast; "
+                             "default f32)")
     parser.add_argument("--tiny", action="store_true",
                         help="a small configuration that trains on CPUs in seconds "
                              "(gpt: batch 2, seq 32, hidden 64, 4 heads, vocab 64; "
@@ -498,6 +531,17 @@ def main(argv=None):
         if args.model not in PRESETS:
             parser.error("--dtype is an option of the presets (%s)" % ", ".join(sorted(PRESETS)))
         kwargs["dtype"] = args.dtype
+    if args.autocast is not None:
+        if args.model == "mlp":
+            parser.error("--autocast is for transformers")
+        if args.dtype is not None:
+            parser.error("--autocast and --dtype exclude each other (--autocast computes in its "
+                         "type with f32 master weights)")
+        kwargs.update(dtype=args.autocast, master_weights=True)
+    if args.reduce_dtype is not None:
+        if args.autocast is None:
+            parser.error("--reduce-dtype goes with --autocast")
+        kwargs["reduce_dtype"] = None if args.reduce_dtype == "f32" else args.reduce_dtype
     if args.model in MODELS:
         if args.model == "gpt" and kwargs.get("hidden", 768) % kwargs.get("heads", 12):
             parser.error("--hidden must be a multiple of --heads")
@@ -525,6 +569,10 @@ def main(argv=None):
             command.append("--%s %d" % (name.replace("_", "-"), getattr(args, name)))
     if args.dtype is not None:
         command.append("--dtype %s" % args.dtype)
+    if args.autocast is not None:
+        command.append("--autocast %s" % args.autocast)
+    if args.reduce_dtype is not None:
+        command.append("--reduce-dtype %s" % args.reduce_dtype)
     if args.max_grad_norm is not None:
         command.append("--max-grad-norm %g" % args.max_grad_norm)
     kind = "data-parallel" if args.tp == 1 else "global (tensor-parallel, for braid-tensor-parallel)"

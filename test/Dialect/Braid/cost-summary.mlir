@@ -34,6 +34,19 @@ func.func @batched_matmul(%a: tensor<2x4x8x8xbf16>, %b: tensor<16x8xbf16>) {
   return
 }
 
+// A cast is charged what it moves: 32 f32 elements read (128 bytes), 32
+// bf16 written (64), one flop each; and back.
+// CHECK-LABEL: braid cost summary: @casts
+// CHECK-NEXT:   compute ops               2
+// CHECK-NEXT:   flops                     64 (64.00 FLOP)
+// CHECK-NEXT:   bytes read                192 (192.00 B)
+// CHECK-NEXT:   bytes written             192 (192.00 B)
+func.func @casts(%x: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> {
+  %0 = braid.cast %x : tensor<2x4x4xf32> -> tensor<2x4x4xbf16>
+  %1 = braid.cast %0 : tensor<2x4x4xbf16> -> tensor<2x4x4xf32>
+  return %1 : tensor<2x4x4xf32>
+}
+
 // 32 elements each. Per element: add, sub, mul, div, scale, bias_add, cast,
 // relu, relu_backward, causal_mask 1; gelu 8; gelu_backward 14; softmax and
 // log_softmax 5; their backward 4. Total 32 * (10 + 8 + 14 + 5 + 5 + 4 + 4) = 1600.
