@@ -17,6 +17,14 @@ k = 1's at every k), the time per micro-batch falling as k grows on a
 communication-bound case, and braid at least as fast as ddp on every row,
 and exits 1 if one fails.
 
+A third table compares precisions at k = 1: pure bf16 (every tensor,
+`--dtype bf16`), bf16 compute with f32 master weights, optimizer state and
+AdamW (`--autocast bf16`, as braid.export's autocast="bf16"), its gradients
+all-reduced in f32 or in bf16 (`--reduce-dtype bf16`). It checks that f32
+gradients cost more than 1.5x the communication of bf16 ones, that bf16
+ones cost pure bf16's (within 10%), and that master weights cost compute
+and memory.
+
 A second table compares each case's step (k = 1) with gradient clipping
 (`--max-grad-norm 1.0`: a squared norm per bucket as it lands, the clipping
 factor, every update scaled by it) and without: the updates cannot start
@@ -46,6 +54,11 @@ CASES = [
 ]
 QUICK = [("gpt2-small", "h100-8x32", ["--batch", "1", "--seq", "256"], (1, 4))]
 SCHEDULES = [("ddp", ["--schedule=ddp"]), ("braid", [])]
+# Pure bf16 (every tensor), then bf16 compute with f32 master weights, the
+# gradients all-reduced in f32 or in bf16.
+PRECISIONS = [("pure bf16", ["--dtype", "bf16"]),
+              ("bf16 + f32 master, f32 reduce", ["--autocast", "bf16"]),
+              ("bf16 + f32 master, bf16 reduce", ["--autocast", "bf16", "--reduce-dtype", "bf16"])]
 GPUS = {"h100-8x8": 64, "h100-8x32": 256}
 
 
@@ -119,9 +132,47 @@ def main():
             failures.append("%s: compute %.3f ms, more than 10%% over unclipped %.3f ms" % (
                 what, c["compute_time"] * 1e3, p["compute_time"] * 1e3))
     print()
+    print("| model | cluster | GPUs | precision | compute ms | comm ms | step ms | exposed comm ms "
+          "| vs pure bf16 | peak GiB |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for model, cluster, options, _ in (QUICK if args.quick else CASES):
+        rows = {}
+        for name, extra in PRECISIONS:
+            mlir = os.path.join(work, "%s-%s-%s.mlir" % (model, cluster, name.replace(" ", "-")))
+            layers = ["--layers", "2"] if args.quick else []
+            benchlib.generate([model, *extra, "--world-size", str(GPUS[cluster]), *options,
+                               *layers], mlir, "bench-recipe")
+            rows[name] = r = benchlib.simulate(mlir, cluster, SCHEDULES[1:],
+                                               "bench-recipe")["braid"]
+            pure = rows[PRECISIONS[0][0]]
+            ms = lambda x: "%.3f" % (x * 1e3)
+            print("| %s | %s | %d | %s | %s | %s | %s | %s | %.3fx | %.2f |" % (
+                model, cluster, GPUS[cluster], name, ms(r["compute_time"]), ms(r["comm_time"]),
+                ms(r["step_time"]), ms(r["exposed_comm"]), r["step_time"] / pure["step_time"],
+                r["peak_memory_bytes"] / 2 ** 30))
+            sys.stdout.flush()
+        pure, f32, half = (rows[n] for n, _ in PRECISIONS)
+        what = "%s on %s" % (model, cluster)
+        # f32 gradients move twice the bytes of bf16 ones; bf16 gradients
+        # the same as pure bf16's.
+        if not f32["comm_time"] > 1.5 * pure["comm_time"]:
+            failures.append("%s: f32 gradient all-reduces %.3f ms, not above 1.5x bf16's %.3f ms"
+                            % (what, f32["comm_time"] * 1e3, pure["comm_time"] * 1e3))
+        if abs(half["comm_time"] - pure["comm_time"]) > 0.1 * pure["comm_time"]:
+            failures.append("%s: bf16-reduced gradients %.3f ms, not within 10%% of pure bf16's "
+                            "%.3f ms" % (what, half["comm_time"] * 1e3, pure["comm_time"] * 1e3))
+        # Master weights cost compute (the casts, an f32 optimizer) and
+        # memory (f32 parameters and state next to the bf16 copies).
+        for n, r in (("f32 reduce", f32), ("bf16 reduce", half)):
+            if not (r["compute_time"] > pure["compute_time"]
+                    and r["peak_memory_bytes"] > pure["peak_memory_bytes"]):
+                failures.append("%s, master weights with %s: compute or memory not above pure "
+                                "bf16's" % (what, n))
+    print()
     print("%.0f s. Claims: communication once per step (within 10%% of k = 1's); the time per "
           "micro-batch falls with k where k = 1 exposes communication; braid >= ddp on every "
-          "row; clipping adds no communication and at most 10%% compute: %s" % (
+          "row; clipping adds no communication and at most 10%% compute; f32 master weights cost "
+          "compute and memory, f32 gradients twice bf16's communication: %s" % (
               time.time() - start, "hold" if not failures else "FAIL"))
     for f in failures:
         print("FAIL " + f)
