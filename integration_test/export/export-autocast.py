@@ -24,6 +24,20 @@
 #  - the final parameters and optimizer state: each array within 3 times
 #    autocast PyTorch's own distance from float64 PyTorch (plus 1e-6).
 #
+# `autocast="fp16"` places the same casts (traced with bf16: torch 1.13's
+# cpu autocast has no float16, and its cast lists are the same for both
+# types) and writes them in f16; `loss_scale` starts the backward from S and
+# multiplies the reduced gradients by 1 / S before the update. PyTorch has
+# nothing to compare an fp16 cpu run with, so both fp16 checks are against
+# float64 PyTorch, with fp16's unit roundoff, 2^-11 = 4.9e-4, as the bound:
+#  - the GPT with loss_scale 1024: every loss within 4.9e-4 relative
+#    (measured 1.3e-4), and closer to float64 than the bf16 run (fp16 keeps
+#    3 more bits);
+#  - an MLP whose loss is multiplied by 2^-20 (AdamW does not care about the
+#    scale of the gradient): without a loss scale its fp16 activation
+#    gradients flush to zero and the losses go 100% astray; with
+#    loss_scale 2^20 every loss is within 4.9e-4 of float64 PyTorch.
+#
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
 
@@ -31,6 +45,8 @@ import os
 import sys
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
 import exporttest  # noqa: E402
@@ -41,6 +57,31 @@ from braid import compare  # noqa: E402
 STEPS = 20
 RANKS = 2
 TOLERANCE = 2e-3
+FP16 = 2.0 ** -11
+
+
+def underflow_spec():
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 5))
+    x, y = torch.randn(RANKS * 8, 12), torch.randint(0, 5, (RANKS * 8,))
+    return dict(model=model, example_inputs=(x[:8],), example_targets=(y[:8],),
+                global_batch=((x,), (y,)),
+                loss_fn=lambda out, y: F.cross_entropy(out, y) * 2.0 ** -20,
+                optimizer=torch.optim.AdamW(model.parameters(), lr=1e-2, eps=1e-30,
+                                            weight_decay=0.0))
+
+
+def fp16_run(spec, prefix, **options):
+    exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
+                            spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
+                            global_batch=spec["global_batch"], autocast="fp16", **options)
+    braidtest.compile_step(exported.paths["mlir"], prefix + ".plan")
+    losses, _ = exporttest.train(prefix + ".plan", exported, prefix, STEPS, RANKS)
+    (inputs,), (targets,) = spec["global_batch"]
+    exact, _ = braid.export.torch_reference(spec, (inputs,), (targets,), STEPS, ranks=RANKS,
+                                            double=True)
+    return exported, losses, compare.max_rel_diff(losses, exact)
 
 
 def check_ir(check, name, mlir, reduce_dtype):
@@ -120,6 +161,26 @@ def main():
         check(not worst and len(state) == len(auto_state),
               "%s: %d final arrays within 3x autocast's distance from float64%s"
               % (name, len(auto_state), "".join("\n       " + w for w in worst[:5])))
+        bf16_off = off
+
+    gpt = load_spec(os.path.join(examples, "gpt.py"), world_size=RANKS)
+    exported, losses, off = fp16_run(gpt, os.path.join(out, "gpt-fp16"), loss_scale=1024)
+    mlir = open(exported.paths["mlir"]).read()
+    matmuls = [l for l in mlir.splitlines() if "braid.matmul" in l]
+    unscaled = mlir.count("by 9.765625e-04")
+    check(matmuls and all(l.rstrip().endswith("xf16>") for l in matmuls) and "bf16" not in mlir
+          and unscaled == len(exported.summary["parameters"]),
+          "fp16: all %d matmuls in f16, no bf16 left, %d gradients unscaled by 1/1024"
+          % (len(matmuls), unscaled))
+    check(len(losses) == STEPS and off <= FP16 and off < bf16_off,
+          "fp16, loss scale 1024: %d losses within %.2e of float64 PyTorch (%.2e; the bf16 run "
+          "%.2e)" % (len(losses), FP16, off, bf16_off))
+    _, _, scaled = fp16_run(underflow_spec(), os.path.join(out, "mlp-scaled"),
+                            loss_scale=2.0 ** 20)
+    _, _, flushed = fp16_run(underflow_spec(), os.path.join(out, "mlp-unscaled"))
+    check(scaled <= FP16 and flushed > 0.1,
+          "fp16 with a loss 2^-20 small: loss scale 2^20 keeps the losses within %.2e of float64 "
+          "(%.2e); without, the gradients flush to zero (%.2e)" % (FP16, scaled, flushed))
     check.finish("export-autocast")
 
 

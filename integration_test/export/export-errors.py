@@ -163,6 +163,13 @@ def main():
         max_grad_norm="1")
     api("max-steps-alone", "max_steps is the length of an lr_scheduler's schedule",
         max_steps=10)
+    api("autocast-dtype", "autocast must be 'bf16', 'fp16' or absent, not 'f8'", autocast="f8")
+    api("loss-scale", "loss_scale must be a positive finite number (a static loss scale), "
+        "not 0", loss_scale=0)
+    api("grad-scaler", "braid has no dynamic loss scaling (GradScaler skips steps at run time)",
+        loss_scale=torch.cuda.amp.GradScaler(enabled=False))
+    api("reduce-dtype", "reduce_dtype must be 'fp32', 'bf16', 'fp16' or absent, not 'int8'",
+        reduce_dtype="int8")
     unused = specs.Net()
     unused.extra = nn.Linear(2, 2)
     api("unused-parameter", "parameter extra.weight does not reach the loss", model=unused)

@@ -71,8 +71,11 @@ class Scalar:
 class Lowering:
     """Emits the braid ops of one joint graph into a StepBuilder."""
 
-    def __init__(self, builder, describe):
+    def __init__(self, builder, describe, half=None):
         self.b = builder
+        # autocast "fp16" is traced with bf16 (torch 1.13's cpu autocast has
+        # no float16; the cast lists are the same) and written in f16.
+        self.half = half
         self.describe = describe  # node -> "module path" text for errors
         self.env = {}
         self.node = None
@@ -116,6 +119,8 @@ class Lowering:
         key = ("c", id(t))
         if key in self._cache:
             return self._cache[key][1]
+        if self.half == "f16" and t.dtype == torch.bfloat16:
+            t = t.to(torch.float16)
         dtype = DTYPES.get(t.dtype)
         if dtype is None or dtype == "i1":
             self.fail("a constant of dtype %s is needed in the step; braid computes "
@@ -202,7 +207,12 @@ class Lowering:
         """The result's braid element type, as torch computed it (None when
         torch does not say)."""
         m = self.node.meta.get("tensor_meta")
-        return DTYPES.get(getattr(m, "dtype", None))
+        return self.dtype_of(getattr(m, "dtype", None))
+
+    def dtype_of(self, torch_dtype):
+        """braid's element type for a torch dtype of the traced graph."""
+        dtype = DTYPES.get(torch_dtype)
+        return self.half if dtype == "bf16" and self.half else dtype
 
     def as_dtype(self, v, dtype, hint="cast"):
         """Value `v` converted to `dtype`: a `braid.cast` where it differs
@@ -396,7 +406,7 @@ class Lowering:
                  non_blocking=False, memory_format=None):
         """A copy, or a conversion of the element type (autocast's casts)."""
         r = self.ref(x)
-        want = DTYPES.get(dtype) if dtype is not None else r.dtype
+        want = self.dtype_of(dtype) if dtype is not None else r.dtype
         if want is None:
             self.fail("a conversion to dtype %s" % dtype)
         if want == r.dtype:

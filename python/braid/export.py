@@ -76,7 +76,8 @@ class Exported:
 def export(model, example_inputs, example_targets, loss_fn, optimizer, world_size, *,
            output=None, name=None, input_names=None, target_names=None, global_batch=None,
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
-           micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None):
+           micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None,
+           loss_scale=None):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -120,10 +121,18 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      casts it. The step is traced under autocast, so its casts
                      (`braid.cast`) are torch's: the parameters, their
                      gradients and the optimizer state stay f32 (master
-                     weights), matmuls run in bf16
+                     weights), matmuls run in bf16. "fp16": the same casts
+                     (traced with bf16, written in f16), usually with a
+                     loss_scale
     reduce_dtype     the type the gradients are all-reduced in: "fp32" (the
-                     default) or "bf16" (half the bytes on the wire; each
-                     gradient is cast to bf16 for its all-reduce and back)
+                     default), "bf16" or "fp16" (half the bytes on the wire;
+                     each gradient is cast for its all-reduce and back)
+    loss_scale       a static loss scale S (a power of two keeps it exact): the
+                     backward starts from S instead of 1, so that small fp16
+                     gradients do not flush to zero, and the reduced gradients
+                     are multiplied by 1 / S before clipping and the update, as
+                     torch.cuda.amp.GradScaler.unscale_ does (its dynamic
+                     scale, which skips steps, is not supported)
 
     Raises ExportError (nothing written) on anything it cannot export.
     """
@@ -164,6 +173,15 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 
     half = _autocast_dtype(autocast)
     reduce_in = _reduce_dtype(reduce_dtype)
+    if loss_scale is not None:
+        if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) or \
+                not 0 < loss_scale < float("inf"):
+            raise ExportError("loss_scale must be a positive finite number (a static loss "
+                              "scale), not %r%s" % (loss_scale, "; braid has no dynamic loss "
+                                                    "scaling (GradScaler skips steps at run "
+                                                    "time)" if "Scaler" in type(loss_scale)
+                                                    .__name__ else ""))
+        loss_scale = float(loss_scale)
     params, aliases = _parameters(model)
     groups = _optimizer_groups(optimizer, params)
     schedule = None
@@ -173,7 +191,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     elif max_steps is not None:
         raise ExportError("max_steps is the length of an lr_scheduler's schedule; there is no "
                           "lr_scheduler")
-    graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn, autocast=half)
+    graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn,
+                   autocast=torch.bfloat16 if half else None)
 
     split = {}
     if tensor_parallel > 1:
@@ -183,7 +202,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     b.shardings.update(split)
     mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
                                   micro_inputs, input_names, micro_targets, target_names,
-                                  schedule, micro_batches, max_grad_norm, reduce_in)
+                                  schedule, micro_batches, max_grad_norm, reduce_in,
+                                  half, loss_scale)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -202,6 +222,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     batch = {n: t.detach().cpu().numpy() for n, t in zip(input_names + target_names, examples)}
     summary.update(model=type(model).__name__, world_size=world_size, micro_batches=micro_batches,
                    max_grad_norm=max_grad_norm, autocast=autocast, reduce_dtype=reduce_in,
+                   loss_scale=loss_scale,
                    micro_rows=(micro_inputs + micro_targets)[0].shape[0],
                    optimizer=type(optimizer).__name__, function=name,
                    tensor_parallel=tensor_parallel, split=split)
@@ -214,35 +235,36 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 # -- arguments ------------------------------------------------------------------
 
 
+_HALF = {"bf16": "bf16", "fp16": "f16"}
+
+
 def _autocast_dtype(autocast):
-    """The torch dtype of spec key `autocast`, or None."""
+    """braid's compute type for spec key `autocast`, or None."""
     if autocast is None:
         return None
-    if autocast == "bf16":
-        return torch.bfloat16
-    if autocast == "fp16":
-        raise ExportError("autocast 'fp16' is not supported yet: torch 1.13's cpu autocast "
-                          "has no float16, and braid has no loss scaling; use 'bf16'")
-    raise ExportError("autocast must be 'bf16' or absent, not %r" % (autocast,))
+    if autocast not in _HALF:
+        raise ExportError("autocast must be 'bf16', 'fp16' or absent, not %r" % (autocast,))
+    return _HALF[autocast]
 
 
 def _reduce_dtype(reduce_dtype):
     """The braid element type gradients are all-reduced in (None: theirs)."""
     if reduce_dtype is None or reduce_dtype == "fp32":
         return None
-    if reduce_dtype == "bf16":
-        return "bf16"
-    raise ExportError("reduce_dtype must be 'fp32', 'bf16' or absent, not %r" % (reduce_dtype,))
+    if reduce_dtype not in _HALF:
+        raise ExportError("reduce_dtype must be 'fp32', 'bf16', 'fp16' or absent, not %r"
+                          % (reduce_dtype,))
+    return _HALF[reduce_dtype]
 
 
 def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_names,
            targets, target_names, schedule=None, micro=1, max_grad_norm=None,
-           reduce_dtype=None):
+           reduce_dtype=None, half=None, loss_scale=None):
     graph, nflat = traced
     buffers = list(model.named_buffers())
     P, B = len(params), len(buffers)
     kind = type(optimizer).__name__
-    low = Lowering(b, _describe)
+    low = Lowering(b, _describe, half)
     env = low.env
 
     # Arguments: parameters, optimizer state, then the batch.
@@ -320,7 +342,7 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     for mb in range(micro):
         last = mb == micro - 1
         if mb:
-            low = Lowering(b, _describe)
+            low = Lowering(b, _describe, half)
             env = low.env
         for i, ph in enumerate(primals):
             if i < P:
@@ -332,7 +354,7 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
                 env[ph] = v if micro == 1 else b.slice(
                     v, [mb * t.shape[0]] + [0] * (t.dim() - 1), tuple(t.shape),
                     hint="%s_mb%d" % (v.name[1:], mb))
-        env[tangents[0]] = torch.full((), 1.0 / micro, dtype=torch.float32)
+        env[tangents[0]] = torch.full((), (loss_scale or 1.0) / micro, dtype=torch.float32)
         if not mb:
             low.check_supported(graph.graph, [ph for ph in primals
                                               if isinstance(env[ph], torch.Tensor)] + tangents)
@@ -383,6 +405,9 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     for i in range(P):
         if reduced[i].dtype != pvals[i].dtype:
             reduced[i] = b.cast(reduced[i], pvals[i].dtype, hint="g32_" + params[i][0])
+        # A static loss scale comes off before clipping and the update.
+        if loss_scale is not None and loss_scale != 1.0:
+            reduced[i] = b.scale(reduced[i], 1.0 / loss_scale, hint="unscaled_" + params[i][0])
 
     # Gradient clipping by the global norm, after every all-reduce: the
     # updates take its factor as their grad_scale.
@@ -451,7 +476,7 @@ def main(argv=None):
                     "example_targets, loss_fn, optimizer and optionally world_size, "
                     "input_names, target_names, global_batch, tensor_parallel_plan, "
                     "lr_scheduler, max_steps, micro_batches, max_grad_norm, autocast, "
-                    "reduce_dtype.")
+                    "reduce_dtype, loss_scale.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the aten ops that have a braid lowering and exit")
@@ -472,10 +497,12 @@ def main(argv=None):
                         help="clip gradients to this global norm, as "
                              "torch.nn.utils.clip_grad_norm_ (overrides the spec's "
                              "max_grad_norm)")
-    parser.add_argument("--autocast", choices=["bf16"],
-                        help="mixed precision as torch.autocast: bf16 compute, f32 master "
-                             "weights (overrides the spec's autocast)")
-    parser.add_argument("--reduce-dtype", choices=["fp32", "bf16"],
+    parser.add_argument("--autocast", choices=["bf16", "fp16"],
+                        help="mixed precision as torch.autocast: bf16 or fp16 compute, f32 "
+                             "master weights (overrides the spec's autocast)")
+    parser.add_argument("--loss-scale", type=float, metavar="S",
+                        help="a static loss scale (overrides the spec's loss_scale)")
+    parser.add_argument("--reduce-dtype", choices=["fp32", "bf16", "fp16"],
                         help="the type gradients are all-reduced in (overrides the spec's "
                              "reduce_dtype; default fp32)")
     parser.add_argument("--name", help="the step function's name")
@@ -516,7 +543,9 @@ def main(argv=None):
                         autocast=args.autocast if args.autocast is not None
                         else spec.get("autocast"),
                         reduce_dtype=args.reduce_dtype if args.reduce_dtype is not None
-                        else spec.get("reduce_dtype"))
+                        else spec.get("reduce_dtype"),
+                        loss_scale=args.loss_scale if args.loss_scale is not None
+                        else spec.get("loss_scale"))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)
@@ -545,7 +574,9 @@ def main(argv=None):
         print("  clipping        gradients to a global norm of %g" % s["max_grad_norm"])
     if s["autocast"] is not None:
         print("  autocast        %s compute as torch.autocast casts it, f32 master weights; "
-              "gradients all-reduced in %s" % (s["autocast"], s["reduce_dtype"] or "f32"))
+              "gradients all-reduced in %s%s" % (s["autocast"], s["reduce_dtype"] or "f32",
+                                                 "; loss scale %g" % s["loss_scale"]
+                                                 if s["loss_scale"] else ""))
     if s["micro_batches"] > 1:
         k = s["micro_batches"]
         print("  micro-batches   %d per step, %d rows each; gradients accumulated, all-reduced "

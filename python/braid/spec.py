@@ -82,6 +82,11 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
         from braid import recipe
         rates = recipe.evaluate(opt, spec["lr_scheduler"], steps)
     micro = spec.get("micro_batches", 1) or 1
+    if spec.get("autocast") == "fp16" and not double:
+        raise ExportError("PyTorch's cpu autocast has no float16 to compare an fp16 run with; "
+                          "use the float64 reference (double=True)")
+    # A loss scale changes nothing in exact arithmetic: the references
+    # leave it out.
     autocast = contextlib.nullcontext
     if spec.get("autocast") == "bf16" and not double:
         def autocast():
