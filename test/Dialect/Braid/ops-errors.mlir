@@ -120,6 +120,16 @@ func.func @cast_shape(%a: tensor<2x8xf32>) {
 
 // -----
 
+// A cast converts between float types only (mixed precision's f32, bf16,
+// f16); integers are not values braid computes with.
+func.func @cast_to_integer(%a: tensor<4xf32>) {
+  // expected-error @below {{result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  %0 = braid.cast %a : tensor<4xf32> -> tensor<4xi32>
+  return
+}
+
+// -----
+
 func.func @reduce_no_dims(%a: tensor<2x8xf32>) {
   // expected-error @below {{dims must not be empty}}
   %0 = braid.reduce_sum %a dims = [] : tensor<2x8xf32> -> tensor<2x8xf32>
