@@ -5,14 +5,12 @@
 // kernels index without further checks, except for data-dependent indices
 // (labels, token ids), which are checked here. A kernel with bf16 or f16
 // tensors computes in f32 on widened copies and rounds its results
-// (runCpuKernel, HalfFloat.h); the ops that only move bytes move them as they
-// are.
+// (CpuWidening.cpp); the ops that only move bytes move them as they are.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CpuKernels.h"
 #include "../Views.h"
-#include "braid-runtime/HalfFloat.h"
 
 #include <cblas.h>
 
@@ -775,64 +773,8 @@ void run(const Args &a) {
 
 } // namespace
 
-/// Whether the kernel of `opcode` moves bytes of any type as they are.
-static bool movesBytes(Opcode opcode) {
-  switch (opcode) {
-  case Opcode::Reshape:
-  case Opcode::Transpose:
-  case Opcode::Broadcast:
-  case Opcode::Slice:
-  case Opcode::ShardSlice:
-  case Opcode::Concat:
-  case Opcode::Constant:
-    return true;
-  default:
-    return false;
-  }
-}
-
-void braid::rt::runCpuKernel(const Plan &plan, const Instr &instr,
-                             uint8_t *arena) {
-  Args a{plan, instr, arena, {}, {}};
-  bool widen = false;
-  for (uint32_t id : instr.operands) {
-    a.inData.push_back(
-        reinterpret_cast<const float *>(arena + plan.buffers[id].offset));
-    widen |= isHalf(plan.buffers[id].dtype);
-  }
-  for (uint32_t id : instr.results) {
-    a.outData.push_back(
-        reinterpret_cast<float *>(arena + plan.buffers[id].offset));
-    widen |= isHalf(plan.buffers[id].dtype);
-  }
-  if (!widen || movesBytes(instr.opcode))
-    return run(a);
-  // f32 copies of the half buffers, kept per thread from one call to the
-  // next: operands widened before, results rounded after.
-  thread_local std::vector<std::vector<float>> scratch;
-  size_t used = 0;
-  auto copy = [&](const Buffer &b) {
-    if (scratch.size() <= used)
-      scratch.emplace_back();
-    std::vector<float> &v = scratch[used++];
-    v.resize(size_t(b.numElements()));
-    return v.data();
-  };
-  for (size_t i = 0; i < instr.operands.size(); ++i) {
-    const Buffer &b = a.inBuf(i);
-    if (!isHalf(b.dtype))
-      continue;
-    float *f = copy(b);
-    widenHalf(b.dtype, arena + b.offset, f, b.numElements());
-    a.inData[i] = f;
-  }
-  for (size_t i = 0; i < instr.results.size(); ++i)
-    if (isHalf(a.outBuf(i).dtype))
-      a.outData[i] = copy(a.outBuf(i));
-  run(a);
-  for (size_t i = 0; i < instr.results.size(); ++i) {
-    const Buffer &b = a.outBuf(i);
-    if (isHalf(b.dtype))
-      narrowHalf(b.dtype, a.outData[i], arena + b.offset, b.numElements());
-  }
+void braid::rt::runF32Kernel(const Plan &plan, const Instr &instr,
+                             uint8_t *arena, std::vector<const float *> inData,
+                             std::vector<float *> outData) {
+  run(Args{plan, instr, arena, std::move(inData), std::move(outData)});
 }

@@ -6,12 +6,21 @@
 #include "braid-runtime/Executor.h"
 #include "braid-runtime/Plan.h"
 
+#include <vector>
+
 namespace braid::rt {
 
 /// Whether the cpu backend has a kernel for compute op `op`.
 /// Runs kernel instruction `instr` on the arena. Throws KernelError on bad
 /// data (a label or token id out of range).
 void runCpuKernel(const Plan &plan, const Instr &instr, uint8_t *arena);
+
+/// The f32 kernel of `instr`, reading float operand i at inData[i] and
+/// writing float result i at outData[i] (the arena, or widened copies of
+/// half buffers: CpuWidening.cpp). Index operands are read in the arena.
+void runF32Kernel(const Plan &plan, const Instr &instr, uint8_t *arena,
+                  std::vector<const float *> inData,
+                  std::vector<float *> outData);
 
 } // namespace braid::rt
 
