@@ -117,6 +117,31 @@ def build(rng):
         s.op("%%r = braid.gelu %s%s : %s" % (s.input(x), attr, t), [gelu(x, approx)])
         s.op("%%r = braid.gelu_backward %s, %s%s : %s" % (s.input(y), s.input(x), attr, t),
              [y * gelu_grad(x, approx)])
+    # braid.unary (positive inputs where the function needs them), its
+    # backward from the saved output (tanh, sigmoid) or input (silu),
+    # braid.pow, and braid.where with a constant mask.
+    xd, pos = x.astype(np.float64), np.abs(x).astype(np.float64) + 0.25
+    sig = 1 / (1 + np.exp(-xd))
+    funcs = {"exp": (xd, np.exp(xd)), "log": (pos, np.log(pos)), "sqrt": (pos, np.sqrt(pos)),
+             "rsqrt": (pos, 1 / np.sqrt(pos)), "tanh": (xd, np.tanh(xd)),
+             "sigmoid": (xd, sig), "silu": (xd, xd * sig)}
+    for kind, (arg, ref) in funcs.items():
+        s.op("%%r = braid.unary %s %s : %s" % (kind, s.input(arg.astype(np.float32)), t), [ref])
+    th, sg = np.tanh(x).astype(np.float32), (1 / (1 + np.exp(-xd))).astype(np.float32)
+    for kind, saved, grad in (("tanh", th, 1 - th.astype(np.float64) ** 2),
+                              ("sigmoid", sg, sg * (1 - sg.astype(np.float64))),
+                              ("silu", x, sig * (1 + xd * (1 - sig)))):
+        s.op("%%r = braid.unary_backward %s %s, %s : %s" % (kind, s.input(y), s.input(saved), t),
+             [y * grad])
+    for e, arg in ((2.0, xd), (3.0, xd), (0.5, pos), (-1.5, pos)):
+        s.op("%%r = braid.pow %s exponent = %r : %s" % (s.input(arg.astype(np.float32)), e, t),
+             [arg ** e])
+    mask = rng.random(shape) < 0.5
+    dense = str(mask.tolist()).replace("True", "true").replace("False", "false")
+    m = "%%mask%d" % s.n
+    s.lines.append("%s = braid.constant dense<%s> : %s" % (m, dense, ttype(shape, "i1")))
+    s.op("%%r = braid.where %s, %s, %s : %s, %s" % (m, s.input(x), s.input(y), ttype(shape, "i1"), t),
+         [np.where(mask, x, y)])
     bias = randn(rng, shape[-1])
     s.op("%%r = braid.bias_add %s, %s : %s, %s" % (s.input(x), s.input(bias), t, ttype(bias.shape)), [x + bias])
 

@@ -183,6 +183,18 @@ void biasAdd(Checker &c) {
   c.shape(c.out(0), c.in(0).shape);
 }
 
+void where(Checker &c) {
+  if (c.in(0).dtype != DType::I1)
+    c.fail("the condition '" + c.in(0).name +
+           "' must be an i1 tensor, but is " + shapeOf(c.in(0)));
+  for (size_t i = 1; i < 3; ++i) {
+    c.f32(c.in(i));
+    c.shape(c.in(i), c.in(0).shape);
+  }
+  c.f32(c.out(0));
+  c.shape(c.out(0), c.in(0).shape);
+}
+
 void causalMask(Checker &c) {
   sameShapeUnary(c);
   const auto &s = c.in(0).shape;
@@ -432,11 +444,23 @@ void checkKernel(Checker &c) {
   case Opcode::ReluBackward:
   case Opcode::GeluBackward:
     return sameShapeBinary(c);
+  case Opcode::UnaryBackward: {
+    ops::UnaryKind k = instr.as<ops::UnaryBackwardAttrs>().kind;
+    if (k != ops::UnaryKind::Tanh && k != ops::UnaryKind::Sigmoid &&
+        k != ops::UnaryKind::Silu)
+      c.fail(std::string("unary_backward has no form for '") +
+             ops::stringifyUnaryKind(k) + "' (only tanh, sigmoid and silu)");
+    return sameShapeBinary(c);
+  }
   case Opcode::Scale:
   case Opcode::Cast:
   case Opcode::Relu:
   case Opcode::Gelu:
+  case Opcode::Unary:
+  case Opcode::Pow:
     return sameShapeUnary(c);
+  case Opcode::Where:
+    return where(c);
   case Opcode::BiasAdd:
     return biasAdd(c);
   case Opcode::ReduceSum: {

@@ -218,6 +218,20 @@ TEST(PlanLoaderTest, EnumOutOfRange) {
       << e;
 }
 
+TEST(PlanLoaderTest, UnaryBackwardOnlyForItsKinds) {
+  // unary_backward's kind (id 0): tanh (4), sigmoid and silu have a form;
+  // exp (0) has none, and a plan that asks for it is refused.
+  Plan p = loadOne(code(Opcode::UnaryBackward), {0, 1}, {2}, {{0, {4}, {}}});
+  EXPECT_EQ(p.streams[0].instrs[0].as<ops::UnaryBackwardAttrs>().kind,
+            ops::UnaryKind::Tanh);
+  std::string e =
+      errorOf(code(Opcode::UnaryBackward), {0, 1}, {2}, {{0, {0}, {}}});
+  EXPECT_NE(e.find("unary_backward has no form for 'exp' (only tanh, sigmoid "
+                   "and silu)"),
+            std::string::npos)
+      << e;
+}
+
 TEST(PlanLoaderTest, OperandCountNamesTheOperands) {
   std::string e = errorOf(code(Opcode::Add), {0}, {1}, {});
   EXPECT_NE(e.find("'add' at test.mlir:1:1: expected 2 operands (lhs, rhs) "

@@ -242,6 +242,51 @@ double geluGrad(double x, bool tanhApprox) {
   return cdf + x * pdf;
 }
 
+double sigmoidOf(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+double unaryOf(ops::UnaryKind kind, double x) {
+  switch (kind) {
+  case ops::UnaryKind::Exp:
+    return std::exp(x);
+  case ops::UnaryKind::Log:
+    return std::log(x);
+  case ops::UnaryKind::Sqrt:
+    return std::sqrt(x);
+  case ops::UnaryKind::Rsqrt:
+    return 1.0 / std::sqrt(x);
+  case ops::UnaryKind::Tanh:
+    return std::tanh(x);
+  case ops::UnaryKind::Sigmoid:
+    return sigmoidOf(x);
+  case ops::UnaryKind::Silu:
+    return x * sigmoidOf(x);
+  }
+  return x;
+}
+
+/// grad * f'(saved): saved is tanh's and sigmoid's output, silu's input
+/// (OpChecks refuses the other kinds).
+double unaryGrad(ops::UnaryKind kind, double g, double s) {
+  switch (kind) {
+  case ops::UnaryKind::Tanh:
+    return g * (1.0 - s * s);
+  case ops::UnaryKind::Sigmoid:
+    return g * s * (1.0 - s);
+  default: {
+    double sig = sigmoidOf(s);
+    return g * sig * (1.0 + s * (1.0 - sig));
+  }
+  }
+}
+
+void where(const Args &a) {
+  const uint8_t *c = a.arena + a.inBuf(0).offset;
+  const float *x = a.in(1), *z = a.in(2);
+  float *y = a.out(0);
+  for (int64_t i = 0, n = a.n(); i < n; ++i)
+    y[i] = c[i] ? x[i] : z[i];
+}
+
 void layerNorm(const Args &a) {
   int64_t d = a.inBuf(1).numElements();
   int64_t rows = d ? a.inBuf(0).numElements() / d : 0;
@@ -659,6 +704,23 @@ void run(const Args &a) {
     return binary(a,
                   [t](float g, float x) { return float(g * geluGrad(x, t)); });
   }
+  case Opcode::Unary: {
+    ops::UnaryKind k = instr.as<ops::UnaryAttrs>().kind;
+    return unary(a, [k](float x) { return float(unaryOf(k, x)); });
+  }
+  case Opcode::UnaryBackward: {
+    ops::UnaryKind k = instr.as<ops::UnaryBackwardAttrs>().kind;
+    return binary(a,
+                  [k](float g, float s) { return float(unaryGrad(k, g, s)); });
+  }
+  case Opcode::Pow: {
+    double e = instr.as<ops::PowAttrs>().exponent;
+    if (e == 2.0)
+      return unary(a, [](float x) { return x * x; });
+    return unary(a, [e](float x) { return float(std::pow(double(x), e)); });
+  }
+  case Opcode::Where:
+    return where(a);
   case Opcode::Softmax:
     return softmax(a, false, instr.as<ops::SoftmaxAttrs>().dim);
   case Opcode::LogSoftmax:

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../Views.h"
+#include "CudaDevice.cuh"
 #include "CudaKernels.h"
 
 #include "braid-runtime/Executor.h"
@@ -40,21 +41,6 @@ Dims toDims(const std::vector<int64_t> &v, const Instr &instr) {
   return dims;
 }
 
-template <typename F> __global__ void forEachKernel(int64_t n, F f) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(blockDim.x) * gridDim.x)
-    f(i);
-}
-
-template <typename F> void forEach(int64_t n, cudaStream_t stream, F f) {
-  if (n <= 0)
-    return;
-  int64_t blocks = (n + 255) / 256;
-  if (blocks > 65535)
-    blocks = 65535;
-  forEachKernel<<<unsigned(blocks), 256, 0, stream>>>(n, f);
-}
-
 __device__ int64_t loadIndex(const uint8_t *p, bool wide, int64_t i) {
   return wide ? reinterpret_cast<const int64_t *>(p)[i]
               : reinterpret_cast<const int32_t *>(p)[i];
@@ -66,27 +52,6 @@ __device__ int64_t loadIndex(const uint8_t *p, bool wide, int64_t i) {
 __device__ bool validShardId(int64_t id, int64_t rows, int64_t parts,
                              int64_t index) {
   return id >= 0 && id < parts * rows && index >= 0 && index < parts;
-}
-
-__device__ double geluOf(double x, bool tanhApprox) {
-  if (tanhApprox) {
-    const double c = 0.7978845608028654; // sqrt(2 / pi)
-    return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
-  }
-  return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
-}
-
-__device__ double geluGrad(double x, bool tanhApprox) {
-  if (tanhApprox) {
-    const double c = 0.7978845608028654;
-    double u = c * (x + 0.044715 * x * x * x);
-    double t = tanh(u);
-    return 0.5 * (1.0 + t) +
-           0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
-  }
-  double cdf = 0.5 * (1.0 + erf(x * 0.7071067811865476));
-  double pdf = exp(-0.5 * x * x) * 0.3989422804014327;
-  return cdf + x * pdf;
 }
 
 /// out[o] = in[base + sum(coord(o)[k] * strides[k])], for any element size.
@@ -158,9 +123,7 @@ struct RowCount {
 struct UpdateScalars {
   double lrConstant = 0;
   const float *lrPtr = nullptr, *scalePtr = nullptr;
-  __device__ double lr() const {
-    return lrPtr ? double(lrPtr[0]) : lrConstant;
-  }
+  __device__ double lr() const { return lrPtr ? double(lrPtr[0]) : lrConstant; }
   __device__ double scale() const {
     return scalePtr ? double(scalePtr[0]) : 1.0;
   }
@@ -242,59 +205,19 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   case Opcode::Add:
   case Opcode::Sub:
   case Opcode::Mul:
-  case Opcode::Div: {
-    const float *a = in(0), *b = in(1);
-    float *y = out(0);
-    int kind = op == Opcode::Add   ? 0
-               : op == Opcode::Sub ? 1
-               : op == Opcode::Mul ? 2
-                                   : 3;
-    forEach(n, stream, [=] __device__(int64_t i) {
-      y[i] = kind == 0   ? a[i] + b[i]
-             : kind == 1 ? a[i] - b[i]
-             : kind == 2 ? a[i] * b[i]
-                         : a[i] / b[i];
-    });
-    return;
-  }
+  case Opcode::Div:
   case Opcode::Scale:
   case Opcode::Cast:
+  case Opcode::BiasAdd:
   case Opcode::Relu:
-  case Opcode::Gelu: {
-    const float *x = in(0);
-    float *y = out(0);
-    float factor =
-        op == Opcode::Scale ? float(instr.as<ops::ScaleAttrs>().factor) : 1.0f;
-    bool approx =
-        op == Opcode::Gelu && instr.as<ops::GeluAttrs>().approximate_tanh;
-    int kind = op == Opcode::Relu ? 1 : op == Opcode::Gelu ? 2 : 0;
-    forEach(n, stream, [=] __device__(int64_t i) {
-      // relu as PyTorch's: NaN stays NaN (only x <= 0 is cut).
-      y[i] = kind == 1   ? (x[i] <= 0 ? 0.0f : x[i])
-             : kind == 2 ? float(geluOf(x[i], approx))
-                         : x[i] * factor;
-    });
-    return;
-  }
   case Opcode::ReluBackward:
-  case Opcode::GeluBackward: {
-    const float *g = in(0), *s = in(1);
-    float *y = out(0);
-    bool relu = op == Opcode::ReluBackward;
-    bool approx = !relu && instr.as<ops::GeluBackwardAttrs>().approximate_tanh;
-    forEach(n, stream, [=] __device__(int64_t i) {
-      y[i] = relu ? (s[i] <= 0 ? 0.0f : g[i])
-                  : float(g[i] * geluGrad(s[i], approx));
-    });
-    return;
-  }
-  case Opcode::BiasAdd: {
-    const float *x = in(0), *b = in(1);
-    float *y = out(0);
-    int64_t c = inBuf(1).numElements();
-    forEach(n, stream, [=] __device__(int64_t i) { y[i] = x[i] + b[i % c]; });
-    return;
-  }
+  case Opcode::Gelu:
+  case Opcode::GeluBackward:
+  case Opcode::Unary:
+  case Opcode::UnaryBackward:
+  case Opcode::Pow:
+  case Opcode::Where:
+    return launchElementwiseKernel(plan, instr, arena, stream);
   case Opcode::ReduceSum:
   case Opcode::ReduceMean: {
     const Buffer &x = inBuf(0);
@@ -466,8 +389,9 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
         : op == Opcode::NllLossBackward
             ? std::pair(instr.as<ops::NllLossBackwardAttrs>().reduction,
                         instr.as<ops::NllLossBackwardAttrs>().ignore_index)
-            : std::pair(instr.as<ops::CrossEntropyBackwardAttrs>().reduction,
-                        instr.as<ops::CrossEntropyBackwardAttrs>().ignore_index);
+            : std::pair(
+                  instr.as<ops::CrossEntropyBackwardAttrs>().reduction,
+                  instr.as<ops::CrossEntropyBackwardAttrs>().ignore_index);
     bool mean = reduction == ops::LossReduction::Mean;
     bool ignores = ignoreIndex.has_value();
     int64_t ignore = ignoreIndex.value_or(0);

@@ -16,6 +16,10 @@ namespace braid::rt {
 void launchCudaKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
                       cudaStream_t stream, cublasHandle_t blas, int *errorFlag);
 
+/// The elementwise ops of launchCudaKernel (CudaElementwise.cu).
+void launchElementwiseKernel(const Plan &plan, const Instr &instr,
+                             uint8_t *arena, cudaStream_t stream);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_LIB_CUDA_CUDAKERNELS_H

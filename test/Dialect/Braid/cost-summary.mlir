@@ -77,6 +77,32 @@ func.func @elementwise(%x: tensor<2x4x4xf32>, %b: tensor<4xf32>) {
   return
 }
 
+// 32 elements each. Per element: unary sqrt 1, rsqrt 2, exp and log 4,
+// sigmoid 6, tanh and silu 7; unary_backward 4 (tanh, sigmoid) and 11
+// (silu); pow 9; where 1. Total 32 * (1 + 2 + 8 + 6 + 14 + 8 + 11 + 9 + 1) = 1920.
+// CHECK-LABEL: braid cost summary: @functions
+// CHECK-NEXT:   compute ops               12
+// CHECK-NEXT:   flops                     1920 (1.92 kFLOP)
+// CHECK:        top ops by flops:
+// CHECK-NEXT:     braid.unary                       7 ops  992 (51.7%)
+// CHECK-NEXT:     braid.unary_backward              3 ops  608 (31.7%)
+// CHECK-NEXT:     braid.pow                         1 ops  288 (15.0%)
+func.func @functions(%x: tensor<2x4x4xf32>, %m: tensor<2x4x4xi1>) {
+  %0 = braid.unary sqrt %x : tensor<2x4x4xf32>
+  %1 = braid.unary rsqrt %x : tensor<2x4x4xf32>
+  %2 = braid.unary exp %x : tensor<2x4x4xf32>
+  %3 = braid.unary log %x : tensor<2x4x4xf32>
+  %4 = braid.unary sigmoid %x : tensor<2x4x4xf32>
+  %5 = braid.unary tanh %x : tensor<2x4x4xf32>
+  %6 = braid.unary silu %x : tensor<2x4x4xf32>
+  %7 = braid.unary_backward tanh %x, %x : tensor<2x4x4xf32>
+  %8 = braid.unary_backward sigmoid %x, %x : tensor<2x4x4xf32>
+  %9 = braid.unary_backward silu %x, %x : tensor<2x4x4xf32>
+  %10 = braid.pow %x exponent = 3.0 : tensor<2x4x4xf32>
+  %11 = braid.where %m, %x, %x : tensor<2x4x4xi1>, tensor<2x4x4xf32>
+  return
+}
+
 // reduce_sum: one add per input element (32); reduce_mean also divides each
 // output (32 + 4). layer_norm 8 and its backward 12 per element: 256 + 384.
 // Total 32 + 36 + 256 + 384 = 708.

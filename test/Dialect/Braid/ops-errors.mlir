@@ -703,3 +703,35 @@ func.func @adamw_step(%p: tensor<4xf32>) {
   %0:3 = braid.adamw %p, %p, %p, %p, %p lr = 1.0e-3 beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @unary_backward_kind(%g: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @below {{'braid.unary_backward' op has no form for 'exp' (only tanh, sigmoid and silu): its gradient is written with the forward ops and braid.mul or braid.div}}
+  %0 = braid.unary_backward exp %g, %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_kind(%x: tensor<4xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [exp, log, sqrt, rsqrt, tanh, sigmoid, silu]}}
+  %0 = braid.unary cosh %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_condition_type(%c: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @below {{operand #0 must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = braid.where %c, %x, %x : tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_shapes(%c: tensor<2xi1>, %x: tensor<4xf32>) {
+  // expected-error @below {{failed to verify that all of {condition, result} have same shape}}
+  %0 = braid.where %c, %x, %x : tensor<2xi1>, tensor<4xf32>
+  return
+}

@@ -56,6 +56,37 @@ func.func @compute(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>,
   return
 }
 
+// CHECK-LABEL: func.func @functions
+// CHECK-SAME: %[[V_X:[a-z0-9_]+]]:
+// CHECK-SAME: %[[V_DY:[a-z0-9_]+]]:
+// CHECK-SAME: %[[V_M:[a-z0-9_]+]]:
+func.func @functions(%x: tensor<8x16xf32>, %dy: tensor<8x16xbf16>,
+                     %m: tensor<8x16xi1>) {
+  // CHECK: %[[V_0:[a-z0-9_]+]] = braid.unary exp %[[V_X]] : tensor<8x16xf32>
+  %0 = braid.unary exp %x : tensor<8x16xf32>
+  // CHECK: braid.unary log %[[V_X]] : tensor<8x16xf32>
+  %1 = braid.unary log %x : tensor<8x16xf32>
+  // CHECK: braid.unary sqrt %[[V_X]] : tensor<8x16xf32>
+  %2 = braid.unary sqrt %x : tensor<8x16xf32>
+  // CHECK: braid.unary rsqrt %[[V_X]] : tensor<8x16xf32>
+  %3 = braid.unary rsqrt %x : tensor<8x16xf32>
+  // CHECK: braid.unary tanh %[[V_X]] : tensor<8x16xf32>
+  %4 = braid.unary tanh %x : tensor<8x16xf32>
+  // CHECK: %[[V_5:[a-z0-9_]+]] = braid.unary sigmoid %[[V_DY]] : tensor<8x16xbf16>
+  %5 = braid.unary sigmoid %dy : tensor<8x16xbf16>
+  // CHECK: braid.unary silu %[[V_X]] : tensor<8x16xf32>
+  %6 = braid.unary silu %x : tensor<8x16xf32>
+  // CHECK: braid.unary_backward sigmoid %[[V_DY]], %[[V_5]] : tensor<8x16xbf16>
+  %7 = braid.unary_backward sigmoid %dy, %5 : tensor<8x16xbf16>
+  // CHECK: braid.unary_backward silu %[[V_0]], %[[V_X]] : tensor<8x16xf32>
+  %8 = braid.unary_backward silu %0, %x : tensor<8x16xf32>
+  // CHECK: %[[V_9:[a-z0-9_]+]] = braid.pow %[[V_X]] exponent = -1.500000e+00 : tensor<8x16xf32>
+  %9 = braid.pow %x exponent = -1.5 : tensor<8x16xf32>
+  // CHECK: braid.where %[[V_M]], %[[V_9]], %[[V_X]] : tensor<8x16xi1>, tensor<8x16xf32>
+  %10 = braid.where %m, %9, %x : tensor<8x16xi1>, tensor<8x16xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @activations
 // CHECK-SAME: %[[V_X:[a-z0-9_]+]]:
 // CHECK-SAME: %[[V_DY:[a-z0-9_]+]]:

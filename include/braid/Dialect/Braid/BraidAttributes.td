@@ -29,6 +29,19 @@ def Braid_LossReduction : I32EnumAttr<"LossReduction",
   let cppNamespace = "::braid";
 }
 
+def Braid_UnaryKind : I32EnumAttr<"UnaryKind",
+    "the function that braid.unary computes of each element", [
+  I32EnumAttrCase<"Exp", 0, "exp">,
+  I32EnumAttrCase<"Log", 1, "log">,
+  I32EnumAttrCase<"Sqrt", 2, "sqrt">,
+  I32EnumAttrCase<"Rsqrt", 3, "rsqrt">,
+  I32EnumAttrCase<"Tanh", 4, "tanh">,
+  I32EnumAttrCase<"Sigmoid", 5, "sigmoid">,
+  I32EnumAttrCase<"Silu", 6, "silu">
+]> {
+  let cppNamespace = "::braid";
+}
+
 def Braid_RoleKind : I32EnumAttr<"RoleKind",
     "what a function argument or result is to the training step", [
   I32EnumAttrCase<"Parameter", 0, "parameter">,

@@ -73,7 +73,7 @@ class Braid_UpdateOp<string mnemonic, list<int> inPlace, list<Trait> traits = []
   }];
 }
 
-class Braid_UnaryOp<string mnemonic, list<Trait> traits = []>
+class Braid_ElementwiseUnaryOp<string mnemonic, list<Trait> traits = []>
     : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType,
                                                      Braid_PerToken])> {
   let arguments = (ins Braid_FloatTensor:$input);
@@ -227,56 +227,12 @@ def Braid_ReduceMeanOp : Braid_ReduceOp<"reduce_mean"> {
   }];
 }
 
+// Activations, elementwise functions and their backward; braid.where.
+include "braid/Dialect/Braid/BraidElementwiseOps.td"
+
 //===----------------------------------------------------------------------===//
-// Activations and their backward
+// Softmax and the causal mask
 //===----------------------------------------------------------------------===//
-
-def Braid_ReluOp : Braid_UnaryOp<"relu"> {
-  let opcode = 30;
-  let summary = "max(x, 0)";
-}
-
-def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward"> {
-  let opcode = 31;
-  let summary = "gradient of relu";
-  let description = [{
-    `result = saved > 0 ? grad : 0`, where `saved` is the input or the output
-    of the forward relu (both are positive at the same places).
-
-    ```mlir
-    %dx = braid.relu_backward %dy, %y : tensor<64x1024xf32>
-    ```
-  }];
-}
-
-def Braid_GeluOp : Braid_ComputeOp<"gelu", [SameOperandsAndResultType, Braid_PerToken]> {
-  let opcode = 32;
-  let summary = "Gaussian error linear unit";
-  let description = [{
-    `x * Phi(x)` with the exact normal CDF, or its tanh approximation under
-    `approximate_tanh` (GPT-2's `gelu_new`).
-  }];
-  let arguments = (ins Braid_FloatTensor:$input, UnitAttr:$approximate_tanh);
-  let results = (outs Braid_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
-}
-
-def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [SameOperandsAndResultType, Braid_PerToken]> {
-  let opcode = 33;
-  let summary = "gradient of gelu";
-  let description = [{
-    `result = grad * gelu'(input)`, where `input` is the forward op's input
-    and `approximate_tanh` matches the forward op.
-
-    ```mlir
-    %dx = braid.gelu_backward %dy, %x {approximate_tanh} : tensor<8192x3072xf32>
-    ```
-  }];
-  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
-                       UnitAttr:$approximate_tanh);
-  let results = (outs Braid_FloatTensor:$result);
-  let assemblyFormat = "$grad `,` $input attr-dict `:` type($result)";
-}
 
 class Braid_SoftmaxFamilyOp<string mnemonic>
     : Braid_ComputeOp<mnemonic, [SameOperandsAndResultType]> {

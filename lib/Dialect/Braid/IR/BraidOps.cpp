@@ -161,6 +161,54 @@ uint64_t LogSoftmaxBackwardOp::getFlops() {
 }
 uint64_t CausalMaskOp::getFlops() { return numElements(getResult()); }
 
+/// The flops of one element of braid.unary's functions: exp and log as a
+/// few multiply-adds of their polynomial, tanh, sigmoid and silu with the
+/// exp they are built on (docs/Dialect.md).
+static uint64_t unaryFlops(UnaryKind kind) {
+  switch (kind) {
+  case UnaryKind::Sqrt:
+    return 1;
+  case UnaryKind::Rsqrt:
+    return 2;
+  case UnaryKind::Exp:
+  case UnaryKind::Log:
+    return 4;
+  case UnaryKind::Sigmoid:
+    return 6;
+  case UnaryKind::Tanh:
+  case UnaryKind::Silu:
+    return 7;
+  }
+  llvm_unreachable("unknown unary kind");
+}
+
+uint64_t UnaryOp::getFlops() {
+  return unaryFlops(getKind()) * numElements(getResult());
+}
+// tanh and sigmoid: two multiplies and a subtraction on the saved output,
+// then the gradient's multiply; silu recomputes its sigmoid.
+uint64_t UnaryBackwardOp::getFlops() {
+  uint64_t perElement = getKind() == UnaryKind::Silu ? 11 : 4;
+  return perElement * numElements(getResult());
+}
+// exp(exponent * log(x)), as std::pow computes it.
+uint64_t PowOp::getFlops() { return 9 * numElements(getResult()); }
+uint64_t WhereOp::getFlops() { return numElements(getResult()); }
+
+LogicalResult UnaryBackwardOp::verify() {
+  switch (getKind()) {
+  case UnaryKind::Tanh:
+  case UnaryKind::Sigmoid:
+  case UnaryKind::Silu:
+    return success();
+  default:
+    return emitOpError() << "has no form for '" << stringifyUnaryKind(getKind())
+                         << "' (only tanh, sigmoid and silu): its gradient is "
+                            "written with the forward ops and braid.mul or "
+                            "braid.div";
+  }
+}
+
 LogicalResult BiasAddOp::verify() {
   RankedTensorType input = tensorType(getInput()), bias = tensorType(getBias());
   if (input.getRank() < 1)

@@ -233,6 +233,22 @@ LogicalResult GeluBackwardOp::propagateSharding(Shardings s, Results &out) {
   return elementwise(*this, s, out);
 }
 
+LogicalResult UnaryOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out);
+}
+
+LogicalResult UnaryBackwardOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out);
+}
+
+LogicalResult PowOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out);
+}
+
+LogicalResult WhereOp::propagateSharding(Shardings s, Results &out) {
+  return elementwise(*this, s, out);
+}
+
 LogicalResult SoftmaxOp::propagateSharding(Shardings s, Results &out) {
   return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
 }
