@@ -1,8 +1,9 @@
 # braid.export's errors: each names the problem, `python3 -m braid.export`
 # exits 1, and nothing is written.
-#  - an op without a lowering (SiLU in blocks.1.act, sin in the model's own
-#    forward, dropout) names the aten op and the module path;
-#  - a non-causal mask, an unsupported optimizer or optimizer option, a
+#  - an op without a lowering (Softplus in blocks.1.act, sin in the model's
+#    own forward, dropout) names the aten op and the module path, and the
+#    ops missing in its backward by name, each with its number of uses;
+#  - a mask computed from the inputs, an unsupported optimizer or option, a
 #    parameter outside the optimizer, a non-scalar loss, bad arguments;
 #  - the command line: a missing file or function, a spec that is not a dict,
 #    no world size, a bad --arg;
@@ -53,16 +54,17 @@ def main():
     # Ops without a lowering name the aten op and where it came from.
     # (and the command that lists the supported ops names this interpreter:
     # `python3` on the documented machine has no torch)
-    cli("silu", [SPECS + ":silu"], "1 aten op of the step has no braid lowering",
-        "aten.silu.default (from blocks.1.act (SiLU))", "and 3 more in its backward",
+    cli("softplus", [SPECS + ":softplus"], "1 aten op of the step has no braid lowering",
+        "aten.softplus.default (from blocks.1.act (Softplus))",
+        "and in its backward: aten.softplus_backward.default",
         "(`%s -m braid.export --list-ops` prints" % sys.executable,
         absent=["dropout"])
     cli("own-forward", [SPECS + ":own_forward"], "aten.sin.default",
         "from the model's own forward (OwnForward)")
-    cli("dropout", [SPECS + ":dropout"], "aten.empty_like.default (from blocks.1.act (Dropout))",
+    cli("dropout", [SPECS + ":dropout"], "aten.bernoulli_.float (from blocks.1.act (Dropout))",
         "random ops such as dropout are not supported")
     cli("two-ops", [SPECS + ":two_ops"], "2 aten ops of the step have no braid lowering",
-        "aten.silu.default (from blocks.1.act (SiLU))",
+        "aten.softplus.default (from blocks.1.act (Softplus))",
         "aten.sin.default (from the model's own forward (TwoOps))")
 
     # The command line.
@@ -101,17 +103,30 @@ def main():
         check(message is not None and expected in message and not written,
               "%s: %s" % (name, message))
 
-    class Masked(nn.Module):
+    class InputMask(nn.Module):
         def __init__(self):
             super().__init__()
             self.fc = nn.Linear(4, 4)
-            self.register_buffer("keep", torch.eye(4))
 
-        def forward(self, x):  # [B, 4, 4]
-            return self.fc(x).masked_fill(self.keep == 0, -1e9).sum(-1)
+        def forward(self, x):  # [B, 4, 4]: the mask depends on the batch
+            return self.fc(x).masked_fill(x > 0, -1e9).sum(-1)
 
-    api("non-causal-mask", "only a causal mask", model=Masked(), x=torch.randn(2, 4, 4),
-        y=torch.randint(0, 4, (2,)))
+    # The comparison that makes the mask has no lowering: masks are
+    # constants of the step (buffers), not functions of its inputs.
+    api("input-mask", "aten.gt.Scalar (from the model's own forward (InputMask))",
+        model=InputMask(), x=torch.randn(2, 4, 4), y=torch.randint(0, 4, (2,)))
+
+    class Branches(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 4)
+
+        def forward(self, x):  # data-dependent control flow
+            if x.mean() > 0:
+                x = 2 * x
+            return self.fc(x)
+
+    api("data-dependent-branch", "tracing the step failed: ", model=Branches())
     api("rmsprop", "optimizer RMSprop is not supported",
         optimizer=lambda m: torch.optim.RMSprop(m.parameters()))
     api("amsgrad", "AdamW(amsgrad=True) is not supported",

@@ -53,6 +53,7 @@ def main():
     tied = Tied()
     cases = [("ops-sgd", specs.ops()),
              ("ops-adam", specs.ops(seed=1)),
+             ("functions", specs.functions()),
              ("tied", specs.spec(tied, torch.randn(6, 8), torch.randint(0, 8, (6,)),
                                  optimizer=torch.optim.AdamW(tied.parameters(), lr=1e-2)))]
     m = cases[1][1]["model"]
@@ -79,6 +80,18 @@ def main():
             check(e.summary["parameters"] == ["a.weight", "b.bias"] and
                   e.summary["tied"] == {"b.weight": "a.weight", "c.weight": "a.weight"},
                   "tied: one shared parameter, %s" % e.summary["tied"])
+        elif name == "functions":
+            ops = set(e.summary["aten_ops"])
+            want = {"aten.%s" % o for o in (
+                "exp.default", "log.default", "sqrt.default", "sigmoid.default",
+                "sigmoid_backward.default", "tanh.default", "tanh_backward.default",
+                "pow.Tensor_Scalar", "where.self", "masked_fill.Scalar", "unbind.int",
+                "select.int", "select_backward.default", "stack.default")}
+            text = open(prefix + ".mlir").read()
+            check(want <= ops and text.count("braid.where") >= 2 and "braid.causal_mask" in text,
+                  "%s: the graph has %s, %d braid.where, %d braid.causal_mask" % (
+                      name, ", ".join(sorted(want - ops)) or "every op it is meant to test",
+                      text.count("braid.where"), text.count("braid.causal_mask")))
         else:
             ops = set(e.summary["aten_ops"])
             want = {"aten.permute.default", "aten.mean.dim", "aten.sub.Tensor",

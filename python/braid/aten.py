@@ -14,6 +14,8 @@ written when first used. Tensors computed from buffers and constants alone
 torch, at export time.
 """
 
+import collections
+
 import torch
 
 from braid._cli import module_command
@@ -36,6 +38,23 @@ def op_name(target):
     """`aten.addmm.default` for an OpOverload; the name for anything else."""
     return str(target) if hasattr(target, "overloadpacket") else getattr(
         target, "__name__", str(target))
+
+
+# The mixin reads Deferred and Scalar from this module when its methods run.
+from braid.aten_functions import FunctionLowerings  # noqa: E402
+
+
+def _arguments(node):
+    """An fx node's arguments in words: shapes for tensors, values for the rest."""
+    def word(a):
+        if hasattr(a, "meta") and "tensor_meta" in a.meta:
+            return "tensor%s" % list(a.meta["tensor_meta"].shape)
+        if hasattr(a, "meta") and hasattr(a.meta.get("val"), "shape"):
+            return "tensor%s" % list(a.meta["val"].shape)
+        if isinstance(a, (list, tuple)):
+            return "[%s]" % ", ".join(word(x) for x in a)
+        return repr(a)
+    return "(%s)" % ", ".join(word(a) for a in node.args)
 
 
 class Transposed:
@@ -68,7 +87,7 @@ class Scalar:
         self.value = value
 
 
-class Lowering:
+class Lowering(FunctionLowerings):
     """Emits the braid ops of one joint graph into a StepBuilder."""
 
     def __init__(self, builder, describe, half=None):
@@ -116,7 +135,10 @@ class Lowering:
         self.fail("an operand of an unsupported kind (%s)" % type(r).__name__)
 
     def constant(self, t):
-        key = ("c", id(t))
+        # Keyed by content: a buffer sliced or viewed in each layer (rotary
+        # tables) is one constant of the step.
+        key = ("c", t.dtype, tuple(t.shape), t.detach().contiguous().cpu().reshape(-1)
+               .view(torch.uint8).numpy().tobytes() if t.numel() else b"")
         if key in self._cache:
             return self._cache[key][1]
         if self.half == "f16" and t.dtype == torch.bfloat16:
@@ -235,7 +257,14 @@ class Lowering:
         lowering = LOWERINGS.get(name)
         if lowering is None:  # check_supported() reports these first
             raise ExportError("%s (%s) has no braid lowering" % (name, self.describe(node)))
-        result = lowering(self, *node.args, **node.kwargs)
+        try:
+            result = lowering(self, *node.args, **node.kwargs)
+        except ExportError:
+            raise
+        except Exception as e:  # a case the lowering did not foresee
+            raise ExportError("%s (%s) could not be lowered: %s: %s (arguments %s)"
+                              % (name, self.describe(node), type(e).__name__, e,
+                                 _arguments(node))) from e
         self._check_shape(result)
         return result
 
@@ -270,15 +299,21 @@ class Lowering:
         if not missing:
             return
         # An op without a lowering in the forward usually brings some in its
-        # backward: name the forward ones, count the others.
+        # backward: name the forward ones with their modules, then the
+        # backward ones by name, each with its number of uses.
         forward = {k: n for k, n in missing.items() if k[1].startswith("from ")}
-        backward = len(missing) - len(forward)
         shown = forward or missing
         lines = ["%s (%s)%s" % (name, where, " x%d" % n if n > 1 else "")
                  for (name, where), n in shown.items()]
-        if forward and backward:
-            lines.append("and %d more in %s backward" % (backward, "their" if len(forward) > 1
-                                                         else "its"))
+        if forward and len(forward) < len(missing):
+            uses = collections.Counter()
+            for (name, where), n in missing.items():
+                if (name, where) not in forward:
+                    uses[name] += n
+            lines.append("and in %s backward: %s" % (
+                "their" if len(forward) > 1 else "its",
+                ", ".join("%s%s" % (name, " x%d" % n if n > 1 else "")
+                          for name, n in uses.items())))
         hint = ""
         if any(r in name for name, _ in shown for r in _RANDOM):
             hint = ("; random ops such as dropout are not supported: export the model "
@@ -447,6 +482,11 @@ class Lowering:
             return self.b.add(x, c, hint="add") if op == "add" else self.b.sub(x, c, hint="sub")
         if sa is not None and op == "mul" and not isinstance(rb, Scalar):
             return self._binary("mul", b, a)
+        if op == "add" and alpha == 1:
+            for x, m in ((ra, rb), (rb, ra)):
+                if self._is_additive_causal(m, shape) and not isinstance(x, torch.Tensor):
+                    return self.b.causal_mask(self.broadcast_to(x, shape), float("-inf"),
+                                              hint="masked")
         xb = self.materialize(rb)
         if alpha != 1:
             xb = self.b.scale(xb, alpha, hint="scaled")
@@ -466,6 +506,21 @@ class Lowering:
         xa = self.broadcast_to(xa, shape)
         xb = self.broadcast_to(xb, shape)
         return getattr(self.b, op)(xa, xb, hint=op)
+
+    @staticmethod
+    def _is_additive_causal(m, shape):
+        """Whether `m` is a constant that, added to a tensor of `shape`, is
+        the causal mask: -inf above the diagonal of the last two dimensions,
+        0 elsewhere (llama2.c's mask buffer)."""
+        if not isinstance(m, torch.Tensor) or not m.dtype.is_floating_point or \
+                len(shape) < 2 or shape[-1] != shape[-2]:
+            return False
+        try:
+            full = m.expand(shape)
+        except RuntimeError:
+            return False
+        above = torch.ones(shape[-2:], dtype=torch.bool).triu(1).expand(shape)
+        return bool((full[above] == float("-inf")).all()) and bool((full[~above] == 0).all())
 
     def add(self, a, b, alpha=1):
         return self._binary("add", a, b, alpha)
@@ -498,20 +553,6 @@ class Lowering:
     def gelu_backward(self, grad, x, approximate="none"):
         return self.b.gelu_backward(self.value(grad), self.value(x), hint="dgelu",
                                     tanh=approximate == "tanh")
-
-    def masked_fill(self, x, mask, value):
-        m = self.ref(mask)
-        fill = self.scalar_of(self.ref(value))
-        shape = self.out_shape()
-        if not isinstance(m, torch.Tensor) or fill is None:
-            self.fail("only a mask computed from buffers and constants, filled with a "
-                      "number, is supported (a causal mask)")
-        if len(shape) < 2 or shape[-1] != shape[-2] or \
-                not torch.equal(m.expand(shape).to(torch.bool),
-                                torch.ones(shape[-2:], dtype=torch.bool).triu(1).expand(shape)):
-            self.fail("only a causal mask (True above the diagonal of the last two "
-                      "dimensions) is supported")
-        return self.b.causal_mask(self.broadcast_to(self.ref(x), shape), fill, hint="masked")
 
     # -- reductions ---------------------------------------------------------------------
     def _reduce(self, op, x, dims, keepdim):
@@ -684,4 +725,24 @@ LOWERINGS = {
     "aten.div.Scalar": Lowering.div,
     "aten.neg.default": Lowering.neg,
     "aten.masked_fill.Scalar": Lowering.masked_fill,
+    "aten.where.self": Lowering.where,
+    "aten.exp.default": Lowering.exp,
+    "aten.log.default": Lowering.log,
+    "aten.sqrt.default": Lowering.sqrt,
+    "aten.rsqrt.default": Lowering.rsqrt,
+    "aten.tanh.default": Lowering.tanh,
+    "aten.tanh_backward.default": Lowering.tanh_backward,
+    "aten.sigmoid.default": Lowering.sigmoid,
+    "aten.sigmoid_backward.default": Lowering.sigmoid_backward,
+    "aten.silu.default": Lowering.silu,
+    "aten.silu_backward.default": Lowering.silu_backward,
+    "aten.pow.Tensor_Scalar": Lowering.pow_scalar,
+    "aten.empty_like.default": Lowering.empty_like,
+    "aten.zeros_like.default": Lowering.zeros_like,
+    "aten.ones_like.default": Lowering.ones_like,
+    "aten.fill.Scalar": Lowering.fill_scalar,
+    "aten.select.int": Lowering.select,
+    "aten.select_backward.default": Lowering.select_backward,
+    "aten.stack.default": Lowering.stack,
+    "aten.unbind.int": Lowering.unbind,
 }

@@ -355,9 +355,19 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
                     v, [mb * t.shape[0]] + [0] * (t.dim() - 1), tuple(t.shape),
                     hint="%s_mb%d" % (v.name[1:], mb))
         env[tangents[0]] = torch.full((), (loss_scale or 1.0) / micro, dtype=torch.float32)
+        # Tensors that the model's code holds as plain attributes (neither
+        # parameters nor buffers) are constants of the step.
+        attrs = [n for n in graph.graph.nodes if n.op == "get_attr"]
+        for node in attrs:
+            env[node] = _attribute(graph, node)
         if not mb:
+            for node in graph.graph.nodes:
+                if node.op not in ("placeholder", "get_attr", "call_function", "output"):
+                    raise ExportError("%s node %s (%s) cannot be exported: braid lowers aten "
+                                      "ops" % (node.op, node.target, _describe(node)))
             low.check_supported(graph.graph, [ph for ph in primals
-                                              if isinstance(env[ph], torch.Tensor)] + tangents)
+                                              if isinstance(env[ph], torch.Tensor)] +
+                                tangents + attrs)
 
         def gradient(i, g):
             """Micro-batch mb's gradient `g` of parameter i."""
@@ -456,6 +466,17 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
                "schedule": None if schedule is None else
                {n: schedule[:, i] for i, n in enumerate(recipe.lr_names(optimizer))}}
     return b.text(header), state, summary
+
+
+def _attribute(module, node):
+    """The tensor that a get_attr node of the traced graph names."""
+    value = module
+    for part in str(node.target).split("."):
+        value = getattr(value, part, None)
+    if not isinstance(value, torch.Tensor):
+        raise ExportError("the traced step reads %s (%s), which is not a tensor"
+                          % (node.target, _describe(node)))
+    return value.detach().clone()
 
 
 def _array(t, p):

@@ -221,6 +221,21 @@ class StepBuilder:
         return self._emit(hint, x.shape, x.dtype, "braid.gelu_backward %s, %s%s : %s"
                           % (dy, x, " {approximate_tanh}" if tanh else "", x.type))
 
+    def unary(self, kind, x, hint="fn"):
+        return self._emit(hint, x.shape, x.dtype, "braid.unary %s %s : %s" % (kind, x, x.type))
+
+    def unary_backward(self, kind, dy, saved, hint="dfn"):
+        return self._emit(hint, saved.shape, saved.dtype, "braid.unary_backward %s %s, %s : %s"
+                          % (kind, dy, saved, saved.type))
+
+    def pow(self, x, exponent, hint="pow"):
+        return self._emit(hint, x.shape, x.dtype, "braid.pow %s exponent = %s : %s"
+                          % (x, _float(exponent), x.type))
+
+    def where(self, cond, a, b, hint="where"):
+        return self._emit(hint, a.shape, a.dtype, "braid.where %s, %s, %s : %s, %s"
+                          % (cond, a, b, cond.type, a.type))
+
     def softmax(self, x, dim, hint="probs"):
         return self._emit(hint, x.shape, x.dtype, "braid.softmax %s dim = %d : %s" % (x, dim, x.type))
 

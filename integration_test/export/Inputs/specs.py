@@ -16,7 +16,7 @@ class Block(nn.Module):
 
 
 class Net(nn.Module):
-    """Linear blocks; block 1's activation is `act` (SiLU: no lowering)."""
+    """Linear blocks; block 1's activation is `act` (Softplus: no lowering)."""
 
     def __init__(self, act=None, width=16, classes=4):
         super().__init__()
@@ -37,10 +37,10 @@ class OwnForward(Net):
 
 
 class TwoOps(Net):
-    """Two unsupported ops: sin here, SiLU in blocks.1.act."""
+    """Two unsupported ops: sin here, Softplus in blocks.1.act."""
 
     def __init__(self):
-        super().__init__(nn.SiLU())
+        super().__init__(nn.Softplus())
 
     def forward(self, x):
         return super().forward(torch.sin(x))
@@ -70,6 +70,42 @@ class Ops(nn.Module):
         return self.head(z)
 
 
+class Functions(nn.Module):
+    """The elementwise functions and the constant masks: exp, log, sqrt,
+    sigmoid, tanh, pow, select, stack, unbind, torch.where and masked_fill
+    with masks that are neither uniform nor causal (braid.where), and an
+    additive causal -inf mask (braid.causal_mask)."""
+
+    def __init__(self, seq=4, width=6, classes=3):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.mix = nn.Linear(width, seq)
+        self.head = nn.Linear(width, classes)
+        self.register_buffer("diagonal", torch.eye(seq))
+        self.register_buffer("causal", torch.full((seq, seq), float("-inf")).triu(1))
+        self.register_buffer("odd", torch.arange(width) % 2 == 1)
+
+    def forward(self, x):                                       # [B, T, C]
+        h = self.fc(x)
+        h = torch.exp(0.3 * h) + torch.log(1.0 + h * h) + torch.sqrt(h * h + 0.5)
+        h = torch.sigmoid(h) * torch.tanh(h) + torch.pow(h, 2.5 - 0.5) * 0.1
+        h = torch.where(self.odd, h, -h)                        # where, constant mask
+        scores = self.mix(h)                                    # [B, T, T]
+        scores = scores.masked_fill(self.diagonal == 1, 0.5)    # a non-causal mask
+        scores = torch.softmax(scores + self.causal, dim=-1)    # the additive causal mask
+        y = scores @ h
+        first, second = y.unbind(1)[:2]                         # unbind, select
+        y = torch.stack([first, second, y.select(1, -1)], dim=1)  # stack
+        return self.head(y.mean(1))
+
+
+def functions(seed=0):
+    torch.manual_seed(seed)
+    model = Functions()
+    return spec(model, torch.randn(5, 4, 6), torch.randint(0, 3, (5,)),
+                optimizer=torch.optim.AdamW(model.parameters(), lr=1e-2))
+
+
 def spec(model, x, y, optimizer=None, loss_fn=None, world_size=1):
     return dict(model=model, example_inputs=(x,), example_targets=(y,),
                 loss_fn=loss_fn or F.cross_entropy,
@@ -77,9 +113,9 @@ def spec(model, x, y, optimizer=None, loss_fn=None, world_size=1):
                 world_size=world_size)
 
 
-def silu():
+def softplus():
     torch.manual_seed(0)
-    return spec(Net(nn.SiLU()), torch.randn(8, 16), torch.randint(0, 4, (8,)))
+    return spec(Net(nn.Softplus()), torch.randn(8, 16), torch.randint(0, 4, (8,)))
 
 
 def own_forward():

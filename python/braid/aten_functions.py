@@ -1,0 +1,196 @@
+"""Lowerings of aten's elementwise functions (exp, log, sqrt, rsqrt, tanh,
+sigmoid, silu, pow and their backward), of tensors made like another one
+(empty_like, fill), of torch.where and masked_fill with a condition that is a
+constant of the step, and of the ops that take or stack slices (select,
+stack, unbind and their backward). A mixin of braid.aten.Lowering: the
+methods use its value helpers, and braid.aten.LOWERINGS maps the aten ops
+onto them."""
+
+import numpy as np
+import torch
+
+# braid.aten defines Lowering with this mixin as a base: its names are
+# looked up when a method runs.
+import braid.aten as _aten
+
+
+class FunctionLowerings:
+    # -- elementwise functions ------------------------------------------------
+    def _unary_fn(self, kind, x):
+        return self.b.unary(kind, self.value(x), hint=kind)
+
+    def exp(self, x):
+        return self._unary_fn("exp", x)
+
+    def log(self, x):
+        return self._unary_fn("log", x)
+
+    def sqrt(self, x):
+        return self._unary_fn("sqrt", x)
+
+    def rsqrt(self, x):
+        return self._unary_fn("rsqrt", x)
+
+    def tanh(self, x):
+        return self._unary_fn("tanh", x)
+
+    def sigmoid(self, x):
+        return self._unary_fn("sigmoid", x)
+
+    def silu(self, x):
+        return self._unary_fn("silu", x)
+
+    def tanh_backward(self, grad, output):
+        return self.b.unary_backward("tanh", self.value(grad), self.value(output), hint="dtanh")
+
+    def sigmoid_backward(self, grad, output):
+        return self.b.unary_backward("sigmoid", self.value(grad), self.value(output),
+                                     hint="dsigmoid")
+
+    def silu_backward(self, grad, x):
+        return self.b.unary_backward("silu", self.value(grad), self.value(x), hint="dsilu")
+
+    def pow_scalar(self, x, exponent):
+        """x ** exponent for a number exponent, with torch's special cases
+        (square roots and the identity) written as the ops they are."""
+        if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
+            self.fail("an exponent that is not a number (%r)" % (exponent,))
+        v = self.value(x)
+        e = float(exponent)
+        if e == 1.0:
+            return v
+        if e == 0.0:
+            return self.b.fill(1.0, v.shape, v.dtype, hint="ones")
+        if e in (0.5, -0.5):
+            return self.b.unary("sqrt" if e > 0 else "rsqrt", v, hint="pow")
+        return self.b.pow(v, e, hint="pow")
+
+    # -- tensors made like another one --------------------------------------------
+    def _like(self, value):
+        shape, dtype = self.out_shape(), self.out_dtype()
+        if dtype is None or not dtype.startswith(("f", "b")):
+            self.fail("a tensor of dtype %s (braid fills float tensors)" % dtype)
+        # Written on first use: empty_like's values are overwritten by the
+        # fill that follows it (silu's backward in torch 1.13).
+        return _aten.Deferred(shape, dtype, lambda: self.b.fill(value, shape, dtype, hint="fill"))
+
+    def empty_like(self, x, *args, **kwargs):
+        return self._like(0.0)
+
+    def zeros_like(self, x, *args, **kwargs):
+        return self._like(0.0)
+
+    def ones_like(self, x, *args, **kwargs):
+        return self._like(1.0)
+
+    def fill_scalar(self, x, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail("a fill value that is not a number (%r)" % (value,))
+        return self._like(float(value))
+
+    # -- choosing by a constant mask -------------------------------------------------
+    def _mask(self, cond, shape):
+        """The condition as a bool tensor of `shape`, which must be known at
+        export time (computed from buffers and constants)."""
+        c = self.ref(cond)
+        if not isinstance(c, torch.Tensor):
+            self.fail("only a condition computed from buffers and constants is supported "
+                      "(this one depends on the step's inputs or parameters)")
+        return c.to(torch.bool).expand(shape)
+
+    def _choose(self, mask, a, b):
+        """where(mask, a, b) for a constant mask: an operand when the mask is
+        uniform, braid.causal_mask when it is a causal one with a number on
+        the masked side, else braid.where with the mask as a constant."""
+        shape = self.out_shape()
+        if bool(mask.all()):
+            return self.broadcast_to(self._operand_of(a, shape), shape)
+        if not bool(mask.any()):
+            return self.broadcast_to(self._operand_of(b, shape), shape)
+        if len(shape) >= 2 and shape[-1] == shape[-2]:
+            above = torch.ones(shape[-2:], dtype=torch.bool).triu(1).expand(shape)
+            for filled, x, fill in ((~mask, a, b), (mask, b, a)):
+                number = self.scalar_of(self.ref(fill))
+                if number is not None and torch.equal(filled, above):
+                    return self.b.causal_mask(self.broadcast_to(self._operand_of(x, shape), shape),
+                                              number, hint="masked")
+        xa = self.broadcast_to(self._operand_of(a, shape), shape)
+        xb = self.broadcast_to(self._operand_of(b, shape), shape)
+        if xa.dtype != xb.dtype:
+            want = self.out_dtype()
+            xa, xb = self.as_dtype(xa, want, "promoted"), self.as_dtype(xb, want, "promoted")
+        return self.b.where(self._bool_constant(mask), xa, xb, hint="where")
+
+    def _operand_of(self, arg, shape):
+        """A written value for where's operand: numbers become a fill."""
+        r = self.ref(arg)
+        number = self.scalar_of(r) if isinstance(r, _aten.Scalar) else None
+        if number is not None:
+            dtype = self.out_dtype() or "f32"
+            return self.b.fill(number, tuple(shape), dtype, hint="cst")
+        return self.materialize(r)
+
+    def _bool_constant(self, mask):
+        key = ("mask", mask.shape, mask.reshape(-1).numpy().tobytes())
+        if key not in self._cache:
+            bits = np.packbits(mask.reshape(-1).numpy().astype(np.uint8), bitorder="little")
+            self._cache[key] = self.b.constant_bytes(bits.tobytes(), tuple(mask.shape), "i1",
+                                                     hint="mask")
+        return self._cache[key]
+
+    def where(self, cond, a, b):
+        return self._choose(self._mask(cond, self.out_shape()), a, b)
+
+    def masked_fill(self, x, mask, value):
+        if self.scalar_of(self.ref(value)) is None:
+            self.fail("only a fill with a number is supported")
+        return self._choose(~self._mask(mask, self.out_shape()), x, value)
+
+    # -- slices: select, stack, unbind -------------------------------------------------
+    def select(self, x, dim, index):
+        r = self.ref(x)
+        dim = self.dim(dim, len(r.shape))
+        size = r.shape[dim]
+        if not -size <= index < size:
+            self.fail("index %d is out of range for dimension %d of size %d" % (index, dim, size))
+        shape = list(r.shape)
+        shape[dim] = 1
+        return self.reshape(self._slice(r, dim, index % size, shape), self.out_shape())
+
+    def select_backward(self, grad, input_sizes, dim, index):
+        g = self.value(grad)
+        shape = tuple(input_sizes)
+        dim = self.dim(dim, len(shape))
+        size = shape[dim]
+        index %= size
+        one = list(shape)
+        one[dim] = 1
+        g = self.materialize(self.reshape(g, one))
+        parts = []
+        for width in (index, size - index - 1):
+            s = list(shape)
+            s[dim] = width
+            parts.append(self.b.fill(0.0, tuple(s), g.dtype, hint="zeros") if width else None)
+        xs = [p for p in (parts[0], g, parts[1]) if p is not None]
+        return xs[0] if len(xs) == 1 else self.b.concat(xs, dim, hint="dselect")
+
+    def stack(self, tensors, dim=0):
+        refs = [self.ref(t) for t in tensors]
+        rank = len(refs[0].shape) + 1
+        dim = self.dim(dim, rank)
+        xs = []
+        for r in refs:
+            shape = list(r.shape)
+            shape.insert(dim, 1)
+            xs.append(self.materialize(self.reshape(r, shape)))
+        return xs[0] if len(xs) == 1 else self.b.concat(xs, dim, hint="stack")
+
+    def unbind(self, x, dim=0):
+        r = self.ref(x)
+        dim = self.dim(dim, len(r.shape))
+        shape = list(r.shape)
+        shape[dim] = 1
+        out = list(r.shape)
+        del out[dim]
+        return tuple(self.reshape(self._slice(r, dim, i, shape), out)
+                     for i in range(r.shape[dim]))
