@@ -62,6 +62,18 @@ if missing and strict:
     lit_config.fatal("missing test requirements: %s. utils/setup.sh installs them; "
                      "under CI=true and utils/run-tests.sh a missing requirement is an "
                      "error, not a skip" % "; ".join(missing))
+# The torch major version: tests of what only torch 2.x has (fused
+# attention, Hugging Face transformers) say `REQUIRES: torch2`, and run when
+# utils/run-tests.sh runs this suite's export tests under the torch 2.x venv.
+if "torch" in config.available_features:
+    version = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True).stdout.strip()
+    if version.split(".")[0].isdigit() and int(version.split(".")[0]) >= 2:
+        config.available_features.add("torch2")
+        if python_has("transformers"):
+            config.available_features.add("transformers")
+    lit_config.note("torch %s (%s)" % (version, python))
 if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("gpu")

@@ -17,8 +17,9 @@ config.substitutions.append(("%examples", os.path.join(config.braid_src_root, "e
 config.substitutions.append(("%braid_src", config.braid_src_root))
 config.substitutions.append(("%braid_obj", config.braid_obj_root))
 # lit itself runs under Debian's python3; the few script-driven checks here
-# use the same interpreter and only its standard library.
-config.substitutions.append(("%python", "/usr/bin/python3"))
+# use only the standard library, under the same interpreter unless
+# BRAID_PYTHON names another (as in integration_test/lit.cfg.py).
+config.substitutions.append(("%python", os.environ.get("BRAID_PYTHON", "/usr/bin/python3")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

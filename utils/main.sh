@@ -24,7 +24,10 @@ spec=${1:-$root/examples/pytorch/gpt.py}
 main=${BRAID_MAIN_OUT:-$root/build/main}
 shown=${main#"$root"/} # as the commands below print it
 bin="$root/build/bin"
-python=/usr/bin/python3 # Debian's, which sees Debian's torch and numpy
+# Debian's python3, which sees Debian's torch 1.13 and numpy; BRAID_PYTHON
+# names another with torch and numpy (the torch 2.x venv of
+# utils/setup-torch2.sh).
+python=${BRAID_PYTHON:-/usr/bin/python3}
 export PYTHONPATH="$root/python"
 cluster=h100-8x8
 ranks=64

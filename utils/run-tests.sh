@@ -3,7 +3,9 @@
 # every test suite: the unit tests (unittests/, googletest), the regression
 # tests (test/), the integration tests (integration_test/), and the
 # regression tests again on the compiler built without the runtime
-# (build/compiler-only, -DBRAID_ENABLE_RUNTIME=OFF). Ends with one line
+# (build/compiler-only, -DBRAID_ENABLE_RUNTIME=OFF), and the exporter's
+# tests (integration_test/export) again under torch 2.x
+# (utils/setup-torch2.sh). Ends with one line
 # `N passed, N failed, N skipped` summed over all suites (an XFAIL is
 # reported on its own line before it), and exits non-zero if any test failed.
 #
@@ -23,19 +25,27 @@ bash "$root/utils/build-runtime-variants.sh" || { echo "0 passed, 1 failed"; exi
 # The compiler alone (-DBRAID_ENABLE_RUNTIME=OFF): its tests run there too.
 bash "$root/utils/build-compiler-only.sh" || { echo "0 passed, 1 failed"; exit 1; }
 
+# The exporter's tests run a second time under torch 2.x (a pinned venv
+# next to Debian's torch 1.13, created when missing).
+torch2=$(bash "$root/utils/setup-torch2.sh") || { echo "0 passed, 1 failed"; exit 1; }
+
 # The integration suite's lit.cfg.py turns a missing requirement into an
 # error when this is set (and when CI=true).
 export BRAID_REQUIRE_FEATURES=1
 status=0
 results=()
-for suite in unittests test integration_test compiler-only/test; do
-  json="$build/${suite//\//-}-results.json"
+run_suite() { # NAME DIR [lit options...]: one lit run, its results in NAME
+  local json="$build/$1-results.json" dir=$2
+  shift 2
   rm -f "$json"
-  echo "== lit: $suite"
-  /usr/bin/python3 /usr/lib/llvm-22/bin/lit -sv -o "$json" "$@" \
-    "$build/$suite" || status=1
+  echo "== lit: $dir${BRAID_PYTHON:+ (python: $BRAID_PYTHON)}"
+  /usr/bin/python3 /usr/lib/llvm-22/bin/lit -sv -o "$json" "$@" "$build/$dir" || status=1
   results+=("$json")
+}
+for suite in unittests test integration_test compiler-only/test; do
+  run_suite "${suite//\//-}" "$suite" "$@"
 done
+BRAID_PYTHON=$torch2 run_suite integration_test-export-torch2 integration_test/export "$@"
 
 # compiler-only/test runs the compiler built under ASan+UBSan; two
 # integration tests run the runtime under ASan+UBSan and TSan (sanitizers.test)

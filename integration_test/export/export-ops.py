@@ -12,6 +12,7 @@
 # REQUIRES: torch, numpy
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
 
+import inspect
 import os
 import sys
 
@@ -72,10 +73,21 @@ def main():
             spec["optimizer"].step()
         cases.append((name, spec))
 
+    # torch 2.x's Adam(decoupled_weight_decay=True) is AdamW (torch 1.13's
+    # Adam has no such option).
+    if "decoupled_weight_decay" in inspect.signature(torch.optim.Adam).parameters:
+        spec = specs.ops(seed=3)
+        spec["optimizer"] = torch.optim.Adam(spec["model"].parameters(), lr=1e-2,
+                                             weight_decay=0.1, decoupled_weight_decay=True)
+        cases.append(("adam-decoupled", spec))
+
     for name, spec in cases:
         prefix = os.path.join(out, name)
         e = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
                          spec["loss_fn"], spec["optimizer"], 1, output=prefix)
+        if name == "adam-decoupled":
+            check("ranks with AdamW" in e.mlir and "braid.adamw" in e.mlir,
+                  "adam-decoupled: Adam(decoupled_weight_decay=True) exports as AdamW")
         if name == "tied":
             check(e.summary["parameters"] == ["a.weight", "b.bias"] and
                   e.summary["tied"] == {"b.weight": "a.weight", "c.weight": "a.weight"},

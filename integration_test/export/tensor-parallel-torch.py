@@ -15,7 +15,7 @@
 # (braid.compare.against_pytorch): every loss of 20 steps within 1e-5
 # relative of float64 PyTorch, and every final parameter and optimizer-state
 # array no farther from float64 PyTorch than float32 PyTorch is (4x its
-# distance on that array, or its largest on any). The gradients after step 1
+# distance on that array, or 2x its largest on any). The gradients after step 1
 # within 1e-5 relative by norm (|g - g64| / |g64|; float32 PyTorch's are
 # 1.2e-6 so, and 5e-5 elementwise on their small entries): AdamW's first
 # moment after one step is (1 - beta1) times the gradient, so braid's saved

@@ -84,7 +84,7 @@ def _optimizer_groups(optimizer, params):
                               "once before exporting, or use dampening=0")
         if kind in ("AdamW", "Adam") and g.get("amsgrad", False):
             raise ExportError("%s(amsgrad=True) is not supported" % kind)
-        if kind == "Adam" and g["weight_decay"]:
+        if kind == "Adam" and g["weight_decay"] and not g.get("decoupled_weight_decay", False):
             raise ExportError("Adam with weight_decay (L2 in the gradient) is not supported; "
                               "use AdamW")
         groups[n] = g
@@ -128,6 +128,29 @@ def _module_paths(model):
         torch.fx.Graph.create_node = original
         for h in handles:
             h.remove()
+
+
+@contextlib.contextmanager
+def _attributes_as_buffers(model):
+    """Tensors that the model's modules hold as plain attributes (a
+    positional table kept as `self.pos = torch.randn(...)`), registered as
+    non-persistent buffers while the step is exported: they are constants
+    of the step like buffers, and torch 2.x's fake-tensor tracing refuses
+    a real tensor met inside the traced code."""
+    added = []
+    for mod in model.modules():
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter) \
+                    and not name.startswith("_"):
+                del mod.__dict__[name]
+                mod.register_buffer(name, value, persistent=False)
+                added.append((mod, name, value))
+    try:
+        yield
+    finally:
+        for mod, name, value in added:
+            del mod._buffers[name]
+            mod.__dict__[name] = value
 
 
 def _functional_call(model, mapping, args):

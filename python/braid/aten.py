@@ -221,15 +221,24 @@ class Lowering(FunctionLowerings):
             return v
         return self.b.broadcast(v, new, shape, hint="bcast")
 
-    def out_shape(self):
+    def _meta(self):
+        """What torch recorded of the node's result: `tensor_meta` (torch
+        1.13's AOT autograd), else the fake tensor `val` (torch 2.x tracers
+        that leave tensor_meta out)."""
         m = self.node.meta.get("tensor_meta")
-        return tuple(m.shape) if hasattr(m, "shape") else None
+        if hasattr(m, "shape"):
+            return m
+        v = self.node.meta.get("val")
+        return v if isinstance(v, torch.Tensor) else None
+
+    def out_shape(self):
+        m = self._meta()
+        return tuple(m.shape) if m is not None else None
 
     def out_dtype(self):
         """The result's braid element type, as torch computed it (None when
         torch does not say)."""
-        m = self.node.meta.get("tensor_meta")
-        return self.dtype_of(getattr(m, "dtype", None))
+        return self.dtype_of(getattr(self._meta(), "dtype", None))
 
     def dtype_of(self, torch_dtype):
         """braid's element type for a torch dtype of the traced graph."""

@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from braid._cli import module_command
-from braid._trace import (_describe, _names, _optimizer_groups, _parameters, _tensors,
-                          _trace)
+from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_groups,
+                          _parameters, _tensors, _trace)
 from braid import recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, op_name
 from braid.ir import StepBuilder
@@ -191,19 +191,19 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     elif max_steps is not None:
         raise ExportError("max_steps is the length of an lr_scheduler's schedule; there is no "
                           "lr_scheduler")
-    graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn,
-                   autocast=torch.bfloat16 if half else None)
-
     split = {}
     if tensor_parallel > 1:
         split = tensor_parallel_shardings(model, tensor_parallel_plan, tensor_parallel, aliases)
     name = name or type(model).__name__.lower() + "_step"
     b = StepBuilder(name, world_size, tp=tensor_parallel)
     b.shardings.update(split)
-    mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
-                                  micro_inputs, input_names, micro_targets, target_names,
-                                  schedule, micro_batches, max_grad_norm, reduce_in,
-                                  half, loss_scale)
+    with _attributes_as_buffers(model):
+        graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn,
+                       autocast=torch.bfloat16 if half else None)
+        mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
+                                      micro_inputs, input_names, micro_targets, target_names,
+                                      schedule, micro_batches, max_grad_norm, reduce_in,
+                                      half, loss_scale)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -264,6 +264,9 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     buffers = list(model.named_buffers())
     P, B = len(params), len(buffers)
     kind = type(optimizer).__name__
+    if kind == "Adam" and all(g.get("decoupled_weight_decay", False)
+                              for g in optimizer.param_groups):
+        kind = "AdamW"  # torch 2.x's Adam(decoupled_weight_decay=True) is AdamW
     low = Lowering(b, _describe, half)
     env = low.env
 

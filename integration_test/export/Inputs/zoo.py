@@ -12,7 +12,8 @@ this project's own code in the manner of a public model family.
               mask buffer, no biases, untied head
     vit       a ViT classifier: patches by reshape and permute, a class
               token parameter, a positional embedding that is a plain tensor
-              attribute (neither parameter nor buffer), mean-free head
+              attribute (neither parameter nor buffer), the class token's
+              output as the head's input
 
 Every model takes (inputs..., targets) and returns its loss, as nanoGPT,
 minGPT and llama2.c do; `loss_fn` is the identity.
@@ -270,7 +271,10 @@ class ViTBlock(nn.Module):
     def __init__(self, width, heads):
         super().__init__()
         self.norm1 = nn.LayerNorm(width)
-        self.qkv = nn.Linear(width, 3 * width)
+        # No qkv bias (timm's qkv_bias=False): the key bias has a true
+        # gradient of 0 (softmax ignores a shift of a row's scores), which
+        # AdamW turns into lr-sized steps of rounding noise.
+        self.qkv = nn.Linear(width, 3 * width, bias=False)
         self.proj = nn.Linear(width, width)
         self.norm2 = nn.LayerNorm(width)
         self.fc1 = nn.Linear(width, 2 * width)
