@@ -79,6 +79,26 @@ def gelu_grad(x, approx):
     return 0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
 
 
+def attention(q, k, v, causal, scale, dout):
+    """Scaled dot-product attention in float64, with grouped key/value
+    heads: (output, logsumexp, (dq, dk, dv)) for the output gradient dout."""
+    q, k, v, dout = (a.astype(np.float64) for a in (q, k, v, dout))
+    group = q.shape[1] // k.shape[1]
+    kr, vr = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    scores = scale * q @ kr.transpose(0, 1, 3, 2)
+    if causal:
+        scores = np.where(np.triu(np.ones(scores.shape[-2:], bool), 1), -np.inf, scores)
+    mx = scores.max(axis=-1, keepdims=True)
+    lse = mx + np.log(np.exp(scores - mx).sum(axis=-1, keepdims=True))
+    p = np.exp(scores - lse)
+    o = p @ vr
+    ds = p * (dout @ vr.transpose(0, 1, 3, 2) - (dout * o).sum(axis=-1, keepdims=True))
+    dq = scale * ds @ kr
+    dk = (scale * ds.transpose(0, 1, 3, 2) @ q).reshape(k.shape[:2] + (group,) + k.shape[2:])
+    dv = (p.transpose(0, 1, 3, 2) @ dout).reshape(v.shape[:2] + (group,) + v.shape[2:])
+    return o, lse[..., 0], (dq, dk.sum(axis=2), dv.sum(axis=2))
+
+
 def build(rng):
     s = Step()
     dim = lambda lo=1, hi=9: int(rng.integers(lo, hi))
@@ -170,6 +190,24 @@ def build(rng):
     mask = np.triu(np.ones((5, 5), bool), 1)
     s.op("%%r = braid.causal_mask %s fill = -1.000000e+09 : %s" % (s.input(sq), ttype(sq.shape)),
          [np.where(mask, -1e9, sq)])
+
+    # Fused attention with grouped key/value heads, causal and not, a key
+    # sequence of its own length, and its backward.
+    for causal in (False, True):
+        B, kvh, group, S, D, Dv = dim(1, 3), dim(1, 3), dim(1, 3), dim(1, 7), dim(1, 6), dim(1, 6)
+        Skv = S if causal else dim(1, 7)
+        H, scale = kvh * group, float(rng.uniform(0.2, 1.0))
+        q, k, v = randn(rng, B, H, S, D), randn(rng, B, kvh, Skv, D), randn(rng, B, kvh, Skv, Dv)
+        o, lse, grads = attention(q, k, v, causal, scale, dout := randn(rng, B, H, S, Dv))
+        attr = " {causal}" if causal else ""
+        types = "%s, %s, %s" % (ttype(q.shape), ttype(k.shape), ttype(v.shape))
+        s.op("%%r:2 = braid.attention %s, %s, %s%s scale = %r : %s -> %s, %s" % (
+            s.input(q), s.input(k), s.input(v), attr, scale, types, ttype(o.shape),
+            ttype(lse.shape)), [o, lse])
+        s.op("%%r:3 = braid.attention_backward %s, %s, %s, %s, %s, %s%s scale = %r : "
+             "%s, %s, %s" % (s.input(dout), s.input(q), s.input(k), s.input(v),
+                             s.input(o.astype(np.float32)), s.input(lse.astype(np.float32)),
+                             attr, scale, ttype(o.shape), types, ttype(lse.shape)), grads)
 
     # layer_norm over one and two trailing dimensions, and its backward.
     for k in (1, 2):

@@ -195,6 +195,43 @@ void where(Checker &c) {
   c.shape(c.out(0), c.in(0).shape);
 }
 
+/// braid.attention (first = 0) and its backward (first = 1, after the
+/// output's gradient): query, key and value at first, first + 1, first + 2.
+void attention(Checker &c, size_t first) {
+  const Buffer &q = c.in(first), &k = c.in(first + 1), &v = c.in(first + 2);
+  for (const Buffer *b : {&q, &k, &v}) {
+    c.f32(*b);
+    if (b->shape.size() != 4)
+      c.fail("'" + b->name +
+             "' must be [batch, heads, sequence, head size], "
+             "but is " +
+             shapeOf(*b));
+  }
+  int64_t batch = q.shape[0], heads = q.shape[1], seq = q.shape[2];
+  int64_t kvHeads = k.shape[1], kvSeq = k.shape[2], valueDim = v.shape[3];
+  c.shape(k, {batch, kvHeads, kvSeq, q.shape[3]});
+  c.shape(v, {batch, kvHeads, kvSeq, valueDim});
+  if (kvHeads <= 0 || heads % kvHeads)
+    c.fail(std::to_string(heads) + " query heads do not group over " +
+           std::to_string(kvHeads) + " key/value heads");
+  std::vector<int64_t> rows = {batch, heads, seq};
+  const Buffer &lse = first ? c.in(5) : c.out(1);
+  if (lse.dtype != DType::F32)
+    c.fail("the logsumexp '" + lse.name + "' must be f32, but is " +
+           shapeOf(lse));
+  c.shape(lse, rows);
+  const Buffer &o = first ? c.in(4) : c.out(0);
+  c.f32(o);
+  c.shape(o, {batch, heads, seq, valueDim});
+  if (!first)
+    return;
+  c.shape(c.in(0), o.shape);
+  for (size_t i = 0; i < 3; ++i) {
+    c.f32(c.out(i));
+    c.shape(c.out(i), c.in(1 + i).shape);
+  }
+}
+
 void causalMask(Checker &c) {
   sameShapeUnary(c);
   const auto &s = c.in(0).shape;
@@ -481,6 +518,10 @@ void checkKernel(Checker &c) {
     return softmaxLike(c, 2, instr.as<ops::LogSoftmaxBackwardAttrs>().dim);
   case Opcode::CausalMask:
     return causalMask(c);
+  case Opcode::Attention:
+    return attention(c, 0);
+  case Opcode::AttentionBackward:
+    return attention(c, 1);
   case Opcode::LayerNorm:
     return layerNorm(c);
   case Opcode::LayerNormBackward:

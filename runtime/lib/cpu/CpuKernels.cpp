@@ -11,6 +11,7 @@
 
 #include "CpuKernels.h"
 #include "../Views.h"
+#include "CpuMath.h"
 
 #include <cblas.h>
 
@@ -219,64 +220,6 @@ void softmaxBackward(const Args &a, bool log, int64_t dim) {
                      : float(y[at] * (g[at] - sum));
       }
     }
-}
-
-double geluOf(double x, bool tanhApprox) {
-  if (tanhApprox) {
-    const double c = std::sqrt(2.0 / M_PI);
-    return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-  }
-  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-}
-
-double geluGrad(double x, bool tanhApprox) {
-  if (tanhApprox) {
-    const double c = std::sqrt(2.0 / M_PI);
-    double u = c * (x + 0.044715 * x * x * x);
-    double t = std::tanh(u);
-    double du = c * (1.0 + 3.0 * 0.044715 * x * x);
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du;
-  }
-  double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
-  double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
-  return cdf + x * pdf;
-}
-
-double sigmoidOf(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-double unaryOf(ops::UnaryKind kind, double x) {
-  switch (kind) {
-  case ops::UnaryKind::Exp:
-    return std::exp(x);
-  case ops::UnaryKind::Log:
-    return std::log(x);
-  case ops::UnaryKind::Sqrt:
-    return std::sqrt(x);
-  case ops::UnaryKind::Rsqrt:
-    return 1.0 / std::sqrt(x);
-  case ops::UnaryKind::Tanh:
-    return std::tanh(x);
-  case ops::UnaryKind::Sigmoid:
-    return sigmoidOf(x);
-  case ops::UnaryKind::Silu:
-    return x * sigmoidOf(x);
-  }
-  return x;
-}
-
-/// grad * f'(saved): saved is tanh's and sigmoid's output, silu's input
-/// (OpChecks refuses the other kinds).
-double unaryGrad(ops::UnaryKind kind, double g, double s) {
-  switch (kind) {
-  case ops::UnaryKind::Tanh:
-    return g * (1.0 - s * s);
-  case ops::UnaryKind::Sigmoid:
-    return g * s * (1.0 - s);
-  default: {
-    double sig = sigmoidOf(s);
-    return g * sig * (1.0 + s * (1.0 - sig));
-  }
-  }
 }
 
 void where(const Args &a) {
@@ -721,6 +664,9 @@ void run(const Args &a) {
   }
   case Opcode::Where:
     return where(a);
+  case Opcode::Attention:
+  case Opcode::AttentionBackward:
+    return runCpuAttention(a.plan, instr, a.inData, a.outData);
   case Opcode::Softmax:
     return softmax(a, false, instr.as<ops::SoftmaxAttrs>().dim);
   case Opcode::LogSoftmax:

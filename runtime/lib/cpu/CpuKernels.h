@@ -22,6 +22,12 @@ void runF32Kernel(const Plan &plan, const Instr &instr, uint8_t *arena,
                   std::vector<const float *> inData,
                   std::vector<float *> outData);
 
+/// braid.attention and braid.attention_backward on f32 data
+/// (CpuAttention.cpp).
+void runCpuAttention(const Plan &plan, const Instr &instr,
+                     const std::vector<const float *> &in,
+                     const std::vector<float *> &out);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_LIB_CPU_CPUKERNELS_H

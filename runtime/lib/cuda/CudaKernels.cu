@@ -218,6 +218,9 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   case Opcode::Pow:
   case Opcode::Where:
     return launchElementwiseKernel(plan, instr, arena, stream);
+  case Opcode::Attention:
+  case Opcode::AttentionBackward:
+    return launchAttentionKernel(plan, instr, arena, stream);
   case Opcode::ReduceSum:
   case Opcode::ReduceMean: {
     const Buffer &x = inBuf(0);

@@ -20,6 +20,10 @@ void launchCudaKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
 void launchElementwiseKernel(const Plan &plan, const Instr &instr,
                              uint8_t *arena, cudaStream_t stream);
 
+/// braid.attention and its backward (CudaAttention.cu).
+void launchAttentionKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
+                           cudaStream_t stream);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_LIB_CUDA_CUDAKERNELS_H

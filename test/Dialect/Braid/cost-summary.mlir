@@ -103,6 +103,21 @@ func.func @functions(%x: tensor<2x4x4xf32>, %m: tensor<2x4x4xi1>) {
   return
 }
 
+// Attention, B = 2, H = 4 (2 key/value heads), S = 8, D = Dv = 16: 64 scored
+// pairs a head unmasked, 36 causal. Forward 2 * 4 * 64 * (2*16 + 2*16 + 5)
+// = 35328; causal forward 2 * 4 * 36 * 69 = 19872; backward
+// 2 * 4 * 64 * (6*16 + 4*16 + 8) = 86016. No [S, S] tensor: the bytes are
+// the operands' and results' only.
+// CHECK-LABEL: braid cost summary: @attention
+// CHECK-NEXT:   compute ops               3
+// CHECK-NEXT:   flops                     141216 (141.22 kFLOP)
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x2x8x16xf32>) {
+  %o, %l = braid.attention %q, %k, %v scale = 0.25 : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  %o2, %l2 = braid.attention %q, %k, %v {causal} scale = 0.25 : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  %dq, %dk, %dv = braid.attention_backward %o, %q, %k, %v, %o, %l scale = 0.25 : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
 // reduce_sum: one add per input element (32); reduce_mean also divides each
 // output (32 + 4). layer_norm 8 and its backward 12 per element: 256 + 384.
 // Total 32 + 36 + 256 + 384 = 708.

@@ -87,6 +87,16 @@ func.func @functions(%x: tensor<8x16xf32>, %dy: tensor<8x16xbf16>,
   return
 }
 
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x2x8x16xbf16>,
+                     %v: tensor<2x2x8x16xbf16>, %do: tensor<2x4x8x16xbf16>) {
+  // CHECK: %[[O:[a-z0-9_]+]], %[[L:[a-z0-9_]+]] = braid.attention %{{.*}}, %{{.*}}, %{{.*}} {causal} scale = 2.500000e-01 : tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16> -> tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>
+  %o, %l = braid.attention %q, %k, %v {causal} scale = 0.25 : tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16> -> tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>
+  // CHECK: braid.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %[[L]] {causal} scale = 2.500000e-01 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x4x8xf32>
+  %dq, %dk, %dv = braid.attention_backward %do, %q, %k, %v, %o, %l {causal} scale = 0.25 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x4x8xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @activations
 // CHECK-SAME: %[[V_X:[a-z0-9_]+]]:
 // CHECK-SAME: %[[V_DY:[a-z0-9_]+]]:

@@ -299,6 +299,9 @@ def Braid_CausalMaskOp : Braid_ComputeOp<"causal_mask", [SameOperandsAndResultTy
   let hasVerifier = 1;
 }
 
+// Fused attention and its backward.
+include "braid/Dialect/Braid/BraidAttentionOps.td"
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

@@ -249,6 +249,27 @@ LogicalResult WhereOp::propagateSharding(Shardings s, Results &out) {
   return elementwise(*this, s, out);
 }
 
+/// Attention mixes tokens and features within a head: every operand split
+/// alike along the batch or the heads (grouped key/value heads split with
+/// their query heads) passes through; nothing is linear.
+static LogicalResult attention(Operation *op, Shardings s, Results &out) {
+  if (!llvm::all_equal(s) || s.front().isPartial())
+    return failure();
+  ShardingAttr a = s.front();
+  if (a.isSplit() && a.getDim() > 1)
+    return failure();
+  return all(op, a, out);
+}
+
+LogicalResult AttentionOp::propagateSharding(Shardings s, Results &out) {
+  return attention(*this, s, out);
+}
+
+LogicalResult AttentionBackwardOp::propagateSharding(Shardings s,
+                                                     Results &out) {
+  return attention(*this, s, out);
+}
+
 LogicalResult SoftmaxOp::propagateSharding(Shardings s, Results &out) {
   return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
 }
