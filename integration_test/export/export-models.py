@@ -7,7 +7,9 @@
 # half of the global batch, and judged by braid.compare.against_pytorch
 # against PyTorch DDP on 2 ranks: every loss within 1e-5 relative of float64
 # PyTorch, every final array no farther from it than 4x float32 PyTorch is.
-# Dropout models run at p = 0 here.
+# Dropout models run at p = 0 here. Under torch 2.x nanoGPT and llama2.c
+# also run with F.scaled_dot_product_attention, which must export to one
+# braid.attention a layer (and its backward) and no softmax.
 #
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
@@ -39,7 +41,8 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     check = Checker()
-    names = sys.argv[2:] or zoo.NAMES
+    sdpa = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+    names = sys.argv[2:] or zoo.NAMES + (zoo.SDPA_NAMES if sdpa else ())
     for name in names:
         model, batch = zoo.make(name)
         spec = spec_of(model, batch)
@@ -49,6 +52,13 @@ def main():
         ops = e.summary["aten_ops"]
         check(True, "%s: exported %d aten ops of %d kinds to %d braid ops" % (
             name, sum(ops.values()), len(ops), e.summary["braid_ops"]))
+        if name in zoo.SDPA_NAMES:
+            text = open(e.paths["mlir"]).read()
+            check(text.count("braid.attention ") == 2 and text.count("braid.attention_backward") == 2
+                  and "braid.softmax" not in text,
+                  "%s: scaled_dot_product_attention is braid.attention (%d) and its backward "
+                  "(%d), no softmax" % (name, text.count("braid.attention "),
+                                         text.count("braid.attention_backward")))
         plan = prefix + ".plan"
         braidtest.compile_step(prefix + ".mlir", plan)
         save = prefix + ".trained.npz"

@@ -41,6 +41,7 @@ def op_name(target):
 
 
 # The mixin reads Deferred and Scalar from this module when its methods run.
+from braid.aten_attention import AttentionLowerings  # noqa: E402
 from braid.aten_functions import FunctionLowerings  # noqa: E402
 
 
@@ -87,7 +88,7 @@ class Scalar:
         self.value = value
 
 
-class Lowering(FunctionLowerings):
+class Lowering(FunctionLowerings, AttentionLowerings):
     """Emits the braid ops of one joint graph into a StepBuilder."""
 
     def __init__(self, builder, describe, half=None):
@@ -753,5 +754,10 @@ LOWERINGS = {
     "aten.select.int": Lowering.select,
     "aten.select_backward.default": Lowering.select_backward,
     "aten.stack.default": Lowering.stack,
+    "aten.constant_pad_nd.default": Lowering.constant_pad_nd,
     "aten.unbind.int": Lowering.unbind,
+    "aten._scaled_dot_product_flash_attention_for_cpu.default":
+        Lowering._scaled_dot_product_flash_attention_for_cpu,
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default":
+        Lowering._scaled_dot_product_flash_attention_for_cpu_backward,
 }

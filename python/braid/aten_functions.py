@@ -146,6 +146,34 @@ class FunctionLowerings:
             self.fail("only a fill with a number is supported")
         return self._choose(~self._mask(mask, self.out_shape()), x, value)
 
+    def constant_pad_nd(self, x, pad, value=0):
+        """Padding with a number (negative widths crop): per padded
+        dimension a concat with splats of `value`, from the last dimension
+        on, as torch.nn.functional.pad reads `pad`. Hugging Face's causal-LM
+        loss pads its integer labels with the ignore index this way."""
+        r = self.ref(x)
+        rank = len(r.shape)
+        if len(pad) % 2 or len(pad) // 2 > rank:
+            self.fail("padding %s for a tensor of rank %d" % (list(pad), rank))
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail("a padding value that is not a number (%r)" % (value,))
+        for i in range(len(pad) // 2):
+            dim, before, after = rank - 1 - i, pad[2 * i], pad[2 * i + 1]
+            if before < 0 or after < 0:  # a crop first
+                start, size = max(0, -before), r.shape[dim] + min(0, before) + min(0, after)
+                shape = list(r.shape)
+                shape[dim] = size
+                r = self._slice(r, dim, start, shape)
+                before, after = max(0, before), max(0, after)
+            parts, v = [], self.materialize(r)
+            for width in (before, after):
+                s = list(v.shape)
+                s[dim] = width
+                parts.append(self.b.splat(value, tuple(s), v.dtype, hint="pad") if width else None)
+            xs = [p for p in (parts[0], v, parts[1]) if p is not None]
+            r = xs[0] if len(xs) == 1 else self.b.concat(xs, dim, hint="padded")
+        return r
+
     # -- slices: select, stack, unbind -------------------------------------------------
     def select(self, x, dim, index):
         r = self.ref(x)

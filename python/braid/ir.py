@@ -236,6 +236,24 @@ class StepBuilder:
         return self._emit(hint, a.shape, a.dtype, "braid.where %s, %s, %s : %s, %s"
                           % (cond, a, b, cond.type, a.type))
 
+    def attention(self, q, k, v, causal, scale, hint="attn"):
+        """braid.attention: (output, logsumexp)."""
+        o = Value(None, q.shape[:3] + v.shape[3:], q.dtype)
+        lse = Value(None, q.shape[:3], "f32")
+        return self._emit_multi([hint, hint + "_lse"], [o.shape, lse.shape], [q.dtype, "f32"],
+                                "braid.attention %s, %s, %s%s scale = %s : %s, %s, %s -> %s, %s"
+                                % (q, k, v, " {causal}" if causal else "", _float(scale),
+                                   q.type, k.type, v.type, o.type, lse.type))
+
+    def attention_backward(self, do, q, k, v, o, lse, causal, scale, hint="dattn"):
+        """braid.attention_backward: (dq, dk, dv)."""
+        return self._emit_multi(
+            [hint + "_q", hint + "_k", hint + "_v"], [q.shape, k.shape, v.shape],
+            [q.dtype, k.dtype, v.dtype],
+            "braid.attention_backward %s, %s, %s, %s, %s, %s%s scale = %s : %s, %s, %s, %s, %s"
+            % (do, q, k, v, o, lse, " {causal}" if causal else "", _float(scale), do.type,
+               q.type, k.type, v.type, lse.type))
+
     def softmax(self, x, dim, hint="probs"):
         return self._emit(hint, x.shape, x.dtype, "braid.softmax %s dim = %d : %s" % (x, dim, x.type))
 
@@ -336,6 +354,14 @@ class StepBuilder:
     def fill(self, value, shape, dtype="f32", hint="fill"):
         v = Value("", shape, dtype)
         return self._emit(hint, shape, dtype, "braid.fill %s : %s" % (_float(value), v.type))
+
+    def splat(self, value, shape, dtype, hint="cst"):
+        """A tensor of `shape` with every element `value`: braid.fill for a
+        float type, a splat braid.constant for an integer one."""
+        if dtype.startswith(("f", "b")):
+            return self.fill(value, shape, dtype, hint=hint)
+        v = Value("", shape, dtype)
+        return self._emit(hint, shape, dtype, "braid.constant dense<%d> : %s" % (int(value), v.type))
 
     def constant(self, value, dtype="f32", hint="cst"):
         return self._emit(hint, (), dtype, "braid.constant dense<%s> : tensor<%s>" % (_float(value), dtype))

@@ -10,6 +10,9 @@ this project's own code in the manner of a public model family.
               embeddings by unbind/stack of the (real, imaginary) pairs,
               grouped key/value heads (repeat by expand), an additive -inf
               mask buffer, no biases, untied head
+    nanogpt-sdpa, llama-sdpa  the same with torch 2.x's
+              F.scaled_dot_product_attention(is_causal=True), grouped
+              key/value heads by enable_gqa (braid.attention)
     vit       a ViT classifier: patches by reshape and permute, a class
               token parameter, a positional embedding that is a plain tensor
               attribute (neither parameter nor buffer), the class token's
@@ -33,11 +36,12 @@ def loss_from_forward(loss):
 # -- nanoGPT -------------------------------------------------------------------------
 
 class NanoAttention(nn.Module):
-    def __init__(self, width, heads, seq):
+    def __init__(self, width, heads, seq, flash=False):
         super().__init__()
         self.c_attn = nn.Linear(width, 3 * width)
         self.c_proj = nn.Linear(width, width)
         self.heads = heads
+        self.flash = flash  # nanoGPT's: torch 2.x's fused attention
         self.register_buffer("bias", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
 
     def forward(self, x):
@@ -46,18 +50,21 @@ class NanoAttention(nn.Module):
         q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if self.flash:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y)
 
 
 class NanoBlock(nn.Module):
-    def __init__(self, width, heads, seq):
+    def __init__(self, width, heads, seq, flash):
         super().__init__()
         self.ln_1 = nn.LayerNorm(width)
-        self.attn = NanoAttention(width, heads, seq)
+        self.attn = NanoAttention(width, heads, seq, flash)
         self.ln_2 = nn.LayerNorm(width)
         self.c_fc = nn.Linear(width, 4 * width)
         self.c_proj = nn.Linear(4 * width, width)
@@ -68,11 +75,11 @@ class NanoBlock(nn.Module):
 
 
 class NanoGPT(nn.Module):
-    def __init__(self, vocab=32, seq=8, width=16, heads=2, layers=2):
+    def __init__(self, vocab=32, seq=8, width=16, heads=2, layers=2, flash=False):
         super().__init__()
         self.wte = nn.Embedding(vocab, width)
         self.wpe = nn.Embedding(seq, width)
-        self.h = nn.ModuleList([NanoBlock(width, heads, seq) for _ in range(layers)])
+        self.h = nn.ModuleList([NanoBlock(width, heads, seq, flash) for _ in range(layers)])
         self.ln_f = nn.LayerNorm(width)
         self.lm_head = nn.Linear(width, vocab, bias=False)
         self.wte.weight = self.lm_head.weight  # tied, as nanoGPT
@@ -192,8 +199,9 @@ def repeat_kv(x, n_rep):
 
 
 class LlamaAttention(nn.Module):
-    def __init__(self, width, heads, kv_heads):
+    def __init__(self, width, heads, kv_heads, flash=False):
         super().__init__()
+        self.flash = flash  # torch 2.x's fused attention, key/value heads grouped
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, width // heads
         self.wq = nn.Linear(width, heads * self.head_dim, bias=False)
         self.wk = nn.Linear(width, kv_heads * self.head_dim, bias=False)
@@ -206,6 +214,11 @@ class LlamaAttention(nn.Module):
         k = self.wk(x).view(B, T, self.kv_heads, self.head_dim)
         v = self.wv(x).view(B, T, self.kv_heads, self.head_dim)
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        if self.flash:
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                 v.transpose(1, 2), is_causal=True,
+                                                 enable_gqa=True)
+            return self.wo(out.transpose(1, 2).contiguous().view(B, T, -1))
         k = repeat_kv(k, self.heads // self.kv_heads)
         v = repeat_kv(v, self.heads // self.kv_heads)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
@@ -228,9 +241,9 @@ class LlamaMLP(nn.Module):
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self, width, heads, kv_heads, hidden):
+    def __init__(self, width, heads, kv_heads, hidden, flash):
         super().__init__()
-        self.attention = LlamaAttention(width, heads, kv_heads)
+        self.attention = LlamaAttention(width, heads, kv_heads, flash)
         self.feed_forward = LlamaMLP(width, hidden)
         self.attention_norm = RMSNorm(width)
         self.ffn_norm = RMSNorm(width)
@@ -241,10 +254,11 @@ class LlamaBlock(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, vocab=32, seq=8, width=16, heads=4, kv_heads=2, layers=2, hidden=24):
+    def __init__(self, vocab=32, seq=8, width=16, heads=4, kv_heads=2, layers=2, hidden=24,
+                 flash=False):
         super().__init__()
         self.tok_embeddings = nn.Embedding(vocab, width)
-        self.layers = nn.ModuleList([LlamaBlock(width, heads, kv_heads, hidden)
+        self.layers = nn.ModuleList([LlamaBlock(width, heads, kv_heads, hidden, flash)
                                      for _ in range(layers)])
         self.norm = RMSNorm(width)
         self.output = nn.Linear(width, vocab, bias=False)
@@ -343,7 +357,13 @@ def make(name, seed=0, p=0.0):
         return Llama(), language_batch(32, 8, 4, seed)
     if name == "vit":
         return ViT(), image_batch(4, seed)
+    if name == "nanogpt-sdpa":
+        return NanoGPT(flash=True), language_batch(32, 8, 4, seed)
+    if name == "llama-sdpa":
+        return Llama(flash=True), language_batch(32, 8, 4, seed)
     raise KeyError(name)
 
 
 NAMES = ("nanogpt", "mingpt", "llama", "vit")
+# torch 2.x's scaled_dot_product_attention (enable_gqa: 2.5 and later).
+SDPA_NAMES = ("nanogpt-sdpa", "llama-sdpa")
