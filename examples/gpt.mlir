@@ -121,12 +121,8 @@ func.func @gpt_step(
   %v = braid.slice %qkv_b offsets = [0, 1536] : tensor<8192x2304xf32> -> tensor<8192x768xf32>
   %v4 = braid.reshape %v : tensor<8192x768xf32> -> tensor<8x1024x12x64xf32>
   %vh = braid.transpose %v4 permutation = [0, 2, 1, 3] : tensor<8x1024x12x64xf32> -> tensor<8x12x1024x64xf32>
-  %scores = braid.matmul %qh, %kh {transpose_b} : tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32> -> tensor<8x12x1024x1024xf32>
-  %scaled = braid.scale %scores by 1.250000e-01 : tensor<8x12x1024x1024xf32>
-  %masked = braid.causal_mask %scaled fill = -1.000000e+09 : tensor<8x12x1024x1024xf32>
-  %probs = braid.softmax %masked dim = 3 : tensor<8x12x1024x1024xf32>
-  %ctx = braid.matmul %probs, %vh : tensor<8x12x1024x1024xf32>, tensor<8x12x1024x64xf32> -> tensor<8x12x1024x64xf32>
-  %ctx_t = braid.transpose %ctx permutation = [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
+  %attn, %attn_lse = braid.attention %qh, %kh, %vh {causal} scale = 1.250000e-01 : tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32> -> tensor<8x12x1024x64xf32>, tensor<8x12x1024xf32>
+  %ctx_t = braid.transpose %attn permutation = [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
   %ctx2 = braid.reshape %ctx_t : tensor<8x1024x12x64xf32> -> tensor<8192x768xf32>
   %proj = braid.matmul %ctx2, %h0_attn_c_proj_weight {transpose_b} : tensor<8192x768xf32>, tensor<768x768xf32> -> tensor<8192x768xf32>
   %proj_b = braid.bias_add %proj, %h0_attn_c_proj_bias : tensor<8192x768xf32>, tensor<768xf32>
@@ -171,18 +167,12 @@ func.func @gpt_step(
   %dctx2 = braid.matmul %dx3, %h0_attn_c_proj_weight : tensor<8192x768xf32>, tensor<768x768xf32> -> tensor<8192x768xf32>
   %dctx4 = braid.reshape %dctx2 : tensor<8192x768xf32> -> tensor<8x1024x12x64xf32>
   %dctx = braid.transpose %dctx4 permutation = [0, 2, 1, 3] : tensor<8x1024x12x64xf32> -> tensor<8x12x1024x64xf32>
-  %dprobs = braid.matmul %dctx, %vh {transpose_b} : tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32> -> tensor<8x12x1024x1024xf32>
-  %dv = braid.matmul %probs, %dctx {transpose_a} : tensor<8x12x1024x1024xf32>, tensor<8x12x1024x64xf32> -> tensor<8x12x1024x64xf32>
-  %dmasked = braid.softmax_backward %dprobs, %probs dim = 3 : tensor<8x12x1024x1024xf32>
-  %dscaled = braid.causal_mask %dmasked fill = 0.000000e+00 : tensor<8x12x1024x1024xf32>
-  %dscores = braid.scale %dscaled by 1.250000e-01 : tensor<8x12x1024x1024xf32>
-  %dq = braid.matmul %dscores, %kh : tensor<8x12x1024x1024xf32>, tensor<8x12x1024x64xf32> -> tensor<8x12x1024x64xf32>
-  %dk = braid.matmul %dscores, %qh {transpose_a} : tensor<8x12x1024x1024xf32>, tensor<8x12x1024x64xf32> -> tensor<8x12x1024x64xf32>
-  %dq_t = braid.transpose %dq permutation = [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
+  %dattn_q, %dattn_k, %dattn_v = braid.attention_backward %dctx, %qh, %kh, %vh, %attn, %attn_lse {causal} scale = 1.250000e-01 : tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024xf32>
+  %dq_t = braid.transpose %dattn_q permutation = [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
   %dq2 = braid.reshape %dq_t : tensor<8x1024x12x64xf32> -> tensor<8192x768xf32>
-  %dk_t = braid.transpose %dk permutation = [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
+  %dk_t = braid.transpose %dattn_k permutation = [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
   %dk2 = braid.reshape %dk_t : tensor<8x1024x12x64xf32> -> tensor<8192x768xf32>
-  %dv_t = braid.transpose %dv permutation = [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
+  %dv_t = braid.transpose %dattn_v permutation = [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
   %dv2 = braid.reshape %dv_t : tensor<8x1024x12x64xf32> -> tensor<8192x768xf32>
   %dqkv = braid.concat %dq2, %dk2, %dv2 dim = 1 : tensor<8192x768xf32>, tensor<8192x768xf32>, tensor<8192x768xf32> -> tensor<8192x2304xf32>
   %d_attn_w = braid.matmul %dqkv, %ln1 {transpose_a} : tensor<8192x2304xf32>, tensor<8192x768xf32> -> tensor<2304x768xf32>

@@ -9,7 +9,10 @@ the memory-planned IR before the loss) that the backward reads (a use after
 it), per rank; per layer as the difference of a 2-layer and a 1-layer step.
 Korthikanti et al. 2022 count, per layer, sbh(10 + 24/t + 5as/(ht)) bytes
 without and sbh(34/t + 5as/(ht)) with sequence parallelism, for fp16 with
-dropout masks. braid's GPT has no dropout and keeps f32; the same count for
+dropout masks and attention written out (the [s, s] scores kept). The
+steps here are braid.models' with `--attention unfused` for that reason
+(the fused braid.attention keeps no [s, s] tensor: the as/(ht) term below
+is then absent). braid's GPT has no dropout and keeps f32; the same count for
 it, in elements, is sbh(4 + 12/t + as/(ht)) + 4sb without (the layer norms'
 inputs and outputs, 4 sbh, and their statistics, 4 sb, on every rank; q, k,
 v, the attention output, the MLP's two hidden tensors, 12 sbh, and the
@@ -95,7 +98,8 @@ def analyze(ir, tp):
 def measure(work, tp, sp, layers):
     mlir = os.path.join(work, "gpt-tp%d-l%d.mlir" % (tp, layers))
     subprocess.run([sys.executable, "-m", "braid.models", "gpt2-medium", "--world-size", "1",
-                    "--tp", str(tp), "--layers", str(layers), "--batch", str(B), "-o", mlir],
+                    "--tp", str(tp), "--layers", str(layers), "--batch", str(B),
+                    "--attention", "unfused", "-o", mlir],
                    check=True, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
     flags = [] if sp else ["--sequence-parallel=false"]
     p = subprocess.run([os.path.join(BIN, "braid-compile"), mlir, "--emit=mlir",

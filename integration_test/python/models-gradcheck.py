@@ -1,5 +1,6 @@
 # The hand-written backward passes of braid.models' transformers (GPT-2,
-# Llama with grouped-query attention and a gated MLP, BERT) against central
+# Llama with grouped-query attention and a gated MLP, BERT; fused attention,
+# and Llama's attention also unfused) against central
 # finite differences of the loss, on the cpu backend. AdamW with lr = eps =
 # 1e4 and no weight decay makes the first update -g * eps / (|g| + eps), which
 # is the gradient to 1e-5 relative for the small gradients here: the step's
@@ -23,6 +24,9 @@ CASES = {
     "llama-gqa": dict(kind="llama", layers=2, hidden=32, heads=4, kv_heads=2, ffn=48, vocab=48,
                       seq=8, batch=2),
     "bert": dict(kind="bert", layers=1, hidden=32, heads=4, vocab=48, seq=8, batch=2),
+    # The scores, mask and softmax written out instead of braid.attention.
+    "llama-gqa-unfused": dict(kind="llama", layers=2, hidden=32, heads=4, kv_heads=2, ffn=48,
+                              vocab=48, seq=8, batch=2, attention="unfused"),
 }
 
 

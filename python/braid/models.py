@@ -76,7 +76,7 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
 def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
         lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1, tp=1,
         vocab_parallel=False, micro_batches=1, max_grad_norm=None, dtype="f32",
-        master_weights=False, reduce_dtype=None):
+        master_weights=False, reduce_dtype=None, attention="fused"):
     """A GPT-2 (pre-norm attention and gelu MLP, tied lm head) with AdamW,
     `layers` blocks (default one). Defaults are GPT-2 small's shapes."""
     return transformer("gpt2", batch=batch, seq=seq, hidden=hidden, heads=heads,
@@ -84,13 +84,15 @@ def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
                        weight_decay=weight_decay, layers=layers, tp=tp,
                        vocab_parallel=vocab_parallel, micro_batches=micro_batches,
                        max_grad_norm=max_grad_norm, dtype=dtype,
-                       master_weights=master_weights, reduce_dtype=reduce_dtype)
+                       master_weights=master_weights, reduce_dtype=reduce_dtype,
+                       attention=attention)
 
 
 def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                 ffn=None, kv_heads=None, dtype="f32", lr=3e-4, betas=(0.9, 0.95),
                 eps=1e-8, weight_decay=0.1, tp=1, vocab_parallel=False, micro_batches=1,
-                max_grad_norm=None, master_weights=False, reduce_dtype=None):
+                max_grad_norm=None, master_weights=False, reduce_dtype=None,
+                attention="fused"):
     """A transformer training step with AdamW, forward and backward by hand.
 
     kind "gpt2": learned positions, layer norm with bias, biased projections,
@@ -127,7 +129,13 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     once, after its gradient in the last micro-batch (gradient
     accumulation, as braid.export writes it). With `max_grad_norm`, the
     reduced gradients are clipped to that global norm before AdamW
-    (torch.nn.utils.clip_grad_norm_, as braid.export writes it)."""
+    (torch.nn.utils.clip_grad_norm_, as braid.export writes it).
+    `attention` "fused" is one braid.attention a layer and its backward
+    (FlashAttention: no [seq, seq] tensor, what braid.export writes for
+    scaled_dot_product_attention); "unfused" writes the scores, the mask
+    and the softmax as their own ops, each [batch, heads, seq, seq]."""
+    if attention not in ("fused", "unfused"):
+        raise ValueError("attention must be 'fused' or 'unfused', not %r" % (attention,))
     assert hidden % heads == 0
     if vocab_parallel and vocab % tp:
         # Megatron's padding (--make-vocab-size-divisible-by 128, times the
@@ -251,11 +259,15 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
             q = heads_of(b.slice(qkv, [0, 0], (n, H), hint="q"), heads, "q")
             k = heads_of(b.slice(qkv, [0, H], (n, kvd), hint="k"), kv_heads, "k")
             vv = heads_of(b.slice(qkv, [0, H + kvd], (n, kvd), hint="v"), kv_heads, "v")
-            ke, ve = expand_kv(k, "k"), expand_kv(vv, "v")
-            scores = b.matmul(q, ke, tb=True, hint="scores")
-            scaled = b.scale(scores, 1.0 / math.sqrt(hd))
-            probs = b.softmax(scaled if kind == "bert" else b.causal_mask(scaled, -1e9), 3)
-            ctx = b.matmul(probs, ve, hint="ctx")
+            ke = ve = probs = lse = None
+            if attention == "fused":
+                ctx, lse = b.attention(q, k, vv, kind != "bert", 1.0 / math.sqrt(hd))
+            else:
+                ke, ve = expand_kv(k, "k"), expand_kv(vv, "v")
+                scores = b.matmul(q, ke, tb=True, hint="scores")
+                scaled = b.scale(scores, 1.0 / math.sqrt(hd))
+                probs = b.softmax(scaled if kind == "bert" else b.causal_mask(scaled, -1e9), 3)
+                ctx = b.matmul(probs, ve, hint="ctx")
             ctx2 = b.reshape(b.transpose(ctx, [0, 2, 1, 3], hint="ctx_t"), (n, H), hint="ctx2")
             proj = bias(b.matmul(ctx2, p[h + "attn.c_proj.weight"], tb=True, hint="proj"),
                         h + "attn.c_proj.bias", "proj_b")
@@ -272,8 +284,8 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
             mo = bias(b.matmul(g, p[h + "mlp.c_proj.weight"], tb=True, hint="mlp_out"),
                       h + "mlp.c_proj.bias", "mlp_out_b")
             x4 = b.add(x3, mo, hint="x4")
-            s_.update(y1=y1, m1=m1, r1=r1, q=q, ke=ke, ve=ve, probs=probs, ctx2=ctx2, x3=x3,
-                      y2=y2, m2=m2, r2=r2, fc=fc, g=g)
+            s_.update(y1=y1, m1=m1, r1=r1, q=q, k=k, v=vv, ke=ke, ve=ve, probs=probs, ctx=ctx,
+                      lse=lse, ctx2=ctx2, x3=x3, y2=y2, m2=m2, r2=r2, fc=fc, g=g)
             if llama:
                 s_.update(gate=gate, act=act)
             saved.append(s_)
@@ -344,16 +356,20 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                                     "d_attn_proj_b", "dctx2")
             dctx = b.transpose(b.reshape(dctx2, (batch, seq, heads, hd), hint="dctx4"),
                                [0, 2, 1, 3], hint="dctx")
-            dprobs = b.matmul(dctx, s_["ve"], tb=True, hint="dprobs")
-            dv = reduce_kv(b.matmul(s_["probs"], dctx, ta=True, hint="dv"), "dv")
-            dmasked = b.softmax_backward(dprobs, s_["probs"], 3, hint="dmasked")
-            if kind == "bert":
-                dscores = b.scale(dmasked, 1.0 / math.sqrt(hd), hint="dscores")
+            if attention == "fused":
+                dq, dk, dv = b.attention_backward(dctx, s_["q"], s_["k"], s_["v"], s_["ctx"],
+                                                  s_["lse"], kind != "bert", 1.0 / math.sqrt(hd))
             else:
-                dscores = b.scale(b.causal_mask(dmasked, 0.0, hint="dscaled"), 1.0 / math.sqrt(hd),
-                                  hint="dscores")
-            dq = b.matmul(dscores, s_["ke"], hint="dq")
-            dk = reduce_kv(b.matmul(dscores, s_["q"], ta=True, hint="dk"), "dk")
+                dprobs = b.matmul(dctx, s_["ve"], tb=True, hint="dprobs")
+                dv = reduce_kv(b.matmul(s_["probs"], dctx, ta=True, hint="dv"), "dv")
+                dmasked = b.softmax_backward(dprobs, s_["probs"], 3, hint="dmasked")
+                if kind == "bert":
+                    dscores = b.scale(dmasked, 1.0 / math.sqrt(hd), hint="dscores")
+                else:
+                    dscores = b.scale(b.causal_mask(dmasked, 0.0, hint="dscaled"),
+                                      1.0 / math.sqrt(hd), hint="dscores")
+                dq = b.matmul(dscores, s_["ke"], hint="dq")
+                dk = reduce_kv(b.matmul(dscores, s_["q"], ta=True, hint="dk"), "dk")
 
             def merge_heads(t, nh, hint):
                 return b.reshape(b.transpose(t, [0, 2, 1, 3], hint=hint + "_t"), (n, nh * hd),
@@ -488,6 +504,10 @@ def main(argv=None):
                         help="a small configuration that trains on CPUs in seconds "
                              "(gpt: batch 2, seq 32, hidden 64, 4 heads, vocab 64; "
                              "mlp: batch 16, 32 features, hidden 64, 10 classes)")
+    parser.add_argument("--attention", choices=["fused", "unfused"], default=None,
+                        help="transformers: one braid.attention a layer (fused, the default: "
+                             "FlashAttention, no [seq, seq] tensor) or the scores, mask and "
+                             "softmax as separate ops (unfused)")
     parser.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     args = parser.parse_args(argv)
     if args.world_size < 1:
@@ -542,6 +562,10 @@ def main(argv=None):
         if args.autocast is None:
             parser.error("--reduce-dtype goes with --autocast")
         kwargs["reduce_dtype"] = None if args.reduce_dtype == "f32" else args.reduce_dtype
+    if args.attention is not None:
+        if args.model == "mlp":
+            parser.error("--attention is for transformers")
+        kwargs["attention"] = args.attention
     if args.model in MODELS:
         if args.model == "gpt" and kwargs.get("hidden", 768) % kwargs.get("heads", 12):
             parser.error("--hidden must be a multiple of --heads")
@@ -575,6 +599,8 @@ def main(argv=None):
         command.append("--reduce-dtype %s" % args.reduce_dtype)
     if args.max_grad_norm is not None:
         command.append("--max-grad-norm %g" % args.max_grad_norm)
+    if args.attention is not None:
+        command.append("--attention %s" % args.attention)
     kind = "data-parallel" if args.tp == 1 else "global (tensor-parallel, for braid-tensor-parallel)"
     header = ("// Generated by `python3 -m braid.models %s`: one %s training\n"
               "// step (forward, backward, gradient all-reduces, optimizer).\n" % (" ".join(command), kind))

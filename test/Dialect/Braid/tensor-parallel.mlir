@@ -53,14 +53,15 @@
 // CHECK-SAME: tensor<64x128xf32> {braid.role = #braid.role<parameter "h0.mlp.c_proj.weight">, braid.sharding = #braid.sharding<split 1>}
 // CHECK-SAME: braid.tensor_parallel = {axis = 1 : i64, grid = @world}
 
-// Forward: q, k and v of 2 local heads each, attention per head, the
+// Forward: q, k and v of 2 local heads each, fused attention on the local
+// heads, the
 // row-parallel output projection summed before its bias.
 // CHECK: %[[QKV:.*]] = braid.bias_add {{.*}} : tensor<64x96xf32>, tensor<96xf32>
 // CHECK-NEXT: %[[Q:.*]] = braid.slice %[[QKV]] offsets = [0, 0] : tensor<64x96xf32> -> tensor<64x32xf32>
 // CHECK-NEXT: braid.reshape %[[Q]] : tensor<64x32xf32> -> tensor<2x32x2x16xf32>
 // CHECK: braid.slice %[[QKV]] offsets = [0, 32] : tensor<64x96xf32> -> tensor<64x32xf32>
 // CHECK: braid.slice %[[QKV]] offsets = [0, 64] : tensor<64x96xf32> -> tensor<64x32xf32>
-// CHECK: braid.softmax {{.*}} : tensor<2x2x32x32xf32>
+// CHECK: braid.attention {{.*}} {causal} scale = 2.500000e-01 : tensor<2x2x32x16xf32>, tensor<2x2x32x16xf32>, tensor<2x2x32x16xf32> -> tensor<2x2x32x16xf32>, tensor<2x2x32xf32>
 // CHECK: %[[PROJ:.*]] = braid.matmul {{.*}} {transpose_b} : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x64xf32>
 // CHECK-NEXT: %[[PR:.*]] = braid.all_reduce %[[PROJ]] on @world grid_axes = [1] reduction = sum : tensor<64x64xf32>
 // CHECK-NEXT: braid.bias_add %[[PR]]
