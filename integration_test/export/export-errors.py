@@ -80,6 +80,10 @@ def main():
     check(p.returncode == 0 and "wrote" in p.stdout and "@ops_step, 1 ranks, SGD" in p.stdout,
           "the command line exports ops with --arg seed=2: exit %d" % p.returncode)
 
+    # The error class is the package's too: `except braid.ExportError`.
+    check(braid.ExportError is braid.export.ExportError,
+          "braid.ExportError is braid.export.ExportError")
+
     # The API raises braid.export.ExportError and writes nothing.
     def api(name, expected, model=None, x=None, y=None, loss_fn=F.cross_entropy,
             optimizer=None, world_size=1, **kw):

@@ -45,6 +45,21 @@ class Tied(nn.Module):
         return self.c(F.relu(self.b(F.relu(self.a(x)))))
 
 
+class Closure(nn.Module):
+    """Its forward runs a lambda that closes over the module itself: a
+    deep copy of the model would run the original's layer (the reference
+    must train the model in place)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 8)
+        self.act = lambda x: F.relu(self.fc(x))
+
+    def forward(self, x):
+        return self.head(self.act(x))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -52,9 +67,13 @@ def main():
 
     torch.manual_seed(3)
     tied = Tied()
+    closure = Closure()
     cases = [("ops-sgd", specs.ops()),
              ("ops-adam", specs.ops(seed=1)),
              ("functions", specs.functions()),
+             ("closure", specs.spec(closure, torch.randn(6, 8), torch.randint(0, 8, (6,)),
+                                    optimizer=torch.optim.SGD(closure.parameters(), lr=0.1,
+                                                              momentum=0.9))),
              ("tied", specs.spec(tied, torch.randn(6, 8), torch.randint(0, 8, (6,)),
                                  optimizer=torch.optim.AdamW(tied.parameters(), lr=1e-2)))]
     m = cases[1][1]["model"]
@@ -81,6 +100,15 @@ def main():
                                              weight_decay=0.1, decoupled_weight_decay=True)
         cases.append(("adam-decoupled", spec))
 
+    # The reference leaves the spec's model as it was.
+    spec = cases[-1][1] if cases[-1][0] == "closure" else dict(cases)["closure"]
+    before = {k: v.clone() for k, v in spec["model"].state_dict().items()}
+    torch_reference(spec, spec["example_inputs"], spec["example_targets"], 3, double=True)
+    after = spec["model"].state_dict()
+    check(all(torch.equal(before[k], after[k]) and after[k].dtype == before[k].dtype
+              for k in before) and all(p.grad is None for p in spec["model"].parameters()),
+          "closure: torch_reference trains the model in place and restores it")
+
     for name, spec in cases:
         prefix = os.path.join(out, name)
         e = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
@@ -92,6 +120,8 @@ def main():
             check(e.summary["parameters"] == ["a.weight", "b.bias"] and
                   e.summary["tied"] == {"b.weight": "a.weight", "c.weight": "a.weight"},
                   "tied: one shared parameter, %s" % e.summary["tied"])
+        elif name == "closure":
+            pass
         elif name == "functions":
             ops = set(e.summary["aten_ops"])
             want = {"aten.%s" % o for o in (

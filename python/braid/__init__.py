@@ -10,4 +10,7 @@ def __getattr__(name):
     if name == "export":
         import importlib
         return importlib.import_module("braid.export")
+    if name == "ExportError":  # what braid.export raises: `except braid.ExportError`
+        from braid.aten import ExportError
+        return ExportError
     raise AttributeError("module 'braid' has no attribute %r" % name)

@@ -62,19 +62,51 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
     are their average (each rank's mean over its own non-ignored targets,
     the ranks' gradients averaged). Returns the loss of every step and the
     final parameters and optimizer state, named as export() names them. The
-    spec's model and optimizer are not changed."""
-    model = copy.deepcopy(spec["model"])
+    spec's model and optimizer are not changed: the model trains in place
+    and gets its parameters, buffers and gradients back afterwards (a copy
+    would not do: a model whose code closes over its own modules, as a
+    lambda attribute does, would run the original's)."""
+    with _restored(spec["model"]) as model:
+        return _train(spec, model, inputs, targets, steps, double, ranks, norms)
+
+
+@contextlib.contextmanager
+def _restored(model):
+    """`model`, whose parameters, buffers and gradients are put back as they
+    were (values, dtypes and the tensor objects) when the block ends."""
+    params = [(p, p.data, p.grad) for p in model.parameters()]
+    buffers = [(m, dict(m._buffers), {k: b.data for k, b in m._buffers.items() if b is not None})
+               for m in model.modules()]
+    try:
+        yield model
+    finally:
+        for p, data, grad in params:
+            p.data, p.grad = data, grad
+        for m, objects, data in buffers:
+            m._buffers.clear()
+            m._buffers.update(objects)
+            for k, d in data.items():
+                objects[k].data = d
+
+
+def _train(spec, model, inputs, targets, steps, double, ranks, norms):
+    """torch_reference's training of `model` (the spec's, restored after)."""
+    # The original values are kept aside by _restored; train on copies.
+    for p in model.parameters():
+        p.data = p.data.clone()
+        p.grad = None
+    for m in model.modules():
+        for k, b in m._buffers.items():
+            if b is not None:
+                m._buffers[k] = b.clone()
     if double:
         model = model.double()
         inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
     opt = spec["optimizer"]
-    # The same param groups over the copy's parameters (deepcopy keeps the
-    # order of parameters()), then the same state if the optimizer has
-    # stepped.
-    copy_of = {id(p): q for p, q in zip(spec["model"].parameters(), model.parameters())}
+    # The same param groups over the same parameters, then the same state
+    # if the optimizer has stepped.
     ref_opt = type(opt)([dict({k: v for k, v in g.items() if k != "params"},
-                              params=[copy_of[id(p)] for p in g["params"]])
-                         for g in opt.param_groups])
+                              params=list(g["params"])) for g in opt.param_groups])
     ref_opt.load_state_dict(copy.deepcopy(opt.state_dict()))
     # A learning-rate schedule, as PyTorch's scheduler evaluates it.
     rates = None
