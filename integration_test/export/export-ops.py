@@ -71,6 +71,7 @@ def main():
     cases = [("ops-sgd", specs.ops()),
              ("ops-adam", specs.ops(seed=1)),
              ("functions", specs.functions()),
+             ("indexed", specs.indexed()),
              ("closure", specs.spec(closure, torch.randn(6, 8), torch.randint(0, 8, (6,)),
                                     optimizer=torch.optim.SGD(closure.parameters(), lr=0.1,
                                                               momentum=0.9))),
@@ -122,6 +123,11 @@ def main():
                   "tied: one shared parameter, %s" % e.summary["tied"])
         elif name == "closure":
             pass
+        elif name == "indexed":
+            ops = set(e.summary["aten_ops"])
+            want = {"aten.index.Tensor", "aten.index_put.default", "aten.new_zeros.default"}
+            check(want <= ops, "indexed: the graph has %s" % (", ".join(sorted(want - ops)) or
+                                                           "index, index_put and new_zeros"))
         elif name == "functions":
             ops = set(e.summary["aten_ops"])
             want = {"aten.%s" % o for o in (

@@ -755,6 +755,9 @@ LOWERINGS = {
     "aten.select_backward.default": Lowering.select_backward,
     "aten.stack.default": Lowering.stack,
     "aten.constant_pad_nd.default": Lowering.constant_pad_nd,
+    "aten.index.Tensor": Lowering.index,
+    "aten.index_put.default": Lowering.index_put,
+    "aten.new_zeros.default": Lowering.new_zeros,
     "aten.unbind.int": Lowering.unbind,
     "aten._scaled_dot_product_flash_attention_for_cpu.default":
         Lowering._scaled_dot_product_flash_attention_for_cpu,

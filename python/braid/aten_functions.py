@@ -72,7 +72,9 @@ class FunctionLowerings:
             self.fail("a tensor of dtype %s (braid fills float tensors)" % dtype)
         # Written on first use: empty_like's values are overwritten by the
         # fill that follows it (silu's backward in torch 1.13).
-        return _aten.Deferred(shape, dtype, lambda: self.b.fill(value, shape, dtype, hint="fill"))
+        d = _aten.Deferred(shape, dtype, lambda: self.b.fill(value, shape, dtype, hint="fill"))
+        d.fill_value = value
+        return d
 
     def empty_like(self, x, *args, **kwargs):
         return self._like(0.0)
@@ -82,6 +84,9 @@ class FunctionLowerings:
 
     def ones_like(self, x, *args, **kwargs):
         return self._like(1.0)
+
+    def new_zeros(self, x, size, *args, **kwargs):
+        return self._like(0.0)
 
     def fill_scalar(self, x, value):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -173,6 +178,104 @@ class FunctionLowerings:
             xs = [p for p in (parts[0], v, parts[1]) if p is not None]
             r = xs[0] if len(xs) == 1 else self.b.concat(xs, dim, hint="padded")
         return r
+
+    # -- indexing with a constant index ---------------------------------------------------
+    # Indices known at export time (a buffer, a constant) on one dimension:
+    # the rows are taken (index) or added into place (index_put's gradient)
+    # with slices and concats, one run of consecutive rows at a time. Up to
+    # MAX_INDEXED_ROWS rows; a gather op would be the way past that.
+    MAX_INDEXED_ROWS = 1024
+
+    def _constant_index(self, indices, rank):
+        """(dimension, 1-D index tensor) of aten.index's `indices`: one
+        integer tensor known at export time, the dimensions before it None."""
+        picked = [(d, i) for d, i in enumerate(indices) if i is not None]
+        if len(picked) != 1:
+            self.fail("only indexing along one dimension is supported")
+        dim, arg = picked[0]
+        idx = self.ref(arg)
+        if not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point or \
+                idx.dtype == torch.bool:
+            self.fail("only an integer index known at export time (a buffer or a constant) "
+                      "is supported")
+        if idx.dim() != 1:
+            self.fail("only a 1-D index is supported, not %s" % list(idx.shape))
+        return dim, idx
+
+    def _runs(self, positions):
+        """Consecutive runs (start, length) of a list of rows."""
+        runs = []
+        for p in positions:
+            if runs and runs[-1][0] + runs[-1][1] == p:
+                runs[-1][1] += 1
+            else:
+                runs.append([p, 1])
+        return runs
+
+    def index(self, x, indices):
+        r = self.ref(x)
+        dim, idx = self._constant_index(indices, len(r.shape))
+        size = r.shape[dim]
+        if size > self.MAX_INDEXED_ROWS:
+            self.fail("an index into a dimension of %d rows (at most %d are lowered as slices)"
+                      % (size, self.MAX_INDEXED_ROWS))
+        rows = [int(i) % size if -size <= int(i) < size else None for i in idx]
+        if None in rows:
+            self.fail("index %s out of range for size %d" % (idx.tolist(), size))
+        parts = []
+        for start, length in self._runs(rows):
+            shape = list(r.shape)
+            shape[dim] = length
+            parts.append(self.materialize(self._slice(r, dim, start, shape)))
+        return parts[0] if len(parts) == 1 else self.b.concat(parts, dim, hint="indexed")
+
+    def index_put(self, base, indices, values, accumulate=False):
+        """base with `values`' rows put (added, with accumulate) at the
+        index's rows: index's gradient into a new_zeros."""
+        b = self.ref(base)
+        shape = tuple(b.shape)
+        dim, idx = self._constant_index(indices, len(shape))
+        size = shape[dim]
+        if size > self.MAX_INDEXED_ROWS:
+            self.fail("an index_put into a dimension of %d rows (at most %d are lowered as "
+                      "slices)" % (size, self.MAX_INDEXED_ROWS))
+        v = self.materialize(self.broadcast_to(self.ref(values), shape[:dim] + (len(idx),) +
+                                               shape[dim + 1:]))
+        zero = getattr(b, "fill_value", None) == 0.0
+        sources = {}
+        for p, i in enumerate(idx.tolist()):
+            j = i % size
+            sources[j] = sources.get(j, []) + [p] if accumulate else [p]
+
+        def rows_of(r, start, length):
+            s = list(r.shape)
+            s[dim] = length
+            return self.materialize(self._slice(r, dim, start, s))
+
+        parts = []
+        j = 0
+        while j < size:
+            if j in sources:
+                row = None
+                for p in sources[j]:
+                    piece = rows_of(v, p, 1)
+                    row = piece if row is None else self.b.add(row, piece, hint="put_sum")
+                if accumulate and not zero:
+                    row = self.b.add(rows_of(b, j, 1), row, hint="put_add")
+                parts.append(row)
+                j += 1
+                continue
+            length = 1
+            while j + length < size and j + length not in sources:
+                length += 1
+            if zero:
+                s = list(shape)
+                s[dim] = length
+                parts.append(self.b.fill(0.0, tuple(s), v.dtype, hint="zeros"))
+            else:
+                parts.append(rows_of(b, j, length))
+            j += length
+        return parts[0] if len(parts) == 1 else self.b.concat(parts, dim, hint="put")
 
     # -- slices: select, stack, unbind -------------------------------------------------
     def select(self, x, dim, index):

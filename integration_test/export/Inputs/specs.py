@@ -99,6 +99,32 @@ class Functions(nn.Module):
         return self.head(y.mean(1))
 
 
+class Indexed(nn.Module):
+    """Indexing with constant indices (buffers): x[:, idx] with a repeated
+    and a negative index, x[idx] on the first dimension; their gradients
+    are index_put with accumulate into new_zeros."""
+
+    def __init__(self, width=6, classes=3):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.head = nn.Linear(width, classes)
+        self.register_buffer("cols", torch.tensor([0, 2, 2, -1, 3]))
+        self.register_buffer("rows", torch.tensor([1, 0]))
+
+    def forward(self, x):                                      # [B, T, C]
+        h = self.fc(x)
+        picked = h[:, self.cols]                               # [B, 5, C]
+        scale = torch.arange(1.0, 6.0).view(1, 5, 1)
+        return self.head((picked * scale).mean(1) + h[:, self.rows].sum(1))
+
+
+def indexed(seed=0):
+    torch.manual_seed(seed)
+    model = Indexed()
+    return spec(model, torch.randn(5, 4, 6), torch.randint(0, 3, (5,)),
+                optimizer=torch.optim.AdamW(model.parameters(), lr=1e-2))
+
+
 def functions(seed=0):
     torch.manual_seed(seed)
     model = Functions()
