@@ -35,14 +35,16 @@ class Step:
                          % (name, ttype(array.shape, dtype), name))
         return "%" + name
 
-    def op(self, text, refs, tol=1e-5):
-        """`text` defines %r (or %r:N); refs are the expected results."""
+    def op(self, text, refs, tol=1e-5, checks=None):
+        """`text` defines %r (or %r:N); refs are the expected results.
+        `checks` names the op the case is for when it is not text's (an i1
+        result read through braid.where)."""
         self.n += 1
         v = "v%d" % self.n
         self.lines.append(text.replace("%r", "%" + v))
         for i, ref in enumerate(refs):
             name = "%%%s#%d" % (v, i) if len(refs) > 1 else "%" + v
-            self.results.append((name, ref, tol, text.split("=")[1].split()[0]))
+            self.results.append((name, ref, tol, checks or text.split("=")[1].split()[0]))
 
     def module(self):
         types = ", ".join(ttype(r.shape) for _, r, _, _ in self.results)
@@ -97,6 +99,20 @@ def attention(q, k, v, causal, scale, dout):
     dk = (scale * ds.transpose(0, 1, 3, 2) @ q).reshape(k.shape[:2] + (group,) + k.shape[2:])
     dv = (p.transpose(0, 1, 3, 2) @ dout).reshape(v.shape[:2] + (group,) + v.shape[2:])
     return o, lse[..., 0], (dq, dk.sum(axis=2), dv.sum(axis=2))
+
+
+def philox_keeps(seed, rank, step, stream, n, keep):
+    """braid.dropout_mask's bits, by a numpy Philox4x32-10 of its own
+    (common/include/braid-common/Philox.h is the kernels')."""
+    M = np.uint64(0xFFFFFFFF)
+    i = np.arange(n, dtype=np.uint64)
+    c = [i & M, i >> np.uint64(32), np.full(n, step, np.uint64), np.full(n, stream, np.uint64)]
+    k0, k1 = np.uint64(seed), np.uint64(rank)
+    for _ in range(10):
+        p0, p1 = np.uint64(0xD2511F53) * c[0], np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & M, (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & M]
+        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & M, (k1 + np.uint64(0xBB67AE85)) & M
+    return (c[0] >> np.uint64(8)).astype(np.float64) / 16777216.0 < keep
 
 
 def build(rng):
@@ -162,6 +178,21 @@ def build(rng):
     s.lines.append("%s = braid.constant dense<%s> : %s" % (m, dense, ttype(shape, "i1")))
     s.op("%%r = braid.where %s, %s, %s : %s, %s" % (m, s.input(x), s.input(y), ttype(shape, "i1"), t),
          [np.where(mask, x, y)])
+    # dropout_mask: the same bits as the numpy Philox, for two steps, ranks
+    # and streams (the results are compared as floats: 1.0 kept, 0.0 not).
+    for step, rank, stream, keep in ((0, 0, 0, 0.9), (7, 1, 3, 0.5)):
+        seed = int(rng.integers(0, 2 ** 32))
+        n = int(np.prod(shape))
+        ref = philox_keeps(seed, rank, step, stream, n, keep).reshape(shape)
+        m = "%%drop%d" % s.n
+        s.lines.append("%s = braid.dropout_mask %s, %s keep = %r seed = %d stream = %d : %s" % (
+            m, s.input(np.array(step, np.float32)), s.input(np.array(rank, np.int64)), keep,
+            seed, stream, ttype(shape, "i1")))
+        one, zero = "%%one%d" % s.n, "%%zero%d" % s.n
+        s.lines.append("%s = braid.fill 1.0 : %s" % (one, t))
+        s.lines.append("%s = braid.fill 0.0 : %s" % (zero, t))
+        s.op("%%r = braid.where %s, %s, %s : %s, %s" % (m, one, zero, ttype(shape, "i1"), t),
+             [ref.astype(np.float64)], tol=0, checks="braid.dropout_mask")
     bias = randn(rng, shape[-1])
     s.op("%%r = braid.bias_add %s, %s : %s, %s" % (s.input(x), s.input(bias), t, ttype(bias.shape)), [x + bias])
 

@@ -33,6 +33,7 @@ OPS = {
     'layer_norm_backward': (41, 'Kernel', None, 5, 3, ()),
     'attention': (42, 'Kernel', None, 3, 2, ('causal', 'scale')),
     'attention_backward': (43, 'Kernel', None, 6, 3, ('causal', 'scale')),
+    'dropout_mask': (44, 'Kernel', None, 2, 1, ('keep', 'seed', 'stream')),
     'nll_loss': (50, 'Kernel', None, 2, 1, ('reduction', 'ignore_index')),
     'nll_loss_backward': (51, 'Kernel', None, 3, 1, ('reduction', 'ignore_index')),
     'cross_entropy': (52, 'Kernel', None, 2, 1, ('reduction', 'ignore_index')),

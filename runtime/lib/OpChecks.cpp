@@ -232,6 +232,21 @@ void attention(Checker &c, size_t first) {
   }
 }
 
+void dropoutMask(Checker &c) {
+  if (c.in(0).dtype != DType::F32 || !c.in(0).shape.empty())
+    c.fail("the step '" + c.in(0).name + "' must be an f32 scalar, but is " +
+           shapeOf(c.in(0)));
+  if (c.in(1).dtype != DType::I64 || !c.in(1).shape.empty())
+    c.fail("the rank '" + c.in(1).name + "' must be an i64 scalar, but is " +
+           shapeOf(c.in(1)));
+  if (c.out(0).dtype != DType::I1)
+    c.fail("the mask '" + c.out(0).name + "' must be i1, but is " +
+           shapeOf(c.out(0)));
+  double keep = c.instr.as<ops::DropoutMaskAttrs>().keep;
+  if (!(keep >= 0.0 && keep <= 1.0))
+    c.fail("keep probability " + std::to_string(keep) + " is not in [0, 1]");
+}
+
 void causalMask(Checker &c) {
   sameShapeUnary(c);
   const auto &s = c.in(0).shape;
@@ -498,6 +513,8 @@ void checkKernel(Checker &c) {
     return sameShapeUnary(c);
   case Opcode::Where:
     return where(c);
+  case Opcode::DropoutMask:
+    return dropoutMask(c);
   case Opcode::BiasAdd:
     return biasAdd(c);
   case Opcode::ReduceSum: {

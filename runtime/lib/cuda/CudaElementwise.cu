@@ -10,6 +10,7 @@
 #include "CudaDevice.cuh"
 #include "CudaKernels.h"
 
+#include "braid-common/Philox.h"
 #include "braid-runtime/Executor.h"
 
 #include <cmath>
@@ -178,6 +179,20 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
     float *y = out(0);
     forEach(n, stream,
             [=] __device__(int64_t i) { y[i] = c[i] ? a[i] : b[i]; });
+    return;
+  }
+  case Opcode::DropoutMask: {
+    const auto &attrs = instr.as<ops::DropoutMaskAttrs>();
+    const float *step = in(0);
+    const int64_t *rank =
+        reinterpret_cast<const int64_t *>(arena + inBuf(1).offset);
+    uint8_t *mask = arena + plan.buffers[instr.results[0]].offset;
+    uint32_t seed = uint32_t(attrs.seed), site = uint32_t(attrs.stream);
+    double keep = attrs.keep;
+    forEach(n, stream, [=] __device__(int64_t i) {
+      mask[i] = dropoutKeeps(seed, uint32_t(*rank), uint32_t(*step), site,
+                             uint64_t(i), keep);
+    });
     return;
   }
   default:

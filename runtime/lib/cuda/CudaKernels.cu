@@ -217,6 +217,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   case Opcode::UnaryBackward:
   case Opcode::Pow:
   case Opcode::Where:
+  case Opcode::DropoutMask:
     return launchElementwiseKernel(plan, instr, arena, stream);
   case Opcode::Attention:
   case Opcode::AttentionBackward:

@@ -791,3 +791,19 @@ func.func @attention_logsumexp(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x2x8x16xbf
   %o, %l = braid.attention %q, %k, %v scale = 0.25 : tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16> -> tensor<2x4x8x16xbf16>, tensor<2x4x8xbf16>
   return
 }
+
+// -----
+
+func.func @dropout_mask_keep(%s: tensor<f32>, %r: tensor<i64>) {
+  // expected-error @below {{'braid.dropout_mask' op keep probability 1.500000e+00 is not in [0, 1]}}
+  %0 = braid.dropout_mask %s, %r keep = 1.5 seed = 0 stream = 0 : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @dropout_mask_seed(%s: tensor<f32>, %r: tensor<i64>) {
+  // expected-error @below {{seed -1 and stream 0 must be in [0, 2^32)}}
+  %0 = braid.dropout_mask %s, %r keep = 0.5 seed = -1 stream = 0 : tensor<4xi1>
+  return
+}

@@ -84,6 +84,10 @@ func.func @functions(%x: tensor<8x16xf32>, %dy: tensor<8x16xbf16>,
   %9 = braid.pow %x exponent = -1.5 : tensor<8x16xf32>
   // CHECK: braid.where %[[V_M]], %[[V_9]], %[[V_X]] : tensor<8x16xi1>, tensor<8x16xf32>
   %10 = braid.where %m, %9, %x : tensor<8x16xi1>, tensor<8x16xf32>
+  %step = braid.constant dense<3.0> : tensor<f32>
+  %rank = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+  // CHECK: braid.dropout_mask %{{.*}}, %{{.*}} keep = 9.000000e-01 seed = 7 stream = 2 : tensor<8x16xi1>
+  %11 = braid.dropout_mask %step, %rank keep = 0.9 seed = 7 stream = 2 : tensor<8x16xi1>
   return
 }
 

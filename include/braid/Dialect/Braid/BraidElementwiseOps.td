@@ -1,7 +1,8 @@
 //===- BraidElementwiseOps.td - activations and functions --*- tablegen -*-===//
 //
 // The elementwise activations (braid.relu, braid.gelu), the elementwise
-// functions (braid.unary, braid.pow), their backward and braid.where.
+// functions (braid.unary, braid.pow), their backward, braid.where and the
+// random keep-mask of dropout (braid.dropout_mask).
 // Included by BraidOps.td, after the base classes.
 //
 //===----------------------------------------------------------------------===//
@@ -148,6 +149,42 @@ def Braid_WhereOp : Braid_ComputeOp<"where", [Braid_PerToken,
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($result)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Random masks
+//===----------------------------------------------------------------------===//
+
+def Braid_DropoutMaskOp : Braid_ComputeOp<"dropout_mask"> {
+  let opcode = 44;
+  let summary = "a seeded random keep-mask, the same on every backend";
+  let description = [{
+    `result[i]` is true with probability `keep`, drawn by Philox4x32-10
+    (common/include/braid-common/Philox.h; PyTorch's CUDA dropout uses the
+    same generator) from the counter (i, `step`, `stream`) under the key
+    (`seed`, `rank`): a counter-based draw, so the same seed, rank, step,
+    stream and element give the same bit on every backend and in any
+    order, and no generator state exists but the step. `step` is the
+    training step's count (an optimizer-state scalar the step increments),
+    `rank` the rank's index on the data-parallel axis (braid.axis_index),
+    `stream` tells a step's dropout sites apart. braid.export writes
+    dropout as `where(mask, x / keep, 0)` and its backward as the same
+    selection of the gradient, reading the mask once: the forward and the
+    backward see the same bits.
+
+    ```mlir
+    %keep = braid.dropout_mask %step, %rank keep = 9.000000e-01 seed = 0 stream = 3
+        : tensor<8x1024x768xi1>
+    ```
+  }];
+  let arguments = (ins Braid_F32ScalarTensor:$step, Braid_RankIndexTensor:$rank,
+                       F64Attr:$keep, I64Attr:$seed, I64Attr:$stream);
+  let results = (outs StaticShapeTensorOf<[I1]>:$result);
+  let assemblyFormat = [{
+    $step `,` $rank `keep` `=` $keep `seed` `=` $seed `stream` `=` $stream attr-dict
+    `:` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // BRAID_DIALECT_BRAIDELEMENTWISEOPS_TD

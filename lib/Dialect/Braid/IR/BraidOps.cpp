@@ -195,6 +195,21 @@ uint64_t UnaryBackwardOp::getFlops() {
 uint64_t PowOp::getFlops() { return 9 * numElements(getResult()); }
 uint64_t WhereOp::getFlops() { return numElements(getResult()); }
 
+// A Philox draw an element (ten rounds of two multiplies): charged as one
+// flop, the op being bound by writing the mask.
+uint64_t DropoutMaskOp::getFlops() { return numElements(getResult()); }
+
+LogicalResult DropoutMaskOp::verify() {
+  double keep = getKeep().convertToDouble();
+  if (!(keep >= 0.0 && keep <= 1.0))
+    return emitOpError() << "keep probability " << keep << " is not in [0, 1]";
+  int64_t seed = int64_t(getSeed()), stream = int64_t(getStream());
+  if (seed < 0 || seed > 0xFFFFFFFFll || stream < 0 || stream > 0xFFFFFFFFll)
+    return emitOpError() << "seed " << seed << " and stream " << stream
+                         << " must be in [0, 2^32)";
+  return success();
+}
+
 LogicalResult UnaryBackwardOp::verify() {
   switch (getKind()) {
   case UnaryKind::Tanh:

@@ -270,6 +270,12 @@ LogicalResult AttentionBackwardOp::propagateSharding(Shardings s,
   return attention(*this, s, out);
 }
 
+// A mask drawn for the whole tensor: a split one would draw each rank's
+// part with the first elements' numbers.
+LogicalResult DropoutMaskOp::propagateSharding(Shardings s, Results &out) {
+  return replicatedOnly(*this, s, out);
+}
+
 LogicalResult SoftmaxOp::propagateSharding(Shardings s, Results &out) {
   return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
 }
