@@ -1,7 +1,8 @@
 # braid.export's errors: each names the problem, `python3 -m braid.export`
 # exits 1, and nothing is written.
 #  - an op without a lowering (Softplus in blocks.1.act, sin in the model's
-#    own forward, dropout) names the aten op and the module path, and the
+#    own forward, a random draw other than dropout) names the aten op and
+#    the module path, and the
 #    ops missing in its backward by name, each with its number of uses;
 #  - a mask computed from the inputs, an unsupported optimizer or option, a
 #    parameter outside the optimizer, a non-scalar loss, bad arguments;
@@ -58,12 +59,12 @@ def main():
         "aten.softplus.default (from blocks.1.act (Softplus))",
         "and in its backward: aten.softplus_backward.default",
         "(`%s -m braid.export --list-ops` prints" % sys.executable,
-        absent=["dropout"])
+        absent=["random ops"])
     cli("own-forward", [SPECS + ":own_forward"], "aten.sin.default",
         "from the model's own forward (OwnForward)")
-    # (torch 1.13 traces dropout as bernoulli_, 2.x as native_dropout)
-    cli("dropout", [SPECS + ":dropout"], "(from blocks.1.act (Dropout))",
-        "random ops such as dropout are not supported")
+    # Dropout exports (export-dropout.py); other random draws do not.
+    cli("noise", [SPECS + ":noise"], "aten.randn_like.default (from blocks.1.act (Noise))",
+        "random ops other than dropout are not supported")
     cli("two-ops", [SPECS + ":two_ops"], "2 aten ops of the step have no braid lowering",
         "aten.softplus.default (from blocks.1.act (Softplus))",
         "aten.sin.default (from the model's own forward (TwoOps))")

@@ -81,6 +81,19 @@ class Deferred:
         return self._value
 
 
+class RandomState:
+    """What a step's dropout masks are drawn from: the step-count and rank
+    Values, the seed, and the next site's stream number (one per mask, in
+    graph order, across micro-batches)."""
+
+    def __init__(self, step, rank, seed):
+        self.step, self.rank, self.seed, self.sites = step, rank, seed, 0
+
+    def next_stream(self):
+        self.sites += 1
+        return self.sites - 1
+
+
 class Scalar:
     """A Python number in an op's arguments."""
 
@@ -100,6 +113,7 @@ class Lowering(FunctionLowerings, AttentionLowerings):
         self.env = {}
         self.node = None
         self._cache = {}
+        self.rng = None  # a RandomState where the step has dropout
 
     # -- errors -------------------------------------------------------------
     def fail(self, message):
@@ -326,8 +340,9 @@ class Lowering(FunctionLowerings, AttentionLowerings):
                           for name, n in uses.items())))
         hint = ""
         if any(r in name for name, _ in shown for r in _RANDOM):
-            hint = ("; random ops such as dropout are not supported: export the model "
-                    "in eval() mode or with dropout p=0")
+            hint = ("; random ops other than dropout are not supported (braid draws "
+                    "dropout's masks with braid.dropout_mask; other draws would need a "
+                    "generator of their own)")
         raise ExportError("%d aten op%s of the step %s no braid lowering: %s%s "
                           "(`%s --list-ops` prints the %d supported ops)"
                           % (len(shown), "s" if len(shown) > 1 else "",
@@ -579,6 +594,9 @@ class Lowering(FunctionLowerings, AttentionLowerings):
     def sum_all(self, x, dtype=None):
         return self._reduce("reduce_sum", x, None, False)
 
+    def mean_all(self, x, dtype=None):
+        return self._reduce("reduce_mean", x, None, False)
+
     def mean_dims(self, x, dims=None, keepdim=False, dtype=None):
         return self._reduce("reduce_mean", x, dims, keepdim)
 
@@ -725,6 +743,7 @@ LOWERINGS = {
     "aten.sum.dim_IntList": Lowering.sum_dims,
     "aten.sum.default": Lowering.sum_all,
     "aten.mean.dim": Lowering.mean_dims,
+    "aten.mean.default": Lowering.mean_all,
     "aten.add.Tensor": Lowering.add,
     "aten.add.Scalar": Lowering.add,
     "aten.sub.Tensor": Lowering.sub,
@@ -755,6 +774,10 @@ LOWERINGS = {
     "aten.select_backward.default": Lowering.select_backward,
     "aten.stack.default": Lowering.stack,
     "aten.constant_pad_nd.default": Lowering.constant_pad_nd,
+    "aten.native_dropout.default": Lowering.native_dropout,
+    "aten.native_dropout_backward.default": Lowering.native_dropout_backward,
+    "aten.bernoulli_.float": Lowering.bernoulli,
+    "aten.bernoulli.p": Lowering.bernoulli,
     "aten.index.Tensor": Lowering.index,
     "aten.index_put.default": Lowering.index_put,
     "aten.new_zeros.default": Lowering.new_zeros,

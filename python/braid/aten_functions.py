@@ -179,6 +179,51 @@ class FunctionLowerings:
             r = xs[0] if len(xs) == 1 else self.b.concat(xs, dim, hint="padded")
         return r
 
+    # -- dropout -----------------------------------------------------------------------------
+    def _keep_mask(self, shape, keep):
+        """An i1 keep-mask of `shape` drawn with probability `keep`
+        (braid.dropout_mask from the step's RandomState)."""
+        if self.rng is None:
+            self.fail("internal error: a dropout mask without the step's random state")
+        return self.b.dropout_mask(self.rng.step, self.rng.rank, tuple(shape), keep,
+                                   self.rng.seed, self.rng.next_stream())
+
+    def native_dropout(self, x, p, train):
+        """(x / (1 - p) where kept else 0, the keep-mask): torch 2.x's
+        dropout. Not in train mode, or at p = 0, x itself."""
+        v = self.value(x)
+        if not train or p == 0:
+            return (v, torch.ones(v.shape, dtype=torch.bool))
+        if p >= 1:
+            return (self.b.fill(0.0, v.shape, v.dtype, hint="dropped"),
+                    torch.zeros(v.shape, dtype=torch.bool))
+        keep = self._keep_mask(v.shape, 1.0 - p)
+        scaled = self.b.scale(v, 1.0 / (1.0 - p), hint="kept")
+        return (self.b.where(keep, scaled, self.b.fill(0.0, v.shape, v.dtype, hint="zeros"),
+                             hint="dropout"), keep)
+
+    def native_dropout_backward(self, grad, mask, scale):
+        """The gradient where the forward's mask kept, times `scale`."""
+        m = self.ref(mask)
+        if isinstance(m, torch.Tensor):  # no mask drawn: p = 0 or not training
+            return self._choose(m.to(torch.bool), _aten.Scalar(0.0), _aten.Scalar(0.0)) \
+                if not bool(m.any()) else self.b.scale(self.value(grad), float(scale),
+                                                       hint="ddropout")
+        g = self.value(grad)
+        scaled = g if scale == 1 else self.b.scale(g, float(scale), hint="dkept")
+        return self.b.where(m, scaled, self.b.fill(0.0, g.shape, g.dtype, hint="zeros"),
+                            hint="ddropout")
+
+    def bernoulli(self, x, p=0.5, generator=None):
+        """torch 1.13's dropout draws its mask as bernoulli_(empty, 1 - p): a
+        float tensor of ones (kept, with probability p) and zeros."""
+        if generator is not None:
+            self.fail("a bernoulli draw with its own generator")
+        shape, dtype = self.out_shape(), self.out_dtype()
+        keep = self._keep_mask(shape, float(p))
+        return self.b.where(keep, self.b.fill(1.0, shape, dtype, hint="one"),
+                            self.b.fill(0.0, shape, dtype, hint="zero"), hint="bernoulli")
+
     # -- indexing with a constant index ---------------------------------------------------
     # Indices known at export time (a buffer, a constant) on one dimension:
     # the rows are taken (index) or added into place (index_put's gradient)

@@ -39,7 +39,7 @@ from braid._cli import module_command
 from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_groups,
                           _parameters, _tensors, _trace)
 from braid import recipe
-from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, op_name
+from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, RandomState, op_name
 from braid.ir import StepBuilder
 from braid.spec import _parse_value, load_spec, torch_reference
 from braid.tensor_parallel import shardings as tensor_parallel_shardings
@@ -77,7 +77,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
            output=None, name=None, input_names=None, target_names=None, global_batch=None,
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
            micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None,
-           loss_scale=None):
+           loss_scale=None, seed=0):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -133,6 +133,11 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      are multiplied by 1 / S before clipping and the update, as
                      torch.cuda.amp.GradScaler.unscale_ does (its dynamic
                      scale, which skips steps, is not supported)
+    seed             dropout's seed (an integer in [0, 2^32)): a model in train
+                     mode with dropout draws its masks with braid.dropout_mask
+                     from (seed, rank, step, site), the step counted by an
+                     optimizer-state scalar `dropout.step` that the step
+                     increments (docs/Export.md, Dropout)
 
     Raises ExportError (nothing written) on anything it cannot export.
     """
@@ -171,6 +176,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
         micro_inputs = [t[:t.shape[0] // micro_batches] for t in inputs]
         micro_targets = [t[:t.shape[0] // micro_batches] for t in targets]
 
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
+        raise ExportError("seed must be an integer in [0, 2^32), not %r" % (seed,))
     half = _autocast_dtype(autocast)
     reduce_in = _reduce_dtype(reduce_dtype)
     if loss_scale is not None:
@@ -203,7 +210,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
         mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
                                       micro_inputs, input_names, micro_targets, target_names,
                                       schedule, micro_batches, max_grad_norm, reduce_in,
-                                      half, loss_scale)
+                                      half, loss_scale, seed)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -259,7 +266,7 @@ def _reduce_dtype(reduce_dtype):
 
 def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_names,
            targets, target_names, schedule=None, micro=1, max_grad_norm=None,
-           reduce_dtype=None, half=None, loss_scale=None):
+           reduce_dtype=None, half=None, loss_scale=None, seed=0):
     graph, nflat = traced
     buffers = list(model.named_buffers())
     P, B = len(params), len(buffers)
@@ -297,6 +304,13 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
                               "braid keeps one step count" % sorted(steps))
         step_arg = b.arg("optimizer_state", "step", ())
         state["step"] = np.array(steps.pop() if steps else 0.0, dtype=np.float32)
+    # Dropout in train mode: the step count its masks are drawn with (an
+    # optimizer-state scalar the step increments) and the rank's index.
+    rng = None
+    if any(_draws_dropout(n) for n in graph.graph.nodes):
+        dropout_step = b.arg("optimizer_state", "dropout.step", ())
+        state["dropout.step"] = np.array(0.0, dtype=np.float32)
+        rng = RandomState(dropout_step, b.axis_index(0, hint="dp_rank"), seed)
     # A scheduled learning rate: one hyperparameter argument per param group,
     # its schedule written with the parameters.
     lr_of = {}
@@ -340,6 +354,7 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     # as `(loss / k).backward()` accumulates), its gradients added to the
     # earlier ones; each parameter's all-reduce follows its gradient in the
     # last micro-batch only (DDP's no_sync for the others).
+    low.rng = rng
     reduced, accumulated, losses = {}, {}, []
     aten = collections.Counter()
     for mb in range(micro):
@@ -347,6 +362,7 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
         if mb:
             low = Lowering(b, _describe, half)
             env = low.env
+        low.rng = rng
         for i, ph in enumerate(primals):
             if i < P:
                 env[ph] = pvals[i]
@@ -449,6 +465,9 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
             b.result(new[2], "optimizer_state", n + ".exp_avg_sq")
     if step_arg is not None:
         b.result(new_step, "optimizer_state", "step")
+    if rng is not None:
+        b.result(b.add(rng.step, b.constant(1.0, hint="one"), hint="new_dropout_step"),
+                 "optimizer_state", "dropout.step")
     b.result(loss, "loss", "loss")
 
     header = ("// Exported by braid.export from %s: one data-parallel training step on %d "
@@ -469,6 +488,18 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
                "schedule": None if schedule is None else
                {n: schedule[:, i] for i, n in enumerate(recipe.lr_names(optimizer))}}
     return b.text(header), state, summary
+
+
+def _draws_dropout(node):
+    """Whether an fx node draws a dropout mask (train mode, 0 < p)."""
+    if node.op != "call_function":
+        return False
+    name = op_name(node.target)
+    if name == "aten.native_dropout.default":
+        p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p")
+        train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+        return bool(train) and p != 0
+    return name in ("aten.bernoulli_.float", "aten.bernoulli.p")
 
 
 def _attribute(module, node):

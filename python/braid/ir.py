@@ -232,6 +232,16 @@ class StepBuilder:
         return self._emit(hint, x.shape, x.dtype, "braid.pow %s exponent = %s : %s"
                           % (x, _float(exponent), x.type))
 
+    def dropout_mask(self, step, rank, shape, keep, seed, stream, hint="keep"):
+        v = Value("", shape, "i1")
+        return self._emit(hint, shape, "i1", "braid.dropout_mask %s, %s keep = %s seed = %d "
+                          "stream = %d : %s" % (step, rank, _float(keep), seed, stream, v.type))
+
+    def axis_index(self, axis, hint="rank"):
+        """This rank's index along grid axis `axis` (a tensor<i64>)."""
+        return self._emit(hint, (), "i64", "braid.axis_index on @%s grid_axes = [%d] : tensor<i64>"
+                          % (self.grid, axis))
+
     def where(self, cond, a, b, hint="where"):
         return self._emit(hint, a.shape, a.dtype, "braid.where %s, %s, %s : %s, %s"
                           % (cond, a, b, cond.type, a.type))
