@@ -439,3 +439,42 @@ func.func @unchanged(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> tensor<4x4xf32
   %y = braid.matmul %a, %b : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// Elementwise functions keep a split (each element its own), and a partial
+// sum is reduced before them (none is linear).
+// CHECK-LABEL: func.func @functions_split
+// CHECK: braid.unary tanh %arg0 : tensor<8x8xf32>
+// CHECK: braid.pow {{.*}} exponent = 3.000000e+00 : tensor<8x8xf32>
+// CHECK: braid.unary_backward silu {{.*}} : tensor<8x8xf32>
+// CHECK: braid.where %arg1, {{.*}} : tensor<8x8xi1>, tensor<8x8xf32>
+func.func @functions_split(%x: tensor<8x16xf32> {braid.sharding = #s1},
+                           %m: tensor<8x16xi1> {braid.sharding = #s1})
+    -> (tensor<8x16xf32> {braid.sharding = #s1}) {
+  %t = braid.unary tanh %x : tensor<8x16xf32>
+  %p = braid.pow %t exponent = 3.0 : tensor<8x16xf32>
+  %d = braid.unary_backward silu %p, %x : tensor<8x16xf32>
+  %w = braid.where %m, %d, %x : tensor<8x16xi1>, tensor<8x16xf32>
+  return %w : tensor<8x16xf32>
+}
+
+// Attention on heads split alike (query, key and value heads: 8 and 4
+// grouped heads over 2 ranks), output and logsumexp split on the heads.
+// CHECK-LABEL: func.func @attention_heads
+// CHECK-SAME: -> (tensor<2x4x16x8xf32> {braid.sharding = #braid.sharding<split 1>})
+// CHECK: braid.attention %arg0, %arg1, %arg2 {causal} scale = 2.500000e-01 : tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32> -> tensor<2x4x16x8xf32>, tensor<2x4x16xf32>
+func.func @attention_heads(%q: tensor<2x8x16x8xf32> {braid.sharding = #s1},
+                           %k: tensor<2x4x16x8xf32> {braid.sharding = #s1},
+                           %v: tensor<2x4x16x8xf32> {braid.sharding = #s1})
+    -> (tensor<2x8x16x8xf32> {braid.sharding = #s1}) {
+  %o, %l = braid.attention %q, %k, %v {causal} scale = 0.25 : tensor<2x8x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x8x16x8xf32>, tensor<2x8x16xf32>
+  return %o : tensor<2x8x16x8xf32>
+}
+
+// The dropout mask is drawn whole: from replicated operands, replicated.
+// CHECK-LABEL: func.func @dropout_mask_replicated
+// CHECK: braid.dropout_mask %arg0, %{{.*}} keep = 5.000000e-01 seed = 0 stream = 0 : tensor<8x16xi1>
+func.func @dropout_mask_replicated(%s: tensor<f32>) -> tensor<8x16xi1> {
+  %r = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+  %m = braid.dropout_mask %s, %r keep = 0.5 seed = 0 stream = 0 : tensor<8x16xi1>
+  return %m : tensor<8x16xi1>
+}
