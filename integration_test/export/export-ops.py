@@ -60,6 +60,24 @@ class Closure(nn.Module):
         return self.head(self.act(x))
 
 
+class SafeSoftmax(nn.Module):
+    """torch 2.x's _safe_softmax over scores whose row 1 is masked whole."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+        self.head = nn.Linear(6, 3)
+        mask = torch.zeros(4, 6, dtype=torch.bool)
+        mask[1] = True
+        mask[2, ::2] = True
+        self.register_buffer("mask", mask)
+
+    def forward(self, x):                                      # [B, 4, 6]
+        scores = self.fc(x).masked_fill(self.mask, float("-inf"))
+        p = torch.ops.aten._safe_softmax(scores, -1)
+        return self.head((p * x).sum(1))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -110,6 +128,14 @@ def main():
               for k in before) and all(p.grad is None for p in spec["model"].parameters()),
           "closure: torch_reference trains the model in place and restores it")
 
+    # torch 2.x's _safe_softmax (torch 1.13 has none).
+    if hasattr(torch.ops.aten, "_safe_softmax"):
+        torch.manual_seed(4)
+        model = SafeSoftmax()
+        cases.append(("safe-softmax", specs.spec(
+            model, torch.randn(5, 4, 6), torch.randint(0, 3, (5,)),
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))))
+
     for name, spec in cases:
         prefix = os.path.join(out, name)
         e = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
@@ -123,6 +149,9 @@ def main():
                   "tied: one shared parameter, %s" % e.summary["tied"])
         elif name == "closure":
             pass
+        elif name == "safe-softmax":
+            check("braid.softmax" in e.mlir and "{safe}" in e.mlir,
+                  "safe-softmax: _safe_softmax is braid.softmax {safe}")
         elif name == "indexed":
             ops = set(e.summary["aten_ops"])
             want = {"aten.index.Tensor", "aten.index_put.default", "aten.new_zeros.default"}

@@ -217,6 +217,15 @@ def build(rng):
             s.input(y), s.input(lsm), d, t),
             [y - np.exp(lsm.astype(np.float64)) * y.sum(axis=d, keepdims=True)])
 
+    # softmax {safe}: a fully masked row is 0 (a NaN without safe), the
+    # other rows a softmax.
+    masked = randn(rng, 3, 4)
+    masked[1] = -np.inf
+    ref = softmax(masked.astype(np.float64), 1)
+    ref[1] = 0
+    s.op("%%r = braid.softmax %s dim = 1 {safe} : %s" % (s.input(masked), ttype(masked.shape)),
+         [ref])
+
     sq = randn(rng, dim(1, 4), 5, 5)
     mask = np.triu(np.ones((5, 5), bool), 1)
     s.op("%%r = braid.causal_mask %s fill = -1.000000e+09 : %s" % (s.input(sq), ttype(sq.shape)),

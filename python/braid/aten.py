@@ -629,6 +629,13 @@ class Lowering(FunctionLowerings, AttentionLowerings):
         v = self.value(x)
         return self.b.softmax(v, self.dim(dim, len(v.shape)), hint="softmax")
 
+    def _safe_softmax(self, x, dim, dtype=None):
+        """torch 2.x's softmax of masked attention: an all -inf row is 0."""
+        v = self.value(x)
+        if dtype is not None and self.dtype_of(dtype) != v.dtype:
+            v = self.as_dtype(v, self.dtype_of(dtype))
+        return self.b.softmax(v, self.dim(dim, len(v.shape)), hint="softmax", safe=True)
+
     def _softmax_backward_data(self, grad, output, dim, input_dtype=None):
         y = self.value(output)
         return self.b.softmax_backward(self.value(grad), y, self.dim(dim, len(y.shape)),
@@ -731,6 +738,7 @@ LOWERINGS = {
     "aten.gelu.default": Lowering.gelu,
     "aten.gelu_backward.default": Lowering.gelu_backward,
     "aten._softmax.default": Lowering._softmax,
+    "aten._safe_softmax.default": Lowering._safe_softmax,
     "aten._softmax_backward_data.default": Lowering._softmax_backward_data,
     "aten._log_softmax.default": Lowering._log_softmax,
     "aten._log_softmax_backward_data.default": Lowering._log_softmax_backward_data,

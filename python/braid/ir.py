@@ -264,8 +264,9 @@ class StepBuilder:
             % (do, q, k, v, o, lse, " {causal}" if causal else "", _float(scale), do.type,
                q.type, k.type, v.type, lse.type))
 
-    def softmax(self, x, dim, hint="probs"):
-        return self._emit(hint, x.shape, x.dtype, "braid.softmax %s dim = %d : %s" % (x, dim, x.type))
+    def softmax(self, x, dim, hint="probs", safe=False):
+        return self._emit(hint, x.shape, x.dtype, "braid.softmax %s dim = %d%s : %s"
+                          % (x, dim, " {safe}" if safe else "", x.type))
 
     def softmax_backward(self, dy, y, dim, hint="dsoftmax"):
         return self._emit(hint, y.shape, y.dtype,

@@ -23,7 +23,7 @@ OPS = {
     'relu_backward': (31, 'Kernel', None, 2, 1, ()),
     'gelu': (32, 'Kernel', None, 1, 1, ('approximate_tanh',)),
     'gelu_backward': (33, 'Kernel', None, 2, 1, ('approximate_tanh',)),
-    'softmax': (34, 'Kernel', None, 1, 1, ('dim',)),
+    'softmax': (34, 'Kernel', None, 1, 1, ('dim', 'safe')),
     'softmax_backward': (35, 'Kernel', None, 2, 1, ('dim',)),
     'log_softmax': (36, 'Kernel', None, 1, 1, ('dim',)),
     'log_softmax_backward': (37, 'Kernel', None, 2, 1, ('dim',)),

@@ -181,7 +181,7 @@ void splitAround(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
   inner = product(shape, dim + 1, shape.size());
 }
 
-void softmax(const Args &a, bool log, int64_t dim) {
+void softmax(const Args &a, bool log, int64_t dim, bool safe = false) {
   int64_t outer, size, inner;
   splitAround(a.inBuf(0).shape, dim, outer, size, inner);
   const float *x = a.in(0);
@@ -193,6 +193,11 @@ void softmax(const Args &a, bool log, int64_t dim) {
       float mx = -INFINITY;
       for (int64_t k = 0; k < size; ++k)
         mx = std::max(mx, row[k * inner]);
+      if (safe && mx == -INFINITY) { // every entry masked: _safe_softmax's 0
+        for (int64_t k = 0; k < size; ++k)
+          dst[k * inner] = 0.0f;
+        continue;
+      }
       double sum = 0;
       for (int64_t k = 0; k < size; ++k)
         sum += std::exp(double(row[k * inner]) - mx);
@@ -682,7 +687,8 @@ void run(const Args &a) {
   case Opcode::AttentionBackward:
     return runCpuAttention(a.plan, instr, a.inData, a.outData);
   case Opcode::Softmax:
-    return softmax(a, false, instr.as<ops::SoftmaxAttrs>().dim);
+    return softmax(a, false, instr.as<ops::SoftmaxAttrs>().dim,
+                   instr.as<ops::SoftmaxAttrs>().safe);
   case Opcode::LogSoftmax:
     return softmax(a, true, instr.as<ops::LogSoftmaxAttrs>().dim);
   case Opcode::SoftmaxBackward:

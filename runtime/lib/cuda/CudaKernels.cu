@@ -278,12 +278,18 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
             inner = product(shape, dim + 1, shape.size());
     const float *a = in(0), *b = backward ? in(1) : nullptr;
     float *y = out(0);
+    bool safe = op == Opcode::Softmax && instr.as<ops::SoftmaxAttrs>().safe;
     forEach(outer * inner, stream, [=] __device__(int64_t t) {
       int64_t base = (t / inner) * size * inner + t % inner;
       if (!backward) {
         float mx = -INFINITY;
         for (int64_t k = 0; k < size; ++k)
           mx = fmaxf(mx, a[base + k * inner]);
+        if (safe && mx == -INFINITY) { // every entry masked: 0, not NaN
+          for (int64_t k = 0; k < size; ++k)
+            y[base + k * inner] = 0.0f;
+          return;
+        }
         double sum = 0;
         for (int64_t k = 0; k < size; ++k)
           sum += exp(double(a[base + k * inner]) - mx);

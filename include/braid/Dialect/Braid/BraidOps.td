@@ -254,6 +254,12 @@ class Braid_SoftmaxFamilyBackwardOp<string mnemonic>
 def Braid_SoftmaxOp : Braid_SoftmaxFamilyOp<"softmax"> {
   let opcode = 34;
   let summary = "softmax along one dimension";
+  let description = [{
+    Under `safe`, a row whose entries are all -inf (every position masked)
+    is all 0 instead of NaN, as PyTorch's `_safe_softmax`; its backward is
+    braid.softmax_backward as for any softmax (0 where the output is 0).
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, I64Attr:$dim, UnitAttr:$safe);
 }
 
 def Braid_SoftmaxBackwardOp : Braid_SoftmaxFamilyBackwardOp<"softmax_backward"> {
