@@ -205,11 +205,13 @@ class FunctionLowerings:
     def native_dropout_backward(self, grad, mask, scale):
         """The gradient where the forward's mask kept, times `scale`."""
         m = self.ref(mask)
-        if isinstance(m, torch.Tensor):  # no mask drawn: p = 0 or not training
-            return self._choose(m.to(torch.bool), _aten.Scalar(0.0), _aten.Scalar(0.0)) \
-                if not bool(m.any()) else self.b.scale(self.value(grad), float(scale),
-                                                       hint="ddropout")
         g = self.value(grad)
+        if isinstance(m, torch.Tensor):  # no mask drawn: p = 0, p = 1 or not training
+            if bool(m.all()):
+                return g if scale == 1 else self.b.scale(g, float(scale), hint="ddropout")
+            if not bool(m.any()):
+                return self.b.fill(0.0, g.shape, g.dtype, hint="ddropout")
+            self.fail("internal error: a dropout mask known at export time that is not uniform")
         scaled = g if scale == 1 else self.b.scale(g, float(scale), hint="dkept")
         return self.b.where(m, scaled, self.b.fill(0.0, g.shape, g.dtype, hint="zeros"),
                             hint="ddropout")

@@ -12,7 +12,6 @@
 #include "CpuKernels.h"
 #include "../Views.h"
 #include "CpuMath.h"
-#include "braid-common/Philox.h"
 
 #include <cblas.h>
 
@@ -226,25 +225,6 @@ void softmaxBackward(const Args &a, bool log, int64_t dim) {
                      : float(y[at] * (g[at] - sum));
       }
     }
-}
-
-void where(const Args &a) {
-  const uint8_t *c = a.arena + a.inBuf(0).offset;
-  const float *x = a.in(1), *z = a.in(2);
-  float *y = a.out(0);
-  for (int64_t i = 0, n = a.n(); i < n; ++i)
-    y[i] = c[i] ? x[i] : z[i];
-}
-
-void dropoutMask(const Args &a) {
-  const auto &attrs = a.instr.as<ops::DropoutMaskAttrs>();
-  uint32_t step = uint32_t(a.in(0)[0]);
-  uint32_t rank =
-      uint32_t(*reinterpret_cast<const int64_t *>(a.arena + a.inBuf(1).offset));
-  uint8_t *mask = a.arena + a.outBuf(0).offset;
-  for (int64_t i = 0, n = a.n(); i < n; ++i)
-    mask[i] = dropoutKeeps(uint32_t(attrs.seed), rank, step,
-                           uint32_t(attrs.stream), uint64_t(i), attrs.keep);
 }
 
 void layerNorm(const Args &a) {
@@ -680,9 +660,8 @@ void run(const Args &a) {
     return unary(a, [e](float x) { return float(std::pow(double(x), e)); });
   }
   case Opcode::Where:
-    return where(a);
   case Opcode::DropoutMask:
-    return dropoutMask(a);
+    return runCpuMaskKernel(a.plan, instr, a.arena, a.inData, a.outData);
   case Opcode::Attention:
   case Opcode::AttentionBackward:
     return runCpuAttention(a.plan, instr, a.inData, a.outData);

@@ -28,6 +28,12 @@ void runCpuAttention(const Plan &plan, const Instr &instr,
                      const std::vector<const float *> &in,
                      const std::vector<float *> &out);
 
+/// braid.where and braid.dropout_mask (CpuMasks.cpp); the i1 masks are
+/// read and written in the arena, the float operands at in/out.
+void runCpuMaskKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
+                      const std::vector<const float *> &in,
+                      const std::vector<float *> &out);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_LIB_CPU_CPUKERNELS_H
