@@ -22,7 +22,6 @@
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 
@@ -30,10 +29,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import transformers  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from exporttest import Checker, braidtest  # noqa: E402
+from exporttest import Checker, against_ddp  # noqa: E402
 import zoo  # noqa: E402
 import braid  # noqa: E402
-from braid import compare  # noqa: E402
 
 STEPS = 10
 RANKS = 2
@@ -89,20 +87,7 @@ def main():
               "%s (%s): exported %d aten ops to %d braid ops, %d braid.attention" % (
                   name, type(model.model).__name__, sum(e.summary["aten_ops"].values()),
                   e.summary["braid_ops"], text.count("braid.attention ")))
-        plan = prefix + ".plan"
-        braidtest.compile_step(prefix + ".mlir", plan)
-        save = prefix + ".trained.npz"
-        p = braidtest.braid_run(plan, ranks=RANKS, args=[
-            "--steps", str(STEPS), "--params", e.paths["params"], "--data", e.paths["batch"],
-            "--save", save, "--timeout", "120"])
-        losses = braidtest.losses(p.stdout)
-        with np.load(save) as f:
-            trained = {k: f[k] for k in f.files if k != "loss"}
-        result = compare.against_pytorch(spec, (batch, ()), losses, trained, STEPS, ranks=RANKS)
-        for line in compare.describe(result):
-            print("     %s: %s" % (name, line))
-        check(result["ok"], "%s: %d steps on %d ranks vs PyTorch DDP%s" % (
-            name, STEPS, RANKS, "".join("\n       " + p for p in result["problems"])))
+        against_ddp(check, name, spec, e, (batch, ()), STEPS, RANKS)
     check.finish("export-hf")
 
 

@@ -454,10 +454,11 @@ int main(int argc, char **argv) {
         if (o.fault == "hang")
           for (;;)
             std::this_thread::sleep_for(std::chrono::seconds(1));
-        std::thread([] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          std::raise(SIGKILL);
-        }).detach();
+        // Killed as the step begins, before its first collective: the other
+        // ranks block in this step's collectives until mpirun ends them. (A
+        // kill some time into the step raced with steps that finish sooner,
+        // such as fused attention's.)
+        std::raise(SIGKILL);
       }
       try {
         for (auto &[id, bytes] : inputs.batch)

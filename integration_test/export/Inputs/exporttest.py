@@ -34,3 +34,25 @@ def train(plan, exported, prefix, steps, ranks):
     with np.load(prefix + ".out.npz") as f:
         state = {k: f[k] for k in f.files if k != "loss"}
     return braidtest.losses(p.stdout), state
+
+
+def against_ddp(check, name, spec, exported, global_batch, steps, ranks):
+    """Compiles the export, trains it `steps` steps on `ranks` cpu ranks
+    from its files, and checks it with braid.compare.against_pytorch
+    against PyTorch DDP on the same global batch (inputs, targets)."""
+    import numpy as np
+    from braid import compare
+    prefix = exported.paths["mlir"][:-len(".mlir")]
+    plan, save = prefix + ".plan", prefix + ".trained.npz"
+    braidtest.compile_step(exported.paths["mlir"], plan)
+    p = braidtest.braid_run(plan, ranks=ranks, args=[
+        "--steps", str(steps), "--params", exported.paths["params"], "--data",
+        exported.paths["batch"], "--save", save, "--timeout", "120"])
+    losses = braidtest.losses(p.stdout)
+    with np.load(save) as f:
+        trained = {k: f[k] for k in f.files if k != "loss"}
+    result = compare.against_pytorch(spec, global_batch, losses, trained, steps, ranks=ranks)
+    for line in compare.describe(result):
+        print("     %s: %s" % (name, line))
+    check(result["ok"], "%s: %d steps on %d ranks vs PyTorch DDP%s" % (
+        name, steps, ranks, "".join("\n       " + p for p in result["problems"])))
