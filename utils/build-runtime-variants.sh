@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the runtime (its own CMake project) three more times, for the tests:
 #   build/runtime-asan  AddressSanitizer + UndefinedBehaviorSanitizer
-#   build/runtime-tsan  ThreadSanitizer (the executor's tests, and braid-run)
+#   build/runtime-tsan  ThreadSanitizer (the executor's tests, braid-run and
+#                       its self-test)
 #   build/runtime-fuzz  the libFuzzer target for the plan loader
 # Usage: utils/build-runtime-variants.sh
 set -euo pipefail
@@ -24,5 +25,5 @@ variant() {
   ninja -C "$dir" -j"$jobs" $targets
 }
 variant asan "braid-run braid-executor-test" -DBRAID_RUNTIME_SANITIZE=address,undefined
-variant tsan "braid-run braid-executor-test" -DBRAID_RUNTIME_SANITIZE=thread
+variant tsan "braid-run braid-executor-test braid-tsan-self-test" -DBRAID_RUNTIME_SANITIZE=thread
 variant fuzz "braid-plan-fuzzer" -DBRAID_RUNTIME_FUZZ=ON

@@ -16,6 +16,11 @@ void checkOp(const Plan &plan, const Instr &instr);
 /// PlanError names the first that fails.
 void checkPlan(const Plan &plan);
 
+/// No two buffers that are live at once share a byte, under the lifetimes
+/// braid-plan-memory documents (PlanLifetimes.cpp); called by checkPlan once
+/// the streams are known to make progress.
+void checkLifetimes(const Plan &plan);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_LIB_OPCHECKS_H

@@ -2,8 +2,9 @@
 //
 // After decoding: buffer ranges inside the arena, ids in range, futures
 // started and waited once, events recorded once, every op's own rules
-// (OpChecks.cpp), and streams that cannot deadlock on their events and
-// futures.
+// (OpChecks.cpp), streams that cannot deadlock on their events and
+// futures, and buffers that do not share bytes while live
+// (PlanLifetimes.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -300,4 +301,5 @@ void braid::rt::checkPlan(const Plan &plan) {
                       std::to_string(eventRecords[e]) +
                       " times; each must be once");
   checkProgress(plan);
+  checkLifetimes(plan);
 }

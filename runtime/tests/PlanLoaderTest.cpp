@@ -308,6 +308,19 @@ TEST(PlanLoaderTest, CarriedResultMatchesItsArgument) {
             "");
 }
 
+TEST(PlanLoaderTest, ABufferHoldsOneValue) {
+  // PlanLifetimes.cpp: an instruction may not write an argument's buffer
+  // (the step would change its own input).
+  std::vector<AttrSpec> factor = {{0, {}, {2.0}}};
+  std::vector<BufferSpec> buffers = {{0, {4}}, {64, {4}}};
+  std::string e = errorOfPlan(buffers, 128, code(Opcode::Scale), {1}, {0},
+                              factor, {{plan::Role::Batch, "x", 0}});
+  EXPECT_NE(e.find("'scale' at test.mlir:1:1 writes 'b0' [0, 16), which holds "
+                   "an argument of the step"),
+            std::string::npos)
+      << e;
+}
+
 TEST(PlanLoaderTest, HyperparameterIsAScalarArgument) {
   std::vector<AttrSpec> factor = {{0, {}, {2.0}}};
   // A scalar f32 argument loads; a [4] one, or a result, does not.

@@ -150,9 +150,29 @@ func.func @outside_arena(%x: tensor<16xf32> {braid.offset = 0 : i64}) -> tensor<
 // An update written in place over a parameter that is read after it.
 func.func @in_place_read_after(%w: tensor<16xf32> {braid.offset = 0 : i64, braid.role = #braid.role<parameter "w">}, %g: tensor<16xf32> {braid.offset = 64 : i64}, %m: tensor<16xf32> {braid.offset = 128 : i64})
     -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) attributes {braid.arena_bytes = 256 : i64} {
-  // expected-error @below {{writes result #0 of 'braid.sgd' in place over argument #0 [0, 64), which is read after it}}
+  // expected-error @below {{writes result #0 of 'braid.sgd' in place over argument #0 [0, 64), which is read after it or with no synchronization before it}}
   %w2, %m2 = braid.sgd %w, %g, %m lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 {braid.offsets = array<i64: 0, 128>} : tensor<16xf32>
   // expected-note @below {{read here}}
   %late = braid.relu %w {braid.offsets = array<i64: 192>} : tensor<16xf32>
   return %w2, %m2, %late : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// An all-reduce on a communication stream written in place over a gradient
+// that the compute stream still reads: the read comes before the start in
+// program order, but after the event the communication stream waits for, so
+// the two run at once and the read may see reduced values.
+shard.grid @world(shape = 2)
+func.func @in_place_unsynchronized(%x: tensor<16xf32> {braid.offset = 0 : i64})
+    -> (tensor<16xf32>, tensor<16xf32>) attributes {braid.arena_bytes = 256 : i64} {
+  %g = braid.relu %x {braid.stream = #braid.stream<compute, 0>, braid.offsets = array<i64: 64>} : tensor<16xf32>
+  %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
+  // expected-note @below {{read here}}
+  %h = braid.scale %g by 2.0 {braid.stream = #braid.stream<compute, 0>, braid.offsets = array<i64: 128>} : tensor<16xf32>
+  braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
+  // expected-error @below {{writes result #0 of 'braid.wait' in place over result #0 of 'braid.relu' [64, 128), which is read after it or with no synchronization before it}}
+  %f = braid.all_reduce_start %g on @world grid_axes = [0] reduction = sum {braid.stream = #braid.stream<comm, 0>} : tensor<16xf32>
+  %r = braid.wait %f {braid.stream = #braid.stream<compute, 0>, braid.offsets = array<i64: 64>} : !braid.future<tensor<16xf32>>
+  return %r, %h : tensor<16xf32>, tensor<16xf32>
 }

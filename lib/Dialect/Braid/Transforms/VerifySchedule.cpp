@@ -341,8 +341,10 @@ LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
 ///   - a value produced or used off the compute stream for the whole step.
 /// A value may share its bytes only with what it is computed from in place
 /// (an optimizer update's in-place operand, an all-reduce's operand), at
-/// exactly the same bytes, and only if nothing reads that operand after the
-/// op. One sweep over the values in order of their first position.
+/// exactly the same bytes, and only if every other reader of that operand is
+/// on the compute stream and ordered before the op: earlier on its stream,
+/// or synchronized before it when it runs on a communication stream. One sweep
+/// over the values in order of their first position.
 LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
                                                   Block &body) {
   auto arenaAttr =
@@ -430,6 +432,10 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
     return values[i].leader == i ? i
                                  : values[i].leader = find(values[i].leader);
   };
+  // Where the in-place op runs off the compute stream, a reader of its
+  // operand must be ordered before it by synchronization, not by program
+  // order alone (the plan loader's rule too).
+  StreamOrder issued;
   auto alias = [&](Operation &op, Value operand, Value result) {
     auto a = index.find(operand), b = index.find(result);
     if (a == index.end() || b == index.end())
@@ -437,17 +443,18 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
     Live &x = values[a->second], &y = values[b->second];
     if (x.lo != y.lo || x.hi != y.hi)
       return; // Not in place: two buffers, checked as such.
+    unsigned stream = getStreamIndex(&op).value_or(0);
     for (OpOperand &use : operand.getUses()) {
       Operation *user = body.findAncestorOpInBlock(*use.getOwner());
       if (user == &op)
         continue;
       if (!user || user->hasTrait<OpTrait::IsTerminator>() ||
-          !isOnComputeStream(user) ||
-          position.lookup(user) > position.lookup(&op)) {
+          !isOnComputeStream(user) || !issued.isOrderedBefore(user, stream)) {
         InFlightDiagnostic diag =
             op.emitError() << "writes " << describe(result) << " in place over "
                            << describe(operand) << " [" << x.lo << ", " << x.hi
-                           << "), which is read after it";
+                           << "), which is read after it or with no "
+                              "synchronization before it";
         diag.attachNote(use.getOwner()->getLoc()) << "read here";
         ok = false;
         break; // (Joined anyway: one error for one problem.)
@@ -456,6 +463,14 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
     values[find(b->second)].leader = find(a->second);
   };
   for (Operation &op : body.without_terminator()) {
+    unsigned stream = getStreamIndex(&op).value_or(0);
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      if (Operation *start = wait.getFuture().getDefiningOp())
+        issued.waitFor(stream, start);
+    } else if (auto waitEvent = dyn_cast<WaitEventOp>(op)) {
+      if (Operation *record = waitEvent.getEvent().getDefiningOp())
+        issued.waitFor(stream, record);
+    }
     if (auto update = dyn_cast<InPlaceOpInterface>(op)) {
       for (unsigned r = 0; r < op.getNumResults(); ++r)
         if (int operand = update.getInPlaceOperand(r); operand >= 0)
@@ -470,6 +485,7 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
              llvm::zip(op.getOperands(), wait.getResults()))
           alias(op, operand, result);
     }
+    issued.issue(&op, stream);
   }
   // One range per class: its bytes, and the union of its members' lives.
   struct Class {
