@@ -186,6 +186,7 @@ class Table:
                     numResults=-1 if rvariadic else results,
                     attrs=attrs, struct=(cls + "Attrs") if attrs else None,
                     inPlace=rec["inPlaceOperands"],
+                    isView=any(t["def"] == "Braid_View" for t in rec["traits"]),
                     operandNames=operandNames, resultNames=resultNames)
 
 
@@ -269,14 +270,14 @@ def write_table(t, out):
     for o in t.ops:
         ck = ("CollectiveKind::%s" % o["collectiveKind"]) if o["collectiveKind"] else "CollectiveKind::None"
         w.append("    {Opcode::%s, \"%s\", InstrKind::%s, %s, Opcode::%s, %d, %d, "
-                 "k%sOperands, k%sResults, %s, %d, %s, %d},\n"
+                 "k%sOperands, k%sResults, %s, %d, %s, %d, %s},\n"
                  % (o["enumName"], o["mnemonic"], o["instrKind"], ck,
                     o["other"]["enumName"], o["numOperands"], o["numResults"],
                     o["enumName"], o["enumName"],
                     ("k%sAttrs" % o["enumName"]) if o["attrs"] else "nullptr",
                     len(o["attrs"]),
                     ("k%sInPlace" % o["enumName"]) if o["inPlace"] else "nullptr",
-                    len(o["inPlace"])))
+                    len(o["inPlace"]), "true" if o["isView"] else "false"))
     w.append("};\n")
     out_path = os.path.join(out, "BraidOpTable.cpp.inc")
     enums = []

@@ -21,6 +21,8 @@ packages=(
   # .npz files (libzip), bf16/f16 conversions (Eigen).
   flatbuffers-compiler libflatbuffers-dev zlib1g-dev libopenblas-dev
   openmpi-bin libopenmpi-dev libzip-dev libeigen3-dev
+  # The cpu kernels' vector math (SLEEF: exp, tanh, erf on AVX2/AVX-512).
+  libsleef-dev
   # The cost model reads cluster descriptions (JSON); timelines are drawn
   # with matplotlib; braid-compile allocates with tcmalloc.
   nlohmann-json3-dev python3-matplotlib libgoogle-perftools-dev

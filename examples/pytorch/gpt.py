@@ -98,11 +98,14 @@ def batch(rows, vocab=64, seq=32, seed=0):
     return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
 
-def build(batch_size=4, layers=2, lr=1e-3, seed=0, world_size=2):
-    """`batch_size` sequences per rank; the global batch holds every rank's."""
+def build(batch_size=4, layers=2, lr=1e-3, seed=0, world_size=2, width=64, heads=4, seq=32,
+          vocab=64):
+    """`batch_size` sequences per rank; the global batch holds every rank's.
+    The defaults are the bundled model; utils/bench-cpu.py also builds a
+    wider one (`--arg width=256 --arg layers=4 ...`)."""
     torch.manual_seed(seed)
-    model = GPT(layers=layers)
-    idx, targets = batch(world_size * batch_size, seed=seed + 1)
+    model = GPT(vocab=vocab, seq=seq, width=width, heads=heads, layers=layers)
+    idx, targets = batch(world_size * batch_size, vocab=vocab, seq=seq, seed=seed + 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95),
                                   eps=1e-8, weight_decay=0.1)
     # Megatron's layout for `--tensor-parallel N` (docs/TensorParallel.md):

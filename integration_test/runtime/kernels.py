@@ -1,9 +1,14 @@
 # Every compute and optimizer kernel of the cpu backend against a numpy
 # reference, forward and backward, on random shapes (three seeds). All cases
 # of a seed are one step function: one braid-compile and one braid-run.
+# The vectorized functions (CpuVectorMath.h) run at every width this CPU
+# has: the widest by default, then AVX2 and one lane (BRAID_CPU_MATH;
+# threads.py runs them split over threads).
 #
 # REQUIRES: numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
+# RUN: env BRAID_BIN=%braid_bin BRAID_CPU_MATH=avx2 %python %s %t.avx2
+# RUN: env BRAID_BIN=%braid_bin BRAID_CPU_MATH=scalar %python %s %t.scalar
 
 import math
 import os

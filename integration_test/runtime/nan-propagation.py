@@ -8,6 +8,7 @@
 #
 # REQUIRES: numpy, torch, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
+# RUN: env BRAID_BIN=%braid_bin BRAID_CPU_MATH=scalar %python %s %t.scalar
 
 import os
 import sys

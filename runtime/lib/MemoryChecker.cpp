@@ -6,8 +6,27 @@
 using namespace braid;
 using namespace braid::rt;
 
+MemoryChecker::MemoryChecker(const Plan &plan)
+    : plan(plan), valueOf(plan.buffers.size()) {
+  for (uint32_t id = 0; id < valueOf.size(); ++id)
+    valueOf[id] = id;
+  // Views in stream order: a view's operand is written before it (the
+  // loader has checked), so its value is known when the view is met.
+  for (const Stream &stream : plan.streams)
+    for (const Instr &instr : stream.instrs) {
+      if (!instr.info || !instr.info->isView || instr.operands.size() != 1 ||
+          instr.results.size() != 1)
+        continue;
+      const Buffer &x = plan.buffers[instr.operands[0]];
+      const Buffer &y = plan.buffers[instr.results[0]];
+      if (x.offset == y.offset && x.bytes == y.bytes)
+        valueOf[instr.results[0]] = valueOf[instr.operands[0]];
+    }
+}
+
 void MemoryChecker::define(uint32_t id) {
   const Buffer &b = plan.buffers[id];
+  id = valueOf[id];
   if (!b.bytes)
     return;
   uint64_t lo = b.offset, hi = b.offset + b.bytes;
@@ -37,6 +56,7 @@ void MemoryChecker::define(uint32_t id) {
 
 void MemoryChecker::use(uint32_t id, const std::string &reader) {
   const Buffer &b = plan.buffers[id];
+  uint32_t value = valueOf[id];
   if (!b.bytes)
     return;
   uint64_t lo = b.offset, hi = b.offset + b.bytes;
@@ -51,7 +71,7 @@ void MemoryChecker::use(uint32_t id, const std::string &reader) {
       continue;
     if (it->first > covered)
       break;
-    if (owner != id)
+    if (owner != value)
       throw KernelError(
           reader + " reads '" + b.name + "' [" + std::to_string(lo) + ", " +
           std::to_string(hi) + "), but '" + plan.buffers[owner].name +

@@ -733,7 +733,8 @@ void braid::rt::checkOp(const Plan &plan, const Instr &instr) {
     return checkCollective(c);
   checkKernel(c);
   // A result may overwrite an operand, element for element, only where the
-  // op declares it in place (`inPlaceOperands` in the ODS).
+  // op declares it in place (`inPlaceOperands` in the ODS), or share its
+  // bytes where the op is a view (Braid_View: reshape).
   for (size_t r = 0; r < instr.results.size(); ++r)
     for (size_t o = 0; o < instr.operands.size(); ++o) {
       const Buffer &a = plan.buffers[instr.results[r]];
@@ -741,7 +742,8 @@ void braid::rt::checkOp(const Plan &plan, const Instr &instr) {
       if (!a.bytes || !b.bytes || a.offset >= b.offset + b.bytes ||
           b.offset >= a.offset + a.bytes)
         continue;
-      bool inPlace = r < info.numInPlace && info.inPlace[r] == int8_t(o);
+      bool inPlace =
+          (r < info.numInPlace && info.inPlace[r] == int8_t(o)) || info.isView;
       if (!inPlace)
         c.fail("result '" + a.name + "' overlaps operand '" + b.name + "'");
       if (a.offset != b.offset || a.bytes != b.bytes)

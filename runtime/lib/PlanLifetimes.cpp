@@ -17,7 +17,9 @@
 // place (an optimizer update's, an all-reduce's), at exactly the same bytes,
 // and only if every other reader of that operand is ordered before the
 // write: earlier on the compute stream, or, for a write on a communication
-// stream, before an event that stream waits for.
+// stream, before an event that stream waits for; or with the operand it is
+// a view of (reshape, Braid_View), at exactly its bytes, the two then being
+// one value whose readers an in-place write over either waits for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -277,6 +279,37 @@ void Lifetimes::joinInPlace() {
   std::vector<bool> returned(plan.buffers.size(), false);
   for (const Binding &b : plan.results)
     returned[b.buffer] = true;
+  // Views (reshape) at their operand's exact bytes: one value read through
+  // two shapes, one class, and together they are what an in-place write
+  // over either must wait for.
+  std::vector<uint32_t> viewOf(plan.buffers.size());
+  for (uint32_t id = 0; id < viewOf.size(); ++id)
+    viewOf[id] = id;
+  auto viewRoot = [&](uint32_t id) {
+    while (viewOf[id] != id)
+      id = viewOf[id] = viewOf[viewOf[id]];
+    return id;
+  };
+  for (const Stream &stream : plan.streams)
+    for (const Instr &instr : stream.instrs) {
+      if (instr.kind != InstrKind::Kernel || !instr.info ||
+          !instr.info->isView || instr.operands.size() != 1 ||
+          instr.results.size() != 1)
+        continue;
+      uint32_t o = instr.operands[0], r = instr.results[0];
+      const Buffer &x = plan.buffers[o], &y = plan.buffers[r];
+      if (x.offset != y.offset || x.bytes != y.bytes || !x.bytes)
+        continue; // A copy: two buffers, checked as such.
+      viewOf[viewRoot(r)] = viewRoot(o);
+      leader[find(r)] = find(o);
+    }
+  std::vector<std::vector<uint32_t>> views(plan.buffers.size());
+  for (uint32_t id = 0; id < viewOf.size(); ++id)
+    if (viewRoot(id) != id)
+      views[viewRoot(id)].push_back(id);
+  for (uint32_t id = 0; id < viewOf.size(); ++id)
+    if (!views[id].empty())
+      views[id].push_back(id);
   for (size_t s = 0; s < plan.streams.size(); ++s)
     for (size_t i = 0; i < plan.streams[s].instrs.size(); ++i) {
       const Instr &instr = plan.streams[s].instrs[i];
@@ -304,17 +337,23 @@ void Lifetimes::joinInPlace() {
             return false;
           return !onCompute(j) || j.index + 1 > known;
         };
-        auto late =
-            std::find_if(readers[o].begin(), readers[o].end(), unordered);
-        if (late != readers[o].end())
-          throw PlanError(instr.describe() + " writes " + describe(r) +
-                          " in place over " + describe(o) + ", which " +
-                          at(*late).describe() +
-                          " reads after it or unordered with it");
-        if (returned[o])
-          throw PlanError(instr.describe() + " writes " + describe(r) +
-                          " in place over " + describe(o) +
-                          ", which the step returns");
+        // The operand, and the views sharing its bytes.
+        const std::vector<uint32_t> &group = views[viewRoot(o)];
+        std::vector<uint32_t> sharing =
+            group.empty() ? std::vector<uint32_t>{o} : group;
+        for (uint32_t shared : sharing) {
+          auto late = std::find_if(readers[shared].begin(),
+                                   readers[shared].end(), unordered);
+          if (late != readers[shared].end())
+            throw PlanError(instr.describe() + " writes " + describe(r) +
+                            " in place over " + describe(shared) + ", which " +
+                            at(*late).describe() +
+                            " reads after it or unordered with it");
+          if (returned[shared])
+            throw PlanError(instr.describe() + " writes " + describe(r) +
+                            " in place over " + describe(shared) +
+                            ", which the step returns");
+        }
         leader[find(r)] = find(o);
       }
     }

@@ -96,4 +96,25 @@ TEST(MemoryChecker, AWriteInsideAnotherSplitsIt) {
   EXPECT_NE(useError(checker, 1), "");
 }
 
+TEST(MemoryChecker, AViewKeepsItsOperandReadable) {
+  // b1 = reshape(b0) at b0's bytes (a view): writing b1 leaves b0 readable;
+  // b2 at the same bytes, not a view, overwrites both.
+  Plan plan = planOf({0, 0, 0});
+  Instr reshape;
+  reshape.opcode = Opcode::Reshape;
+  reshape.info = &ops::getOpInfo(Opcode::Reshape);
+  reshape.operands = {0};
+  reshape.results = {1};
+  plan.streams.push_back(Stream{});
+  plan.streams.back().instrs.push_back(reshape);
+  MemoryChecker checker(plan);
+  checker.define(0);
+  checker.define(1);
+  EXPECT_EQ(useError(checker, 0), "");
+  EXPECT_EQ(useError(checker, 1), "");
+  checker.define(2);
+  EXPECT_NE(useError(checker, 0), "");
+  EXPECT_NE(useError(checker, 1), "");
+}
+
 } // namespace

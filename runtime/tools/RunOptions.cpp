@@ -16,7 +16,8 @@ using namespace braid::rt;
 const char *const braid::rt::kUsage =
     "usage: mpirun -np N braid-run [--backend=cpu|cuda] PLAN [--steps K]\n"
     "           [--params P.npz] [--data D.npz] [--save OUT.npz] [--seed S]\n"
-    "           [--timeout SECONDS] [--check-memory]\n"
+    "           [--timeout SECONDS] [--threads T] [--check-memory] "
+    "[--profile]\n"
     "       braid-run --backend=sim PLAN [--cluster=NAME|FILE.json]\n"
     "           [--trace OUT.json] [--trace-ranks N] [--report OUT.json]\n"
     "       braid-run --dump PLAN\n";
@@ -25,6 +26,7 @@ namespace {
 constexpr int64_t kMaxSteps = 1000000000000; // 10^12
 constexpr int64_t kMaxSeed = 4294967295;     // 2^32 - 1
 constexpr int64_t kMaxTraceRanks = 1 << 20;
+constexpr int64_t kMaxThreads = 1024;
 constexpr double kMaxTimeoutSeconds = 1e9; // 31 years
 } // namespace
 
@@ -81,6 +83,8 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       o.dump = true;
     } else if (arg == "--check-memory") {
       o.checkMemory = true;
+    } else if (arg == "--profile") {
+      o.profile = true;
     } else if (is("--backend")) {
       o.backend = value(i, arg, "--backend");
       std::vector<std::string> known = registeredBackends();
@@ -103,6 +107,8 @@ Options braid::rt::parseOptions(int argc, char **argv) {
     } else if (is("--steps")) {
       o.steps = integer(i, arg, "--steps", 0, kMaxSteps);
       o.stepsGiven = true;
+    } else if (is("--threads")) {
+      o.threads = integer(i, arg, "--threads", 1, kMaxThreads);
     } else if (is("--seed")) {
       // The generator takes 32 bits: a larger seed would alias a smaller.
       o.seed = uint64_t(integer(i, arg, "--seed", 0, kMaxSeed));

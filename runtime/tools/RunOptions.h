@@ -20,6 +20,11 @@ struct Options {
   double timeout = 60;
   bool dump = false;
   bool checkMemory = false;
+  /// --profile: the cpu backend's time per op (KernelProfile.h).
+  bool profile = false;
+  /// --threads: threads per rank for the cpu backend's kernels (0: the
+  /// node's cores over its ranks).
+  int64_t threads = 0;
   /// Testing aid: "hang:RANK:STEP" or "kill:RANK:STEP".
   std::string fault;
   int faultRank = -1;

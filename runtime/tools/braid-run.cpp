@@ -38,6 +38,7 @@
 #include <iostream>
 #include <limits>
 #include <random>
+#include <sched.h>
 #include <set>
 #include <thread>
 
@@ -135,12 +136,28 @@ int fail(int rank, const std::string &message) {
   return 1;
 }
 
+/// Threads per rank for the cpu kernels when --threads is not given: the
+/// cores this rank may run on (mpirun binds each rank to its own by
+/// default), or, when it may run on every core of the node, its share of
+/// them. Never more threads than cores for the node's ranks together.
+int defaultThreads(int localRanks) {
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t mask;
+  int allowed = cores;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    allowed = std::max(1, CPU_COUNT(&mask));
+  if (allowed < cores)
+    return allowed;
+  return std::max(1, cores / std::max(1, localRanks));
+}
+
 /// --backend=sim: one process plays every rank on the cluster; no MPI.
 int simulate(const Options &o) {
   if (!o.params.empty() || !o.data.empty() || !o.save.empty() ||
-      o.checkMemory || !o.fault.empty())
+      o.checkMemory || o.profile || o.threads || !o.fault.empty())
     usageError("--backend=sim simulates time only: --params, --data, "
-               "--save, --check-memory and --inject-fault do not apply");
+               "--save, --check-memory, --profile, --threads and "
+               "--inject-fault do not apply");
   if (o.stepsGiven)
     usageError("--backend=sim simulates one step (every step of a plan is "
                "the same); --steps does not apply");
@@ -344,7 +361,7 @@ int main(int argc, char **argv) {
   }).detach();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, world = 1, localRank = 0;
+  int rank = 0, world = 1, localRank = 0, localRanks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   handlerRank = rank;
@@ -355,6 +372,7 @@ int main(int argc, char **argv) {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
                       &node);
   MPI_Comm_rank(node, &localRank);
+  MPI_Comm_size(node, &localRanks);
   MPI_Comm_free(&node);
   if (provided < MPI_THREAD_MULTIPLE) {
     startupDone = true;
@@ -411,6 +429,9 @@ int main(int argc, char **argv) {
         options.timeoutSeconds = o.timeout;
         options.localRank = localRank;
         options.checkMemory = o.checkMemory;
+        options.profile = o.profile;
+        options.threads =
+            o.threads ? int(o.threads) : defaultThreads(localRanks);
         backend = createBackend(o.backend, options);
         backend->prepare(plan);
         for (auto &[id, bytes] : inputs.state)
@@ -498,10 +519,14 @@ int main(int argc, char **argv) {
       double ms =
           std::chrono::duration<double, std::milli>(Clock::now() - start)
               .count();
-      if (step == 1)
+      if (step == 1) {
         firstMs = ms;
-      else
+        // The profile covers the steps the time line's median does.
+        if (KernelProfile *profile = backend->kernelProfile())
+          profile->clear();
+      } else {
         restMs.push_back(ms);
+      }
     }
     // Rank 0's wall time per step, which includes writing the batch, the
     // loss's all-reduce and printing; the first step (warm-up: cuBLAS and
@@ -521,8 +546,14 @@ int main(int argc, char **argv) {
                     "%.3f ms per step over steps 2-%lld (rank 0's wall "
                     "time, the loss's all-reduce and printing included)\n",
                     firstMs, median, mean, (long long)o.steps);
+        if (KernelProfile *profile = backend->kernelProfile())
+          std::fputs(profile->report(restMs.size(), mean / 1e3).c_str(),
+                     stdout);
       } else {
         std::printf("time: first step %.3f ms\n", firstMs);
+        if (backend->kernelProfile())
+          std::printf("profile: needs 2 steps or more (the first, a "
+                      "warm-up, is left out)\n");
       }
       std::fflush(stdout);
     }

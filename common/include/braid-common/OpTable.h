@@ -83,6 +83,9 @@ struct OpInfo {
   /// element (-1: none); InPlaceOpInterface in the ODS.
   const int8_t *inPlace;
   uint8_t numInPlace;
+  /// The result is the operand's bytes in another shape, and may share
+  /// them (Braid_View in the ODS: reshape).
+  bool isView;
 
   bool isCollective() const {
     return instrKind == InstrKind::Collective ||

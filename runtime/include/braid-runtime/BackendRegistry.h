@@ -31,6 +31,11 @@ struct BackendOptions {
   int localRank = 0;
   /// --check-memory (the cpu backend's memory checker).
   bool checkMemory = false;
+  /// --profile (the cpu backend times each kernel: KernelProfile.h).
+  bool profile = false;
+  /// Threads a kernel may use (the cpu backend's BLAS and its parallel
+  /// loops): --threads, else the node's cores over its ranks.
+  int threads = 1;
 };
 
 using BackendFactory =

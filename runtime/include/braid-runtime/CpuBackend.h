@@ -19,8 +19,10 @@ namespace braid::rt {
 class CpuBackend : public Backend {
 public:
   /// `checkMemory` checks every read against the memory plan
-  /// (MemoryChecker.h), at some cost in speed.
-  CpuBackend(MPI_Comm world, double timeoutSeconds, bool checkMemory = false);
+  /// (MemoryChecker.h), at some cost in speed; `profile` times every kernel
+  /// (KernelProfile.h).
+  CpuBackend(MPI_Comm world, double timeoutSeconds, bool checkMemory = false,
+             bool profile = false, int threads = 1);
   ~CpuBackend() override;
 
   const char *name() const override { return "cpu"; }
@@ -34,6 +36,7 @@ public:
   void read(const Buffer &buffer, void *dst) override;
   void write(const Buffer &buffer, const void *src) override;
   void copy(const Buffer &dst, const Buffer &src) override;
+  KernelProfile *kernelProfile() override { return profile.get(); }
 
 private:
   /// A collective's staging memory and what it unpacks once complete.
@@ -70,8 +73,9 @@ private:
 
   MPI_Comm world;
   int rank = 0;
-  bool checkMemory;
+  bool checkMemory, profiling;
   std::unique_ptr<MemoryChecker> checker;
+  std::unique_ptr<KernelProfile> profile;
   Watchdog watchdog;
   const Plan *plan = nullptr;
   uint8_t *arena = nullptr;

@@ -13,6 +13,7 @@
 #ifndef BRAID_RUNTIME_EXECUTOR_H
 #define BRAID_RUNTIME_EXECUTOR_H
 
+#include "braid-runtime/KernelProfile.h"
 #include "braid-runtime/Plan.h"
 
 #include <atomic>
@@ -66,6 +67,9 @@ public:
   virtual void write(const Buffer &buffer, const void *src) = 0;
   /// Copies `src` to `dst` (same size) within the arena.
   virtual void copy(const Buffer &dst, const Buffer &src) = 0;
+  /// The time its kernels took, when the backend was asked to keep it
+  /// (braid-run --profile); null otherwise.
+  virtual KernelProfile *kernelProfile() { return nullptr; }
 };
 
 class Executor {

@@ -21,7 +21,7 @@ namespace braid::rt {
 
 class MemoryChecker {
 public:
-  explicit MemoryChecker(const Plan &plan) : plan(plan) {}
+  explicit MemoryChecker(const Plan &plan);
 
   /// Buffer `id` now holds its value.
   void define(uint32_t id);
@@ -31,6 +31,10 @@ public:
 
 private:
   const Plan &plan;
+  /// Each buffer's value: a view (reshape) at its operand's exact bytes is
+  /// its operand's value in another shape, so writing it leaves the
+  /// operand readable.
+  std::vector<uint32_t> valueOf;
   std::mutex mutex;
   /// start -> (end, buffer): who wrote each range last.
   std::map<uint64_t, std::pair<uint64_t, uint32_t>> owners;

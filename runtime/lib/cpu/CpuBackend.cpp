@@ -11,6 +11,8 @@
 
 #include "braid-runtime/CpuBackend.h"
 #include "CpuKernels.h"
+#include "CpuParallel.h"
+#include "CpuVectorMath.h"
 #include "braid-runtime/BackendRegistry.h"
 #include "braid-runtime/MpiCommunicator.h"
 
@@ -25,11 +27,13 @@
 using namespace braid;
 using namespace braid::rt;
 
-CpuBackend::CpuBackend(MPI_Comm world, double timeoutSeconds, bool checkMemory)
-    : world(world), checkMemory(checkMemory), watchdog(world, timeoutSeconds) {
+CpuBackend::CpuBackend(MPI_Comm world, double timeoutSeconds, bool checkMemory,
+                       bool profile, int threads)
+    : world(world), checkMemory(checkMemory), profiling(profile),
+      watchdog(world, timeoutSeconds) {
   MPI_Comm_rank(world, &rank);
-  // One BLAS thread per stream thread: ranks and streams share the cores.
-  openblas_set_num_threads(1);
+  // The kernels' share of the node's cores (BackendOptions::threads).
+  setCpuThreads(threads);
 }
 
 CpuBackend::~CpuBackend() {
@@ -55,6 +59,12 @@ void CpuBackend::prepare(const Plan &p) {
   plan = &p;
   if (checkMemory)
     checker = std::make_unique<MemoryChecker>(p);
+  if (profiling)
+    profile = std::make_unique<KernelProfile>(
+        p.streams.size(), std::string("cpu backend, ") + vectorMath().name +
+                              " vector math, " + std::to_string(cpuThreads()) +
+                              " thread" + (cpuThreads() == 1 ? "" : "s") +
+                              " per kernel");
   uint64_t bytes = (p.arenaBytes + 63) / 64 * 64;
   arena = static_cast<uint8_t *>(std::aligned_alloc(64, bytes ? bytes : 64));
   if (!arena)
@@ -84,9 +94,17 @@ void CpuBackend::connect() {
   });
 }
 
-void CpuBackend::kernel(unsigned, const Instr &instr) {
+void CpuBackend::kernel(unsigned stream, const Instr &instr) {
   use(instr.operands, instr);
-  runCpuKernel(*plan, instr, arena);
+  if (profile) {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point start = Clock::now();
+    runCpuKernel(*plan, instr, arena);
+    profile->add(stream, instr.opcode,
+                 std::chrono::duration<double>(Clock::now() - start).count());
+  } else {
+    runCpuKernel(*plan, instr, arena);
+  }
   define(instr.results);
 }
 
@@ -184,6 +202,6 @@ void CpuBackend::copy(const Buffer &dst, const Buffer &src) {
 void braid::rt::registerCpuBackend() {
   registerBackend("cpu", [](const BackendOptions &o) {
     return std::make_unique<CpuBackend>(o.world, o.timeoutSeconds,
-                                        o.checkMemory);
+                                        o.checkMemory, o.profile, o.threads);
   });
 }

@@ -12,6 +12,8 @@
 #include "CpuKernels.h"
 #include "../Views.h"
 #include "CpuMath.h"
+#include "CpuParallel.h"
+#include "CpuVectorMath.h"
 
 #include <cblas.h>
 
@@ -163,8 +165,34 @@ void reduce(const Args &a, bool mean, const std::vector<int64_t> &dims) {
   int64_t outN = a.n();
   std::vector<double> acc(outN, 0.0);
   const float *in = a.in(0);
-  gather(x.shape, outStrides, 0,
-         [&](int64_t i, int64_t o) { acc[o] += in[i]; });
+  // Leading dimensions reduced (a bias's gradient over the tokens): whole
+  // rows added into the accumulators; trailing ones: runs summed; else the
+  // general gather.
+  size_t rank = x.shape.size(), lead = 0, trail = 0;
+  while (lead < rank && reduced[lead])
+    ++lead;
+  while (trail < rank && reduced[rank - 1 - trail])
+    ++trail;
+  if (lead == dims.size() && outN > 0) {
+    int64_t rows = product(x.shape, 0, lead);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = in + r * outN;
+      for (int64_t o = 0; o < outN; ++o)
+        acc[o] += row[o];
+    }
+  } else if (trail == dims.size() && outN > 0) {
+    int64_t run = product(x.shape, rank - trail, rank);
+    for (int64_t o = 0; o < outN; ++o) {
+      const float *row = in + o * run;
+      double s = 0;
+      for (int64_t k = 0; k < run; ++k)
+        s += row[k];
+      acc[o] = s;
+    }
+  } else {
+    gather(x.shape, outStrides, 0,
+           [&](int64_t i, int64_t o) { acc[o] += in[i]; });
+  }
   int64_t count = 1;
   for (int64_t d : dims)
     count *= x.shape[d];
@@ -180,31 +208,50 @@ void splitAround(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
   inner = product(shape, dim + 1, shape.size());
 }
 
+/// Calls fn(begin, end) on pieces of [0, n) over the kernel's threads
+/// (CpuParallel.h), pieces of at least kGrain elements' work.
+constexpr int64_t kGrain = 1 << 14;
+
+/// One row of a softmax or log-softmax: `size` elements `inner` apart;
+/// `scratch` holds `size` floats.
+void softmaxRow(const float *row, float *dst, int64_t size, int64_t inner,
+                bool log, bool safe, float *scratch) {
+  float mx = -INFINITY;
+  for (int64_t k = 0; k < size; ++k)
+    mx = std::max(mx, row[k * inner]);
+  // Every entry masked: _safe_softmax's 0.
+  if (safe && mx == -INFINITY) {
+    for (int64_t k = 0; k < size; ++k)
+      dst[k * inner] = 0.0f;
+    return;
+  }
+  // The exponentials straight into a contiguous softmax's output.
+  float *e = !log && inner == 1 ? dst : scratch;
+  double sum = vectorMath().expShifted(row, inner, mx, e, size);
+  if (log) {
+    double shift = double(mx) + std::log(sum);
+    for (int64_t k = 0; k < size; ++k)
+      dst[k * inner] = float(row[k * inner] - shift);
+    return;
+  }
+  float inv = float(1.0 / sum);
+  for (int64_t k = 0; k < size; ++k)
+    dst[k * inner] = e[k] * inv;
+}
+
 void softmax(const Args &a, bool log, int64_t dim, bool safe = false) {
   int64_t outer, size, inner;
   splitAround(a.inBuf(0).shape, dim, outer, size, inner);
   const float *x = a.in(0);
   float *y = a.out(0);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      const float *row = x + o * size * inner + i;
-      float *dst = y + o * size * inner + i;
-      float mx = -INFINITY;
-      for (int64_t k = 0; k < size; ++k)
-        mx = std::max(mx, row[k * inner]);
-      if (safe && mx == -INFINITY) { // every entry masked: _safe_softmax's 0
-        for (int64_t k = 0; k < size; ++k)
-          dst[k * inner] = 0.0f;
-        continue;
-      }
-      double sum = 0;
-      for (int64_t k = 0; k < size; ++k)
-        sum += std::exp(double(row[k * inner]) - mx);
-      for (int64_t k = 0; k < size; ++k)
-        dst[k * inner] =
-            log ? float(row[k * inner] - mx - std::log(sum))
-                : float(std::exp(double(row[k * inner]) - mx) / sum);
+  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(size, 1));
+  parallelFor(outer * inner, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(static_cast<size_t>(size));
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t base = r / inner * size * inner + r % inner;
+      softmaxRow(x + base, y + base, size, inner, log, safe, scratch.data());
     }
+  });
 }
 
 void softmaxBackward(const Args &a, bool log, int64_t dim) {
@@ -522,8 +569,33 @@ void gatherView(const Args &a) {
   unsigned size = dtypeBytes(x.dtype);
   const uint8_t *src = a.arena + x.offset;
   uint8_t *dst = a.arena + y.offset;
-  gather(y.shape, view.strides, view.base, [&](int64_t o, int64_t i) {
-    std::memcpy(dst + o * size, src + i * size, size);
+  if (y.shape.empty() || product(y.shape, 0, y.shape.size()) == 0) {
+    if (y.shape.empty())
+      std::memcpy(dst, src + view.base * size, size);
+    return;
+  }
+  // Row by row along the last dimension: a copy where it is contiguous, a
+  // fill where it is broadcast, a strided loop otherwise.
+  int64_t len = y.shape.back(), stride = view.strides.back();
+  std::vector<int64_t> rows(y.shape.begin(), y.shape.end() - 1);
+  std::vector<int64_t> rowStrides(view.strides.begin(), view.strides.end() - 1);
+  auto copyRow = [&](uint8_t *out, const uint8_t *in) {
+    if (stride == 1) {
+      std::memcpy(out, in, size_t(len) * size);
+    } else if (size == 4) {
+      const uint32_t *from = reinterpret_cast<const uint32_t *>(in);
+      uint32_t *to = reinterpret_cast<uint32_t *>(out);
+      for (int64_t k = 0; k < len; ++k)
+        to[k] = from[k * stride];
+    } else {
+      for (int64_t k = 0; k < len; ++k)
+        std::memcpy(out + k * size, in + k * stride * size, size);
+    }
+  };
+  if (rows.empty())
+    return copyRow(dst, src + view.base * size);
+  gather(rows, rowStrides, view.base, [&](int64_t o, int64_t i) {
+    copyRow(dst + o * len * size, src + i * size);
   });
 }
 
@@ -582,17 +654,13 @@ void adamw(const Args &a) {
   double wd = attrs.weight_decay;
   double step = a.in(4)[0];
   double c1 = 1.0 - std::pow(b1, step), c2 = 1.0 - std::pow(b2, step);
+  AdamWStep s = {lr, wd, scale, b1, b2, c1, c2, eps};
   const float *p = a.in(0), *g = a.in(1), *m = a.in(2), *v = a.in(3);
   float *np = a.out(0), *nm = a.out(1), *nv = a.out(2);
-  for (int64_t i = 0, n = a.n(); i < n; ++i) {
-    double pi = p[i] * (1.0 - lr * wd);
-    double gi = scale * g[i];
-    double mi = b1 * m[i] + (1.0 - b1) * gi;
-    double vi = b2 * v[i] + (1.0 - b2) * gi * gi;
-    nm[i] = float(mi);
-    nv[i] = float(vi);
-    np[i] = float(pi - lr * (mi / c1) / (std::sqrt(vi / c2) + eps));
-  }
+  parallelFor(a.n(), kGrain, [&](int64_t b, int64_t e) {
+    vectorMath().adamw(p + b, g + b, m + b, v + b, np + b, nm + b, nv + b,
+                       e - b, s);
+  });
 }
 
 bool isMean(ops::LossReduction r) { return r == ops::LossReduction::Mean; }
@@ -621,8 +689,9 @@ void run(const Args &a) {
     int64_t c = a.inBuf(1).numElements();
     const float *x = a.in(0), *b = a.in(1);
     float *y = a.out(0);
-    for (int64_t i = 0, n = a.n(); i < n; ++i)
-      y[i] = x[i] + b[i % c];
+    for (int64_t r = 0, rows = c ? a.n() / c : 0; r < rows; ++r)
+      for (int64_t k = 0; k < c; ++k)
+        y[r * c + k] = x[r * c + k] + b[k];
     return;
   }
   case Opcode::ReduceSum:
@@ -637,16 +706,27 @@ void run(const Args &a) {
     return binary(a, [](float g, float s) { return s <= 0 ? 0.0f : g; });
   case Opcode::Gelu: {
     bool t = instr.as<ops::GeluAttrs>().approximate_tanh;
-    return unary(a, [t](float x) { return float(geluOf(x, t)); });
+    const float *x = a.in(0);
+    float *y = a.out(0);
+    return parallelFor(a.n(), kGrain, [&](int64_t b, int64_t e) {
+      vectorMath().gelu(x + b, y + b, e - b, t);
+    });
   }
   case Opcode::GeluBackward: {
     bool t = instr.as<ops::GeluBackwardAttrs>().approximate_tanh;
-    return binary(a,
-                  [t](float g, float x) { return float(g * geluGrad(x, t)); });
+    const float *g = a.in(0), *x = a.in(1);
+    float *y = a.out(0);
+    return parallelFor(a.n(), kGrain, [&](int64_t b, int64_t e) {
+      vectorMath().geluBackward(g + b, x + b, y + b, e - b, t);
+    });
   }
   case Opcode::Unary: {
     ops::UnaryKind k = instr.as<ops::UnaryAttrs>().kind;
-    return unary(a, [k](float x) { return float(unaryOf(k, x)); });
+    const float *x = a.in(0);
+    float *y = a.out(0);
+    return parallelFor(a.n(), kGrain, [&](int64_t b, int64_t e) {
+      vectorMath().unary(k, x + b, y + b, e - b);
+    });
   }
   case Opcode::UnaryBackward: {
     ops::UnaryKind k = instr.as<ops::UnaryBackwardAttrs>().kind;
@@ -681,9 +761,13 @@ void run(const Args &a) {
     float fill = float(instr.as<ops::CausalMaskAttrs>().fill);
     const float *x = a.in(0);
     float *y = a.out(0);
-    for (int64_t i = 0, total = a.n(); i < total; ++i) {
-      int64_t col = i % n, row = (i / n) % n;
-      y[i] = col > row ? fill : x[i];
+    // Row `row` of each [n, n] matrix keeps columns 0..row.
+    for (int64_t r = 0, rows = n ? a.n() / n : 0; r < rows; ++r) {
+      int64_t row = r % n;
+      const float *in = x + r * n;
+      float *out = y + r * n;
+      std::copy(in, in + row + 1, out);
+      std::fill(out + row + 1, out + n, fill);
     }
     return;
   }
@@ -731,8 +815,11 @@ void run(const Args &a) {
     return embeddingShardBackward(
         a, instr.as<ops::EmbeddingShardBackwardAttrs>().parts);
   case Opcode::Reshape:
-    std::memmove(a.arena + a.outBuf(0).offset, a.arena + a.inBuf(0).offset,
-                 a.outBuf(0).bytes);
+    // Nothing to move where the memory plan gave the result its operand's
+    // bytes (a view: Braid_View).
+    if (a.outBuf(0).offset != a.inBuf(0).offset)
+      std::memmove(a.arena + a.outBuf(0).offset, a.arena + a.inBuf(0).offset,
+                   a.outBuf(0).bytes);
     return;
   case Opcode::Transpose:
   case Opcode::Broadcast:

@@ -270,6 +270,10 @@ void braid::rt::registerCudaBackend() {
       "cuda", [](const BackendOptions &o) -> std::unique_ptr<Backend> {
         if (o.checkMemory)
           throw std::runtime_error("--check-memory is a cpu backend option");
+        if (o.profile)
+          throw std::runtime_error(
+              "--profile is a cpu backend option (cuda kernels run "
+              "asynchronously; time them with the CUDA tools)");
         return std::make_unique<CudaBackend>(o.world, o.timeoutSeconds,
                                              o.localRank);
       });

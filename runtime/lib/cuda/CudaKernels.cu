@@ -675,9 +675,12 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::Reshape: {
-    check(cudaMemcpyAsync(arena + outBuf(0).offset, arena + inBuf(0).offset,
-                          outBuf(0).bytes, cudaMemcpyDeviceToDevice, stream),
-          instr);
+    // Nothing to move where the memory plan gave the result its operand's
+    // bytes (a view: Braid_View).
+    if (outBuf(0).offset != inBuf(0).offset)
+      check(cudaMemcpyAsync(arena + outBuf(0).offset, arena + inBuf(0).offset,
+                            outBuf(0).bytes, cudaMemcpyDeviceToDevice, stream),
+            instr);
     return;
   }
   case Opcode::Transpose:

@@ -122,3 +122,37 @@ func.func @empty_tensors(%x: tensor<16xf32>, %e: tensor<0x4xf32>) -> (tensor<16x
   %c = braid.relu %b : tensor<16xf32>
   return %c, %z3 : tensor<16xf32>, tensor<0x4xf32>
 }
+
+// -----
+
+// Views: a reshape of an op's result takes that result's bytes (the runtime
+// moves nothing), also a reshape of a reshape, and the two live as one (%a's
+// bytes are not reused while its view %v is read). A reshape of an argument
+// gets bytes of its own (the argument may be updated in place), and so does
+// a reshape an all-reduce reads (which works in place on its own bytes).
+shard.grid @world(shape = 2)
+// CHECK-LABEL: func.func @views
+// CHECK-SAME: (%arg0: tensor<8x16xf32> {braid.offset = [[X:[0-9]+]] : i64}
+// CHECK: braid.reshape %arg0 {braid.offsets = array<i64: [[XV:[0-9]+]]>}
+// CHECK: braid.relu %{{.*}} {braid.offsets = array<i64: [[A:[0-9]+]]>}
+// CHECK: braid.reshape %{{.*}} {braid.offsets = array<i64: [[A]]>}
+// CHECK: braid.reshape %{{.*}} {braid.offsets = array<i64: [[A]]>}
+// CHECK-NOT: array<i64: [[A]]>
+// CHECK: braid.reshape %{{.*}} {braid.offsets = array<i64: [[A]]>}
+// CHECK: braid.relu %{{.*}} {braid.offsets = array<i64: [[G:[0-9]+]]>}
+// CHECK: braid.reshape %{{.*}} {braid.offsets = array<i64: [[R:[0-9]+]]>}
+// CHECK: braid.all_reduce %{{.*}} {braid.offsets = array<i64: [[R]]>}
+// REPORT: remark: memory plan of @views: {{.*}}, 1 of 1 all-reduces in place, 3 views sharing their operand's bytes
+func.func @views(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<128xf32>, tensor<128xf32>, tensor<8x16xf32>) {
+  %xv = braid.reshape %x : tensor<8x16xf32> -> tensor<128xf32>
+  %a = braid.relu %x : tensor<8x16xf32>
+  %v = braid.reshape %a : tensor<8x16xf32> -> tensor<128xf32>
+  %w = braid.reshape %v : tensor<128xf32> -> tensor<16x8xf32>
+  %b = braid.relu %x : tensor<8x16xf32>
+  %c = braid.relu %b : tensor<8x16xf32>
+  %s = braid.reshape %w : tensor<16x8xf32> -> tensor<8x16xf32>
+  %g = braid.relu %c : tensor<8x16xf32>
+  %gv = braid.reshape %g : tensor<8x16xf32> -> tensor<128xf32>
+  %r = braid.all_reduce %gv on @world grid_axes = [0] reduction = sum : tensor<128xf32>
+  return %s, %xv, %r, %c : tensor<8x16xf32>, tensor<128xf32>, tensor<128xf32>, tensor<8x16xf32>
+}

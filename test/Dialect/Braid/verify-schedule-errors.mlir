@@ -176,3 +176,18 @@ func.func @in_place_unsynchronized(%x: tensor<16xf32> {braid.offset = 0 : i64})
   %r = braid.wait %f {braid.stream = #braid.stream<compute, 0>, braid.offsets = array<i64: 64>} : !braid.future<tensor<16xf32>>
   return %r, %h : tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A view (reshape) at its operand's bytes is the same value: an update
+// written in place over the parameter overwrites what the view holds, and
+// the view is read after it.
+func.func @view_read_after_in_place(%w: tensor<16xf32> {braid.offset = 0 : i64, braid.role = #braid.role<parameter "w">}, %g: tensor<16xf32> {braid.offset = 64 : i64}, %m: tensor<16xf32> {braid.offset = 128 : i64})
+    -> (tensor<16xf32>, tensor<16xf32>, tensor<4x4xf32>) attributes {braid.arena_bytes = 256 : i64} {
+  %v = braid.reshape %w {braid.offsets = array<i64: 0>} : tensor<16xf32> -> tensor<4x4xf32>
+  // expected-error @below {{writes result #0 of 'braid.sgd' in place over result #0 of 'braid.reshape' [0, 64), which is read after it or with no synchronization before it}}
+  %w2, %m2 = braid.sgd %w, %g, %m lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 {braid.offsets = array<i64: 0, 128>} : tensor<16xf32>
+  // expected-note @below {{read here}}
+  %late = braid.relu %v {braid.offsets = array<i64: 192>} : tensor<4x4xf32>
+  return %w2, %m2, %late : tensor<16xf32>, tensor<16xf32>, tensor<4x4xf32>
+}

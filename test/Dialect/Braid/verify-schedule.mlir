@@ -34,3 +34,16 @@ func.func @send(%x: tensor<64xf32>) {
   braid.wait %f : !braid.future<>
   return
 }
+
+// A view (reshape) at its operand's bytes is that value in another shape:
+// both are read after the reshape, and the update in place over the
+// parameter comes after every reader of both.
+// CHECK-LABEL: func.func @view
+func.func @view(%w: tensor<16xf32> {braid.offset = 0 : i64, braid.role = #braid.role<parameter "w">}, %g: tensor<16xf32> {braid.offset = 64 : i64}, %m: tensor<16xf32> {braid.offset = 128 : i64})
+    -> (tensor<16xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>) attributes {braid.arena_bytes = 448 : i64} {
+  %v = braid.reshape %w {braid.offsets = array<i64: 0>} : tensor<16xf32> -> tensor<4x4xf32>
+  %a = braid.relu %v {braid.offsets = array<i64: 192>} : tensor<4x4xf32>
+  %b = braid.relu %w {braid.offsets = array<i64: 256>} : tensor<16xf32>
+  %w2, %m2 = braid.sgd %w, %g, %m lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 {braid.offsets = array<i64: 0, 128>} : tensor<16xf32>
+  return %w2, %m2, %a, %b : tensor<16xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>
+}

@@ -74,6 +74,10 @@ namespace braid {
 /// (Braid_PerToken in BraidOps.td).
 template <typename ConcreteType>
 class PerToken : public mlir::OpTrait::TraitBase<ConcreteType, PerToken> {};
+/// The trait of ops whose result is their operand's bytes in another shape
+/// (Braid_View in BraidOps.td).
+template <typename ConcreteType>
+class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
 } // namespace braid
 
 #endif // BRAID_DIALECT_BRAID_BRAIDINTERFACES_H

@@ -42,6 +42,14 @@ def Braid_PerToken : NativeOpTrait<"PerToken"> {
   let cppNamespace = "::braid";
 }
 
+/// An op whose result is its operand's bytes as they are, in another shape
+/// (reshape). braid-plan-memory may give the result its operand's bytes
+/// instead of copying them; braid-verify-schedule and the plan loader then
+/// treat the two as one value (the op table's `isView`).
+def Braid_View : NativeOpTrait<"View"> {
+  let cppNamespace = "::braid";
+}
+
 //===----------------------------------------------------------------------===//
 // Base classes
 //===----------------------------------------------------------------------===//
@@ -642,7 +650,7 @@ def Braid_EmbeddingShardBackwardOp
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [],
+def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [Braid_View],
                                       ["getBytesRead", "getBytesWritten"]> {
   let opcode = 70;
   let summary = "reinterpret the shape, keeping the elements in order";

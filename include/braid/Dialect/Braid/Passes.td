@@ -496,7 +496,12 @@ def PlanMemory : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
     use. Otherwise the results are contiguous on their own and the runtime
     copies the inputs in first. The updates of `braid.sgd` and `braid.adamw`
     overwrite their parameter and state arguments when the update is the
-    argument's last use on its stream.
+    argument's last use on its stream. A view (`braid.reshape`, the
+    `Braid_View` trait) takes its operand's bytes, so that the runtime moves
+    nothing, when both are on the compute stream, the operand is an op's
+    result (an argument may be updated in place), and no collective reads
+    the view (an in-place all-reduce needs an allocation of its own); the
+    two then live as one.
 
     Results get `braid.offsets` (one entry per result, -1 for a result that
     is not a tensor), arguments `braid.offset`, the function
@@ -507,8 +512,9 @@ def PlanMemory : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
       %y = braid.relu %x {braid.offsets = array<i64: 64>, ...} : tensor<4xf32>
     ```
     `report` emits a remark per function with the arena size, the sum of all
-    buffer sizes, and the live-bytes bound: the most bytes live at once under
-    the lifetimes above, which no placement can beat.
+    buffer sizes, the live-bytes bound (the most bytes live at once under
+    the lifetimes above, which no placement can beat), the all-reduces done
+    in place and the views that share their operand's bytes.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",

@@ -122,8 +122,27 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
     if (isTensor(arg))
       newAllocation(arg);
 
-  unsigned inPlace = 0, collectives = 0;
+  unsigned inPlace = 0, collectives = 0, views = 0;
   for (Operation &op : body.without_terminator()) {
+    // A view (reshape) takes its operand's bytes instead of a copy of them.
+    // Its operand is an op result on the compute stream (an argument may be
+    // overwritten in place by its update), and no collective reads it (an
+    // all-reduce works in place only on an allocation of its own).
+    if (op.hasTrait<View>() && isOnComputeStream(&op)) {
+      Value input = op.getOperand(0), result = op.getResult(0);
+      Operation *def = input.getDefiningOp();
+      bool collectiveUse = llvm::any_of(result.getUsers(), [](Operation *u) {
+        return isa<CollectiveOpInterface>(u);
+      });
+      if (def && isOnComputeStream(def) && !collectiveUse &&
+          getTensorBytes(input.getType()) == getTensorBytes(result.getType())) {
+        Slot slot = slots.lookup(input);
+        slots[result] = slot;
+        ++allocations[slot.allocation].members;
+        ++views;
+        continue;
+      }
+    }
     // Optimizer updates overwrite their argument when nothing reads it later.
     auto aliasUpdate = [&](unsigned operand, unsigned result) {
       auto arg = dyn_cast<BlockArgument>(op.getOperand(operand));
@@ -330,7 +349,8 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
         << "memory plan of @" << func.getName() << ": arena " << arenaBytes
         << " bytes, buffers " << totalBytes << " bytes, live-bytes bound "
         << bound << " bytes (arena/bound " << ratio << "), " << inPlace
-        << " of " << collectives << " all-reduces in place";
+        << " of " << collectives << " all-reduces in place, " << views
+        << " views sharing their operand's bytes";
   }
   return success();
 }

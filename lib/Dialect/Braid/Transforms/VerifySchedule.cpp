@@ -343,7 +343,9 @@ LogicalResult VerifySchedulePass::verifyStreams(Block &body) {
 /// (an optimizer update's in-place operand, an all-reduce's operand), at
 /// exactly the same bytes, and only if every other reader of that operand is
 /// on the compute stream and ordered before the op: earlier on its stream,
-/// or synchronized before it when it runs on a communication stream. One sweep
+/// or synchronized before it when it runs on a communication stream. A view
+/// (reshape) may share its operand's exact bytes: the two are one value, and
+/// an in-place write over either waits for the readers of both. One sweep
 /// over the values in order of their first position.
 LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
                                                   Block &body) {
@@ -436,6 +438,9 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
   // operand must be ordered before it by synchronization, not by program
   // order alone (the plan loader's rule too).
   StreamOrder issued;
+  // The views of a value (and the value), by the value they all view.
+  DenseMap<Value, Value> viewRoot;
+  DenseMap<Value, SmallVector<Value, 2>> viewsOf;
   auto alias = [&](Operation &op, Value operand, Value result) {
     auto a = index.find(operand), b = index.find(result);
     if (a == index.end() || b == index.end())
@@ -444,22 +449,49 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
     if (x.lo != y.lo || x.hi != y.hi)
       return; // Not in place: two buffers, checked as such.
     unsigned stream = getStreamIndex(&op).value_or(0);
-    for (OpOperand &use : operand.getUses()) {
-      Operation *user = body.findAncestorOpInBlock(*use.getOwner());
-      if (user == &op)
-        continue;
-      if (!user || user->hasTrait<OpTrait::IsTerminator>() ||
-          !isOnComputeStream(user) || !issued.isOrderedBefore(user, stream)) {
-        InFlightDiagnostic diag =
-            op.emitError() << "writes " << describe(result) << " in place over "
-                           << describe(operand) << " [" << x.lo << ", " << x.hi
-                           << "), which is read after it or with no "
-                              "synchronization before it";
-        diag.attachNote(use.getOwner()->getLoc()) << "read here";
-        ok = false;
-        break; // (Joined anyway: one error for one problem.)
+    // The operand's readers, and those of the views that share its bytes.
+    SmallVector<Value, 2> sharing = {operand};
+    if (auto it = viewsOf.find(viewRoot.lookup(operand)); it != viewsOf.end())
+      sharing = it->second;
+    for (Value shared : sharing)
+      for (OpOperand &use : shared.getUses()) {
+        Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+        if (user == &op)
+          continue;
+        if (!user || user->hasTrait<OpTrait::IsTerminator>() ||
+            !isOnComputeStream(user) || !issued.isOrderedBefore(user, stream)) {
+          InFlightDiagnostic diag = op.emitError()
+                                    << "writes " << describe(result)
+                                    << " in place over " << describe(shared)
+                                    << " [" << x.lo << ", " << x.hi
+                                    << "), which is read after it or with no "
+                                       "synchronization before it";
+          diag.attachNote(use.getOwner()->getLoc()) << "read here";
+          ok = false;
+          values[find(b->second)].leader = find(a->second);
+          return; // (Joined anyway: one error for one problem.)
+        }
       }
-    }
+    values[find(b->second)].leader = find(a->second);
+  };
+  // A view (Braid_View) at its operand's bytes is that value read through
+  // another shape: one class, with no ordering asked of their readers, but
+  // an in-place write over either must come after every reader of both.
+  auto view = [&](Value operand, Value result) {
+    auto a = index.find(operand), b = index.find(result);
+    if (a == index.end() || b == index.end())
+      return;
+    Live &x = values[a->second], &y = values[b->second];
+    if (x.lo != y.lo || x.hi != y.hi)
+      return; // A copy: two buffers, checked as such.
+    Value root = viewRoot.lookup(operand);
+    if (!root)
+      root = viewRoot[operand] = operand;
+    viewRoot[result] = root;
+    SmallVector<Value, 2> &group = viewsOf[root];
+    if (group.empty())
+      group.push_back(root);
+    group.push_back(result);
     values[find(b->second)].leader = find(a->second);
   };
   for (Operation &op : body.without_terminator()) {
@@ -471,7 +503,9 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
       if (Operation *record = waitEvent.getEvent().getDefiningOp())
         issued.waitFor(stream, record);
     }
-    if (auto update = dyn_cast<InPlaceOpInterface>(op)) {
+    if (op.hasTrait<View>()) {
+      view(op.getOperand(0), op.getResult(0));
+    } else if (auto update = dyn_cast<InPlaceOpInterface>(op)) {
       for (unsigned r = 0; r < op.getNumResults(); ++r)
         if (int operand = update.getInPlaceOperand(r); operand >= 0)
           alias(op, op.getOperand(operand), op.getResult(r));

@@ -1,0 +1,99 @@
+# braid-run --threads: the cpu backend's elementwise loops split over a
+# pool of threads (CpuParallel.h) and BLAS gets as many. Arrays large
+# enough to be split (256 x 1024) through gelu, its backward, softmax over
+# rows and columns, log_softmax, braid.unary and AdamW: the results with 2
+# and 3 threads equal those with 1 bit for bit (each element is computed
+# alike, whichever thread takes it), and those of one thread are right
+# (numpy, float64). The profile's header says how many threads ran, and a
+# count outside 1 to 1024 is refused by name.
+#
+# REQUIRES: numpy, mpi
+# RUN: env BRAID_BIN=%braid_bin %python %s %t | FileCheck %s
+# CHECK: threads: 1 thread per kernel against numpy: 0 failed
+# CHECK: threads: 2 threads per kernel bit for bit as 1: 0 failed
+# CHECK: threads: 3 threads per kernel bit for bit as 1: 0 failed
+# RUN: not braid-run --threads 0 x.plan 2>&1 | FileCheck %s --check-prefix=BAD
+# BAD: braid-run: error: --threads must be a positive integer
+# RUN: not braid-run --threads 5000 x.plan 2>&1 | FileCheck %s --check-prefix=BIG
+# BIG: braid-run: error: --threads must be at most 1024, but is 5000
+
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+import braidtest  # noqa: E402
+from kernels import Step, gelu, gelu_grad, randn, softmax  # noqa: E402
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(7)
+    shape = (256, 1024)
+    t = "tensor<256x1024xf32>"
+    s = Step()
+    x, g = randn(rng, *shape), randn(rng, *shape)
+    for approx in (False, True):
+        attr = " {approximate_tanh}" if approx else ""
+        s.op("%%r = braid.gelu %s%s : %s" % (s.input(x), attr, t), [gelu(x, approx)])
+        s.op("%%r = braid.gelu_backward %s, %s%s : %s" % (s.input(g), s.input(x), attr, t),
+             [g * gelu_grad(x, approx)])
+    for d in (0, 1):
+        sm = softmax(x.astype(np.float64), d)
+        s.op("%%r = braid.softmax %s dim = %d : %s" % (s.input(x), d, t), [sm])
+        s.op("%%r = braid.log_softmax %s dim = %d : %s" % (s.input(x), d, t), [np.log(sm)])
+    for kind, f in (("exp", np.exp), ("tanh", np.tanh),
+                    ("sigmoid", lambda v: 1 / (1 + np.exp(-v)))):
+        s.op("%%r = braid.unary %s %s : %s" % (kind, s.input(x), t), [f(x.astype(np.float64))])
+    p, m, v = randn(rng, *shape), randn(rng, *shape), np.abs(randn(rng, *shape))
+    step = np.array(3.0, np.float32)
+    lr, b1, b2, eps, wd = 0.01, 0.9, 0.95, 1e-8, 0.1
+    nm = b1 * m + (1 - b1) * g.astype(np.float64)
+    nv = b2 * v + (1 - b2) * g.astype(np.float64) ** 2
+    npar = p * (1 - lr * wd) - lr * (nm / (1 - b1 ** 3)) / (np.sqrt(nv / (1 - b2 ** 3)) + eps)
+    s.op("%%r:3 = braid.adamw %s, %s, %s, %s, %s lr = %e beta1 = %e beta2 = %e eps = %e "
+         "weight_decay = %e : %s, tensor<f32>" % (
+             s.input(p), s.input(g), s.input(m), s.input(v), s.input(step), lr, b1, b2, eps,
+             wd, t), [npar, nm, nv], tol=1e-4)
+
+    mlir, plan, data = (os.path.join(out, n) for n in ("threads.mlir", "threads.plan",
+                                                        "threads.npz"))
+    with open(mlir, "w") as f:
+        f.write(s.module())
+    np.savez(data, **s.inputs)
+    braidtest.compile_step(mlir, plan, "--no-overlap")
+    saved = {}
+    for threads in (1, 2, 3):
+        save = os.path.join(out, "threads-%d.npz" % threads)
+        p = braidtest.braid_run(plan, args=["--steps", "2", "--data", data, "--save", save,
+                                            "--threads", str(threads), "--profile"])
+        want = "%d thread%s per kernel" % (threads, "" if threads == 1 else "s")
+        header = [line for line in p.stdout.splitlines() if line.startswith("profile: cpu")]
+        failed = 0
+        if len(header) != 1 or not header[0].endswith(want):
+            print("threads: the profile says %s, not %s" % (header, want))
+            failed += 1
+        with np.load(save) as f:
+            saved[threads] = {k: f[k] for k in f.files}
+        if threads == 1:
+            for i, (name, ref, tol, op) in enumerate(s.results):
+                got = saved[1]["result%d" % i]
+                diff = braidtest.max_rel_diff(got, ref)
+                if not diff <= tol:
+                    print("threads: %s %s is %.3g from numpy (at most %g)" % (op, name, diff, tol))
+                    failed += 1
+            print("threads: 1 thread per kernel against numpy: %d failed" % failed)
+        else:
+            for k, ref in saved[1].items():
+                if not np.array_equal(saved[threads][k], ref):
+                    print("threads: %s differs with %d threads" % (k, threads))
+                    failed += 1
+            print("threads: %d threads per kernel bit for bit as 1: %d failed" % (threads, failed))
+
+
+if __name__ == "__main__":
+    main()

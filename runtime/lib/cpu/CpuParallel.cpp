@@ -1,0 +1,114 @@
+//===- CpuParallel.cpp - the cpu backend's threads per kernel -------------===//
+
+#include "CpuParallel.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace braid;
+using namespace braid::rt;
+
+namespace {
+
+/// Workers that each run one piece of the current loop, then sleep.
+class Pool {
+public:
+  explicit Pool(int workers) {
+    for (int w = 0; w < workers; ++w)
+      threads.emplace_back([this, w] { work(w); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    for (std::thread &t : threads)
+      t.join();
+  }
+  int size() const { return int(threads.size()); }
+
+  /// Runs pieces 1..n-1 of `fn` on the workers and piece 0 here.
+  void run(int pieces, const std::function<void(int)> &fn) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      job = &fn;
+      jobPieces = pieces;
+      active = pieces - 1;
+      ++generation;
+    }
+    wake.notify_all();
+    fn(0);
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [&] { return active == 0; });
+    job = nullptr;
+  }
+
+private:
+  void work(int w) {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)> *fn;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return stopping || generation != seen; });
+        if (stopping)
+          return;
+        seen = generation;
+        // Workers past the loop's pieces sit this one out.
+        if (w + 1 >= jobPieces)
+          continue;
+        fn = job;
+      }
+      (*fn)(w + 1);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (--active == 0)
+        done.notify_all();
+    }
+  }
+
+  std::vector<std::thread> threads;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  const std::function<void(int)> *job = nullptr;
+  int jobPieces = 0, active = 0;
+  uint64_t generation = 0;
+  bool stopping = false;
+};
+
+int threadCount = 1;
+std::unique_ptr<Pool> pool;
+/// Held by the stream thread whose loop uses the pool.
+std::mutex poolOwner;
+
+} // namespace
+
+void braid::rt::setCpuThreads(int threads) {
+  threadCount = std::max(1, threads);
+  openblas_set_num_threads(threadCount);
+  std::lock_guard<std::mutex> lock(poolOwner);
+  pool.reset();
+  if (threadCount > 1)
+    pool = std::make_unique<Pool>(threadCount - 1);
+}
+
+int braid::rt::cpuThreads() { return threadCount; }
+
+void braid::rt::parallelFor(int64_t n, int64_t grain,
+                            const std::function<void(int64_t, int64_t)> &fn) {
+  int64_t pieces =
+      std::min<int64_t>(threadCount, grain > 0 ? n / grain : int64_t(1));
+  std::unique_lock<std::mutex> lock(poolOwner, std::defer_lock);
+  if (pieces <= 1 || !pool || !lock.try_lock()) {
+    fn(0, n);
+    return;
+  }
+  pool->run(int(pieces),
+            [&](int p) { fn(n * p / pieces, n * (p + 1) / pieces); });
+}
