@@ -1,7 +1,8 @@
 # braid-run --threads: the cpu backend's elementwise loops split over a
 # pool of threads (CpuParallel.h) and BLAS gets as many. Arrays large
 # enough to be split (256 x 1024) through gelu, its backward, softmax over
-# rows and columns, log_softmax, braid.unary and AdamW: the results with 2
+# rows and columns, log_softmax, braid.unary, add, mul, scale, bias_add,
+# softmax's backward, layer norm, the causal mask and AdamW: the results with 2
 # and 3 threads equal those with 1 bit for bit (each element is computed
 # alike, whichever thread takes it), and those of one thread are right
 # (numpy, float64). The profile's header says how many threads ran, and a
@@ -49,6 +50,26 @@ def main():
     for kind, f in (("exp", np.exp), ("tanh", np.tanh),
                     ("sigmoid", lambda v: 1 / (1 + np.exp(-v)))):
         s.op("%%r = braid.unary %s %s : %s" % (kind, s.input(x), t), [f(x.astype(np.float64))])
+    for name, f in (("add", np.add), ("mul", np.multiply)):
+        s.op("%%r = braid.%s %s, %s : %s" % (name, s.input(x), s.input(g), t), [f(x, g)])
+    s.op("%%r = braid.scale %s by 2.500000e-01 : %s" % (s.input(x), t), [x * 0.25])
+    bias = randn(rng, shape[1])
+    s.op("%%r = braid.bias_add %s, %s : %s, tensor<1024xf32>" % (s.input(x), s.input(bias), t),
+         [x + bias])
+    sm = softmax(x.astype(np.float64), 1)
+    s.op("%%r = braid.softmax_backward %s, %s dim = 1 : %s" % (
+        s.input(g), s.input(sm.astype(np.float32)), t),
+        [sm * (g - (g * sm).sum(axis=1, keepdims=True))])
+    gamma, beta = randn(rng, shape[1]), randn(rng, shape[1])
+    xd = x.astype(np.float64)
+    mu, var = xd.mean(axis=1, keepdims=True), xd.var(axis=1, keepdims=True)
+    rs = 1 / np.sqrt(var + 1e-5)
+    s.op("%%r:3 = braid.layer_norm %s, %s, %s eps = 1.000000e-05 : %s, tensor<1024xf32> -> "
+         "tensor<256xf32>" % (s.input(x), s.input(gamma), s.input(beta), t),
+         [(xd - mu) * rs * gamma + beta, mu.reshape(256), rs.reshape(256)], tol=1e-4)
+    sq = randn(rng, 64, 64, 64)
+    s.op("%%r = braid.causal_mask %s fill = -1.000000e+09 : tensor<64x64x64xf32>" % s.input(sq),
+         [np.where(np.triu(np.ones((64, 64), bool), 1), -1e9, sq)])
     p, m, v = randn(rng, *shape), randn(rng, *shape), np.abs(randn(rng, *shape))
     step = np.array(3.0, np.float32)
     lr, b1, b2, eps, wd = 0.01, 0.9, 0.95, 1e-8, 0.1

@@ -107,18 +107,36 @@ void gather(const std::vector<int64_t> &outShape,
   }
 }
 
+/// The elementwise loops split over the kernel's threads (CpuParallel.h) in
+/// pieces of at least kGrain elements' work; rows are never split, so every
+/// element is computed alike whatever the thread count.
+constexpr int64_t kGrain = 1 << 14;
+
+/// Rows of `width` elements, split over the kernel's threads.
+template <typename F> void forRows(int64_t rows, int64_t width, F f) {
+  parallelFor(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(width, 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r)
+                  f(r);
+              });
+}
+
 template <typename F> void unary(const Args &a, F f) {
   const float *x = a.in(0);
   float *y = a.out(0);
-  for (int64_t i = 0, n = a.n(); i < n; ++i)
-    y[i] = f(x[i]);
+  parallelFor(a.n(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = f(x[i]);
+  });
 }
 
 template <typename F> void binary(const Args &a, F f) {
   const float *x = a.in(0), *z = a.in(1);
   float *y = a.out(0);
-  for (int64_t i = 0, n = a.n(); i < n; ++i)
-    y[i] = f(x[i], z[i]);
+  parallelFor(a.n(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = f(x[i], z[i]);
+  });
 }
 
 void matmul(const Args &a) {
@@ -208,10 +226,6 @@ void splitAround(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
   inner = product(shape, dim + 1, shape.size());
 }
 
-/// Calls fn(begin, end) on pieces of [0, n) over the kernel's threads
-/// (CpuParallel.h), pieces of at least kGrain elements' work.
-constexpr int64_t kGrain = 1 << 14;
-
 /// One row of a softmax or log-softmax: `size` elements `inner` apart;
 /// `scratch` holds `size` floats.
 void softmaxRow(const float *row, float *dst, int64_t size, int64_t inner,
@@ -259,19 +273,18 @@ void softmaxBackward(const Args &a, bool log, int64_t dim) {
   splitAround(a.inBuf(0).shape, dim, outer, size, inner);
   const float *g = a.in(0), *y = a.in(1);
   float *dx = a.out(0);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      int64_t base = o * size * inner + i;
-      double sum = 0;
-      for (int64_t k = 0; k < size; ++k)
-        sum += log ? g[base + k * inner]
-                   : double(g[base + k * inner]) * y[base + k * inner];
-      for (int64_t k = 0; k < size; ++k) {
-        int64_t at = base + k * inner;
-        dx[at] = log ? float(g[at] - std::exp(double(y[at])) * sum)
-                     : float(y[at] * (g[at] - sum));
-      }
+  forRows(outer * inner, size, [&](int64_t r) {
+    int64_t base = r / inner * size * inner + r % inner;
+    double sum = 0;
+    for (int64_t k = 0; k < size; ++k)
+      sum += log ? g[base + k * inner]
+                 : double(g[base + k * inner]) * y[base + k * inner];
+    for (int64_t k = 0; k < size; ++k) {
+      int64_t at = base + k * inner;
+      dx[at] = log ? float(g[at] - std::exp(double(y[at])) * sum)
+                   : float(y[at] * (g[at] - sum));
     }
+  });
 }
 
 void layerNorm(const Args &a) {
@@ -280,7 +293,7 @@ void layerNorm(const Args &a) {
   double eps = a.instr.as<ops::LayerNormAttrs>().epsilon;
   const float *x = a.in(0), *g = a.in(1), *b = a.in(2);
   float *y = a.out(0), *mean = a.out(1), *rstd = a.out(2);
-  for (int64_t r = 0; r < rows; ++r) {
+  forRows(rows, d, [&](int64_t r) {
     const float *row = x + r * d;
     double mu = 0;
     for (int64_t k = 0; k < d; ++k)
@@ -295,7 +308,7 @@ void layerNorm(const Args &a) {
     rstd[r] = float(rs);
     for (int64_t k = 0; k < d; ++k)
       y[r * d + k] = float((row[k] - mu) * rs * g[k] + b[k]);
-  }
+  });
 }
 
 void layerNormBackward(const Args &a) {
@@ -689,9 +702,10 @@ void run(const Args &a) {
     int64_t c = a.inBuf(1).numElements();
     const float *x = a.in(0), *b = a.in(1);
     float *y = a.out(0);
-    for (int64_t r = 0, rows = c ? a.n() / c : 0; r < rows; ++r)
+    forRows(c ? a.n() / c : 0, c, [&](int64_t r) {
       for (int64_t k = 0; k < c; ++k)
         y[r * c + k] = x[r * c + k] + b[k];
+    });
     return;
   }
   case Opcode::ReduceSum:
@@ -762,13 +776,13 @@ void run(const Args &a) {
     const float *x = a.in(0);
     float *y = a.out(0);
     // Row `row` of each [n, n] matrix keeps columns 0..row.
-    for (int64_t r = 0, rows = n ? a.n() / n : 0; r < rows; ++r) {
+    forRows(n ? a.n() / n : 0, n, [&](int64_t r) {
       int64_t row = r % n;
       const float *in = x + r * n;
       float *out = y + r * n;
       std::copy(in, in + row + 1, out);
       std::fill(out + row + 1, out + n, fill);
-    }
+    });
     return;
   }
   case Opcode::LayerNorm:
