@@ -11,6 +11,7 @@
 
 #include "CpuKernels.h"
 #include "../Views.h"
+#include "CpuArgs.h"
 #include "CpuMath.h"
 #include "CpuParallel.h"
 #include "CpuVectorMath.h"
@@ -29,50 +30,6 @@ using namespace braid;
 using namespace braid::rt;
 
 namespace {
-
-/// The buffers of one instruction in the arena, and where each float
-/// operand and result is read and written in f32: in the arena, or in a
-/// widened copy of a half buffer.
-struct Args {
-  const Plan &plan;
-  const Instr &instr;
-  uint8_t *arena;
-  std::vector<const float *> inData;
-  std::vector<float *> outData;
-
-  const Buffer &inBuf(size_t i) const {
-    return plan.buffers[instr.operands[i]];
-  }
-  const Buffer &outBuf(size_t i) const {
-    return plan.buffers[instr.results[i]];
-  }
-  const float *in(size_t i) const { return inData[i]; }
-  float *out(size_t i) const { return outData[i]; }
-  int64_t n(size_t i = 0) const { return outBuf(i).numElements(); }
-  /// Index `k` of index operand `i`, checked against `limit`.
-  int64_t index(size_t i, int64_t k, int64_t limit, const char *what) const {
-    const Buffer &b = inBuf(i);
-    int64_t v = b.dtype == DType::I64
-                    ? reinterpret_cast<const int64_t *>(arena + b.offset)[k]
-                    : reinterpret_cast<const int32_t *>(arena + b.offset)[k];
-    if (v < 0 || v >= limit)
-      throw KernelError(instr.describe() + ": " + what + " " +
-                        std::to_string(v) + " at position " +
-                        std::to_string(k) + " is out of range [0, " +
-                        std::to_string(limit) + ")");
-    return v;
-  }
-  /// Whether label `k` of operand `i` is the loss's `ignore_index`.
-  bool ignored(size_t i, int64_t k, std::optional<int64_t> ignore) const {
-    if (!ignore)
-      return false;
-    const Buffer &b = inBuf(i);
-    int64_t v = b.dtype == DType::I64
-                    ? reinterpret_cast<const int64_t *>(arena + b.offset)[k]
-                    : reinterpret_cast<const int32_t *>(arena + b.offset)[k];
-    return v == *ignore;
-  }
-};
 
 /// A loss's total over `counted` rows: the mean divides by them (NaN when
 /// there are none, as torch's mean over no targets), the sum does not.
@@ -105,20 +62,6 @@ void gather(const std::vector<int64_t> &outShape,
       coord[d] = 0;
     }
   }
-}
-
-/// The elementwise loops split over the kernel's threads (CpuParallel.h) in
-/// pieces of at least kGrain elements' work; rows are never split, so every
-/// element is computed alike whatever the thread count.
-constexpr int64_t kGrain = 1 << 14;
-
-/// Rows of `width` elements, split over the kernel's threads.
-template <typename F> void forRows(int64_t rows, int64_t width, F f) {
-  parallelFor(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(width, 1)),
-              [&](int64_t begin, int64_t end) {
-                for (int64_t r = begin; r < end; ++r)
-                  f(r);
-              });
 }
 
 template <typename F> void unary(const Args &a, F f) {
@@ -216,129 +159,6 @@ void reduce(const Args &a, bool mean, const std::vector<int64_t> &dims) {
     count *= x.shape[d];
   for (int64_t o = 0; o < outN; ++o)
     y[o] = float(mean && count ? acc[o] / count : acc[o]);
-}
-
-/// [outer, size, inner] around dimension `dim` of `shape`.
-void splitAround(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
-                 int64_t &size, int64_t &inner) {
-  outer = product(shape, 0, dim);
-  size = shape[dim];
-  inner = product(shape, dim + 1, shape.size());
-}
-
-/// One row of a softmax or log-softmax: `size` elements `inner` apart;
-/// `scratch` holds `size` floats.
-void softmaxRow(const float *row, float *dst, int64_t size, int64_t inner,
-                bool log, bool safe, float *scratch) {
-  float mx = -INFINITY;
-  for (int64_t k = 0; k < size; ++k)
-    mx = std::max(mx, row[k * inner]);
-  // Every entry masked: _safe_softmax's 0.
-  if (safe && mx == -INFINITY) {
-    for (int64_t k = 0; k < size; ++k)
-      dst[k * inner] = 0.0f;
-    return;
-  }
-  // The exponentials straight into a contiguous softmax's output.
-  float *e = !log && inner == 1 ? dst : scratch;
-  double sum = vectorMath().expShifted(row, inner, mx, e, size);
-  if (log) {
-    double shift = double(mx) + std::log(sum);
-    for (int64_t k = 0; k < size; ++k)
-      dst[k * inner] = float(row[k * inner] - shift);
-    return;
-  }
-  float inv = float(1.0 / sum);
-  for (int64_t k = 0; k < size; ++k)
-    dst[k * inner] = e[k] * inv;
-}
-
-void softmax(const Args &a, bool log, int64_t dim, bool safe = false) {
-  int64_t outer, size, inner;
-  splitAround(a.inBuf(0).shape, dim, outer, size, inner);
-  const float *x = a.in(0);
-  float *y = a.out(0);
-  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(size, 1));
-  parallelFor(outer * inner, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(static_cast<size_t>(size));
-    for (int64_t r = begin; r < end; ++r) {
-      int64_t base = r / inner * size * inner + r % inner;
-      softmaxRow(x + base, y + base, size, inner, log, safe, scratch.data());
-    }
-  });
-}
-
-void softmaxBackward(const Args &a, bool log, int64_t dim) {
-  int64_t outer, size, inner;
-  splitAround(a.inBuf(0).shape, dim, outer, size, inner);
-  const float *g = a.in(0), *y = a.in(1);
-  float *dx = a.out(0);
-  forRows(outer * inner, size, [&](int64_t r) {
-    int64_t base = r / inner * size * inner + r % inner;
-    double sum = 0;
-    for (int64_t k = 0; k < size; ++k)
-      sum += log ? g[base + k * inner]
-                 : double(g[base + k * inner]) * y[base + k * inner];
-    for (int64_t k = 0; k < size; ++k) {
-      int64_t at = base + k * inner;
-      dx[at] = log ? float(g[at] - std::exp(double(y[at])) * sum)
-                   : float(y[at] * (g[at] - sum));
-    }
-  });
-}
-
-void layerNorm(const Args &a) {
-  int64_t d = a.inBuf(1).numElements();
-  int64_t rows = d ? a.inBuf(0).numElements() / d : 0;
-  double eps = a.instr.as<ops::LayerNormAttrs>().epsilon;
-  const float *x = a.in(0), *g = a.in(1), *b = a.in(2);
-  float *y = a.out(0), *mean = a.out(1), *rstd = a.out(2);
-  forRows(rows, d, [&](int64_t r) {
-    const float *row = x + r * d;
-    double mu = 0;
-    for (int64_t k = 0; k < d; ++k)
-      mu += row[k];
-    mu /= d;
-    double var = 0;
-    for (int64_t k = 0; k < d; ++k)
-      var += (row[k] - mu) * (row[k] - mu);
-    var /= d;
-    double rs = 1.0 / std::sqrt(var + eps);
-    mean[r] = float(mu);
-    rstd[r] = float(rs);
-    for (int64_t k = 0; k < d; ++k)
-      y[r * d + k] = float((row[k] - mu) * rs * g[k] + b[k]);
-  });
-}
-
-void layerNormBackward(const Args &a) {
-  int64_t d = a.inBuf(4).numElements();
-  int64_t rows = d ? a.inBuf(1).numElements() / d : 0;
-  const float *dy = a.in(0), *x = a.in(1), *mean = a.in(2), *rstd = a.in(3),
-              *g = a.in(4);
-  float *dx = a.out(0), *dg = a.out(1), *db = a.out(2);
-  std::vector<double> dgAcc(d, 0.0), dbAcc(d, 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    double mu = mean[r], rs = rstd[r];
-    double sumDyG = 0, sumDyGXhat = 0;
-    for (int64_t k = 0; k < d; ++k) {
-      double xhat = (x[r * d + k] - mu) * rs;
-      double dyg = double(dy[r * d + k]) * g[k];
-      sumDyG += dyg;
-      sumDyGXhat += dyg * xhat;
-      dgAcc[k] += double(dy[r * d + k]) * xhat;
-      dbAcc[k] += dy[r * d + k];
-    }
-    for (int64_t k = 0; k < d; ++k) {
-      double xhat = (x[r * d + k] - mu) * rs;
-      double dyg = double(dy[r * d + k]) * g[k];
-      dx[r * d + k] = float(rs * (dyg - sumDyG / d - xhat * sumDyGXhat / d));
-    }
-  }
-  for (int64_t k = 0; k < d; ++k) {
-    dg[k] = float(dgAcc[k]);
-    db[k] = float(dbAcc[k]);
-  }
 }
 
 /// The rows of a loss (labels at operand `i`) whose label is not ignored.
@@ -760,15 +580,12 @@ void run(const Args &a) {
   case Opcode::AttentionBackward:
     return runCpuAttention(a.plan, instr, a.inData, a.outData);
   case Opcode::Softmax:
-    return softmax(a, false, instr.as<ops::SoftmaxAttrs>().dim,
-                   instr.as<ops::SoftmaxAttrs>().safe);
   case Opcode::LogSoftmax:
-    return softmax(a, true, instr.as<ops::LogSoftmaxAttrs>().dim);
   case Opcode::SoftmaxBackward:
-    return softmaxBackward(a, false, instr.as<ops::SoftmaxBackwardAttrs>().dim);
   case Opcode::LogSoftmaxBackward:
-    return softmaxBackward(a, true,
-                           instr.as<ops::LogSoftmaxBackwardAttrs>().dim);
+  case Opcode::LayerNorm:
+  case Opcode::LayerNormBackward:
+    return runCpuNormKernel(a);
   case Opcode::CausalMask: {
     const auto &s = a.inBuf(0).shape;
     int64_t n = s.back();
@@ -785,10 +602,6 @@ void run(const Args &a) {
     });
     return;
   }
-  case Opcode::LayerNorm:
-    return layerNorm(a);
-  case Opcode::LayerNormBackward:
-    return layerNormBackward(a);
   case Opcode::NllLoss: {
     const auto &attrs = instr.as<ops::NllLossAttrs>();
     return loss(a, false, isMean(attrs.reduction), attrs.ignore_index);

@@ -11,6 +11,7 @@
 #ifndef BRAID_RUNTIME_LIB_CPU_CPUPARALLEL_H
 #define BRAID_RUNTIME_LIB_CPU_CPUPARALLEL_H
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -26,6 +27,20 @@ int cpuThreads();
 /// alone.
 void parallelFor(int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)> &fn);
+
+/// The elementwise loops split over the kernel's threads in
+/// pieces of at least kGrain elements' work; rows are never split, so every
+/// element is computed alike whatever the thread count.
+constexpr int64_t kGrain = 1 << 14;
+
+/// Rows of `width` elements, split over the kernel's threads.
+template <typename F> void forRows(int64_t rows, int64_t width, F f) {
+  parallelFor(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(width, 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r)
+                  f(r);
+              });
+}
 
 } // namespace braid::rt
 

@@ -1,0 +1,168 @@
+//===- CpuNorm.cpp - softmax and layer norm on the cpu --------------------===//
+//
+// Row-wise normalizations and their backward: softmax and log-softmax along
+// any dimension (exponentials through CpuVectorMath.h), layer norm over the
+// trailing dimensions. Sums accumulate in double; rows are split over the
+// kernel's threads (CpuParallel.h), never inside a row.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuArgs.h"
+#include "CpuParallel.h"
+#include "CpuVectorMath.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace braid;
+using namespace braid::rt;
+
+namespace {
+
+/// [outer, size, inner] around dimension `dim` of `shape`.
+void splitAround(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
+                 int64_t &size, int64_t &inner) {
+  outer = product(shape, 0, dim);
+  size = shape[dim];
+  inner = product(shape, dim + 1, shape.size());
+}
+
+/// One row of a softmax or log-softmax: `size` elements `inner` apart;
+/// `scratch` holds `size` floats.
+void softmaxRow(const float *row, float *dst, int64_t size, int64_t inner,
+                bool log, bool safe, float *scratch) {
+  float mx = -INFINITY;
+  for (int64_t k = 0; k < size; ++k)
+    mx = std::max(mx, row[k * inner]);
+  // Every entry masked: _safe_softmax's 0.
+  if (safe && mx == -INFINITY) {
+    for (int64_t k = 0; k < size; ++k)
+      dst[k * inner] = 0.0f;
+    return;
+  }
+  // The exponentials straight into a contiguous softmax's output.
+  float *e = !log && inner == 1 ? dst : scratch;
+  double sum = vectorMath().expShifted(row, inner, mx, e, size);
+  if (log) {
+    double shift = double(mx) + std::log(sum);
+    for (int64_t k = 0; k < size; ++k)
+      dst[k * inner] = float(row[k * inner] - shift);
+    return;
+  }
+  float inv = float(1.0 / sum);
+  for (int64_t k = 0; k < size; ++k)
+    dst[k * inner] = e[k] * inv;
+}
+
+void softmax(const Args &a, bool log, int64_t dim, bool safe) {
+  int64_t outer, size, inner;
+  splitAround(a.inBuf(0).shape, dim, outer, size, inner);
+  const float *x = a.in(0);
+  float *y = a.out(0);
+  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(size, 1));
+  parallelFor(outer * inner, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(static_cast<size_t>(size));
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t base = r / inner * size * inner + r % inner;
+      softmaxRow(x + base, y + base, size, inner, log, safe, scratch.data());
+    }
+  });
+}
+
+void softmaxBackward(const Args &a, bool log, int64_t dim) {
+  int64_t outer, size, inner;
+  splitAround(a.inBuf(0).shape, dim, outer, size, inner);
+  const float *g = a.in(0), *y = a.in(1);
+  float *dx = a.out(0);
+  forRows(outer * inner, size, [&](int64_t r) {
+    int64_t base = r / inner * size * inner + r % inner;
+    double sum = 0;
+    for (int64_t k = 0; k < size; ++k)
+      sum += log ? g[base + k * inner]
+                 : double(g[base + k * inner]) * y[base + k * inner];
+    for (int64_t k = 0; k < size; ++k) {
+      int64_t at = base + k * inner;
+      dx[at] = log ? float(g[at] - std::exp(double(y[at])) * sum)
+                   : float(y[at] * (g[at] - sum));
+    }
+  });
+}
+
+void layerNorm(const Args &a) {
+  int64_t d = a.inBuf(1).numElements();
+  int64_t rows = d ? a.inBuf(0).numElements() / d : 0;
+  double eps = a.instr.as<ops::LayerNormAttrs>().epsilon;
+  const float *x = a.in(0), *g = a.in(1), *b = a.in(2);
+  float *y = a.out(0), *mean = a.out(1), *rstd = a.out(2);
+  forRows(rows, d, [&](int64_t r) {
+    const float *row = x + r * d;
+    double mu = 0;
+    for (int64_t k = 0; k < d; ++k)
+      mu += row[k];
+    mu /= d;
+    double var = 0;
+    for (int64_t k = 0; k < d; ++k)
+      var += (row[k] - mu) * (row[k] - mu);
+    var /= d;
+    double rs = 1.0 / std::sqrt(var + eps);
+    mean[r] = float(mu);
+    rstd[r] = float(rs);
+    for (int64_t k = 0; k < d; ++k)
+      y[r * d + k] = float((row[k] - mu) * rs * g[k] + b[k]);
+  });
+}
+
+void layerNormBackward(const Args &a) {
+  int64_t d = a.inBuf(4).numElements();
+  int64_t rows = d ? a.inBuf(1).numElements() / d : 0;
+  const float *dy = a.in(0), *x = a.in(1), *mean = a.in(2), *rstd = a.in(3),
+              *g = a.in(4);
+  float *dx = a.out(0), *dg = a.out(1), *db = a.out(2);
+  std::vector<double> dgAcc(d, 0.0), dbAcc(d, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu = mean[r], rs = rstd[r];
+    double sumDyG = 0, sumDyGXhat = 0;
+    for (int64_t k = 0; k < d; ++k) {
+      double xhat = (x[r * d + k] - mu) * rs;
+      double dyg = double(dy[r * d + k]) * g[k];
+      sumDyG += dyg;
+      sumDyGXhat += dyg * xhat;
+      dgAcc[k] += double(dy[r * d + k]) * xhat;
+      dbAcc[k] += dy[r * d + k];
+    }
+    for (int64_t k = 0; k < d; ++k) {
+      double xhat = (x[r * d + k] - mu) * rs;
+      double dyg = double(dy[r * d + k]) * g[k];
+      dx[r * d + k] = float(rs * (dyg - sumDyG / d - xhat * sumDyGXhat / d));
+    }
+  }
+  for (int64_t k = 0; k < d; ++k) {
+    dg[k] = float(dgAcc[k]);
+    db[k] = float(dbAcc[k]);
+  }
+}
+
+} // namespace
+
+void braid::rt::runCpuNormKernel(const Args &a) {
+  const Instr &instr = a.instr;
+  switch (instr.opcode) {
+  case Opcode::Softmax:
+    return softmax(a, false, instr.as<ops::SoftmaxAttrs>().dim,
+                   instr.as<ops::SoftmaxAttrs>().safe);
+  case Opcode::LogSoftmax:
+    return softmax(a, true, instr.as<ops::LogSoftmaxAttrs>().dim, false);
+  case Opcode::SoftmaxBackward:
+    return softmaxBackward(a, false, instr.as<ops::SoftmaxBackwardAttrs>().dim);
+  case Opcode::LogSoftmaxBackward:
+    return softmaxBackward(a, true,
+                           instr.as<ops::LogSoftmaxBackwardAttrs>().dim);
+  case Opcode::LayerNorm:
+    return layerNorm(a);
+  case Opcode::LayerNormBackward:
+    return layerNormBackward(a);
+  default:
+    throw KernelError(instr.describe() + ": not a normalization kernel");
+  }
+}
