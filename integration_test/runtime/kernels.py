@@ -158,6 +158,14 @@ def build(rng):
         s.op("%%r = braid.gelu %s%s : %s" % (s.input(x), attr, t), [gelu(x, approx)])
         s.op("%%r = braid.gelu_backward %s, %s%s : %s" % (s.input(y), s.input(x), attr, t),
              [y * gelu_grad(x, approx)])
+        # With the bias braid-fuse-kernels folds in: of x + bias.
+        bias = randn(rng, shape[-1])
+        xb = x + bias  # float32, as braid.bias_add adds
+        bt = ttype(bias.shape)
+        s.op("%%r = braid.gelu %s, %s%s : %s, %s" % (s.input(x), s.input(bias), attr, t, bt),
+             [gelu(xb, approx)])
+        s.op("%%r = braid.gelu_backward %s, %s, %s%s : %s, %s" % (
+            s.input(y), s.input(x), s.input(bias), attr, t, bt), [y * gelu_grad(xb, approx)])
     # braid.unary (positive inputs where the function needs them), its
     # backward from the saved output (tanh, sigmoid) or input (silu),
     # braid.pow, and braid.where with a constant mask.
@@ -235,6 +243,25 @@ def build(rng):
     mask = np.triu(np.ones((5, 5), bool), 1)
     s.op("%%r = braid.causal_mask %s fill = -1.000000e+09 : %s" % (s.input(sq), ttype(sq.shape)),
          [np.where(mask, -1e9, sq)])
+
+    # softmax and its backward with the scale and causal mask that
+    # braid-fuse-kernels folds into them (scale alone along another
+    # dimension too).
+    scores = randn(rng, dim(1, 3), 2, 6, 6)
+    gy = randn(rng, *scores.shape)
+    causal = np.triu(np.ones((6, 6), bool), 1)
+    ref = softmax(np.where(causal, -np.inf, scores.astype(np.float64) * 0.3), 3)
+    t4 = ttype(scores.shape)
+    s.op("%%r = braid.softmax %s dim = 3 {causal, scale = 0.3} : %s" % (s.input(scores), t4),
+         [ref])
+    dref = np.where(causal, 0, ref * (gy - (gy * ref).sum(axis=3, keepdims=True))) * 0.3
+    s.op("%%r = braid.softmax_backward %s, %s dim = 3 {causal, scale = 0.3} : %s" % (
+        s.input(gy), s.input(ref.astype(np.float32)), t4), [dref])
+    ref = softmax(scores.astype(np.float64) * -2.0, 1)
+    s.op("%%r = braid.softmax %s dim = 1 {scale = -2.0} : %s" % (s.input(scores), t4), [ref])
+    s.op("%%r = braid.softmax_backward %s, %s dim = 1 {scale = -2.0} : %s" % (
+        s.input(gy), s.input(ref.astype(np.float32)), t4),
+        [ref * (gy - (gy * ref).sum(axis=1, keepdims=True)) * -2.0])
 
     # Fused attention with grouped key/value heads, causal and not, a key
     # sequence of its own length, and its backward.

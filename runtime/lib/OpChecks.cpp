@@ -95,12 +95,19 @@ void sameShapeBinary(Checker &c) {
   c.shape(c.out(0), c.in(0).shape);
 }
 
-void softmaxLike(Checker &c, size_t operands, int64_t dim) {
+void softmaxLike(Checker &c, size_t operands, int64_t dim,
+                 bool causal = false) {
   c.allF32();
   for (size_t i = 1; i < operands; ++i)
     c.shape(c.in(i), c.in(0).shape);
   c.shape(c.out(0), c.in(0).shape);
   c.dim(c.in(0), dim);
+  // A folded causal mask: along the last dimension, over the last two.
+  const auto &s = c.in(0).shape;
+  if (causal && (s.size() < 2 || dim != int64_t(s.size()) - 1 ||
+                 s[s.size() - 1] != s[s.size() - 2]))
+    c.fail("causal needs dim to be the last dimension and the last two "
+           "dimensions to be equal");
 }
 
 void lossForward(Checker &c) {
@@ -181,6 +188,25 @@ void biasAdd(Checker &c) {
     c.fail("the input must have rank 1 or more");
   c.shape(c.in(1), {c.in(0).shape.back()});
   c.shape(c.out(0), c.in(0).shape);
+}
+
+/// braid.gelu (`tensors` 1) and its backward (2): the tensors of one
+/// shape, then an optional bias along the last dimension.
+void gelu(Checker &c, size_t tensors) {
+  size_t count = c.instr.operands.size();
+  if (count != tensors && count != tensors + 1)
+    c.fail("expected " + std::to_string(tensors) + " operands, or " +
+           std::to_string(tensors + 1) + " with a bias, got " +
+           std::to_string(count));
+  c.allF32();
+  for (size_t i = 1; i < tensors; ++i)
+    c.shape(c.in(i), c.in(0).shape);
+  c.shape(c.out(0), c.in(0).shape);
+  if (count == tensors)
+    return;
+  if (c.in(0).shape.empty())
+    c.fail("a bias needs an input of rank 1 or more");
+  c.shape(c.in(tensors), {c.in(0).shape.back()});
 }
 
 void where(Checker &c) {
@@ -495,7 +521,7 @@ void checkKernel(Checker &c) {
   case Opcode::Div:
   case Opcode::ReluBackward:
   case Opcode::GeluBackward:
-    return sameShapeBinary(c);
+    return gelu(c, 2);
   case Opcode::UnaryBackward: {
     ops::UnaryKind k = instr.as<ops::UnaryBackwardAttrs>().kind;
     if (k != ops::UnaryKind::Tanh && k != ops::UnaryKind::Sigmoid &&
@@ -508,6 +534,7 @@ void checkKernel(Checker &c) {
   case Opcode::Cast:
   case Opcode::Relu:
   case Opcode::Gelu:
+    return gelu(c, 1);
   case Opcode::Unary:
   case Opcode::Pow:
     return sameShapeUnary(c);
@@ -526,11 +553,13 @@ void checkKernel(Checker &c) {
     return reduce(c, a.dims, a.keep_dims);
   }
   case Opcode::Softmax:
-    return softmaxLike(c, 1, instr.as<ops::SoftmaxAttrs>().dim);
+    return softmaxLike(c, 1, instr.as<ops::SoftmaxAttrs>().dim,
+                       instr.as<ops::SoftmaxAttrs>().causal);
   case Opcode::LogSoftmax:
     return softmaxLike(c, 1, instr.as<ops::LogSoftmaxAttrs>().dim);
   case Opcode::SoftmaxBackward:
-    return softmaxLike(c, 2, instr.as<ops::SoftmaxBackwardAttrs>().dim);
+    return softmaxLike(c, 2, instr.as<ops::SoftmaxBackwardAttrs>().dim,
+                       instr.as<ops::SoftmaxBackwardAttrs>().causal);
   case Opcode::LogSoftmaxBackward:
     return softmaxLike(c, 2, instr.as<ops::LogSoftmaxBackwardAttrs>().dim);
   case Opcode::CausalMask:

@@ -1,7 +1,7 @@
 //===- braid-compile.cpp - one-shot driver: step IR to plan -----*- C++ -*-===//
 //
 //   braid-compile step.mlir -o step.plan
-//       [--no-overlap | --schedule=braid|ddp|naive|megatron]
+//       [--no-overlap | --schedule=braid|ddp|naive|megatron] [--fuse=false]
 //       [--cluster=NAME|FILE.json]
 //       [--comm-streams=N] [--bucket-cap-mb=X|auto]
 //       [--first-bucket-cap-mb=Y] [--emit=plan|mlir] [--report]
@@ -56,6 +56,12 @@ static cl::opt<bool> sequenceParallel(
     cl::desc("Split the tokens between the tensor-parallel collectives of a "
              "tensor-parallel step (braid-sequence-parallel; default on, "
              "--sequence-parallel=false to compare)"),
+    cl::init(true), cl::cat(category));
+static cl::opt<bool> fuse(
+    "fuse",
+    cl::desc("Fold ops into the kernels that can run them (braid-fuse-kernels: "
+             "attention's scale and causal mask into softmax; default on, "
+             "--fuse=false to compare)"),
     cl::init(true), cl::cat(category));
 static cl::opt<bool> noOverlap(
     "no-overlap",
@@ -225,6 +231,7 @@ int main(int argc, char **argv) {
   braid::CompilePipelineOptions compile;
   compile.overlap = !noOverlap;
   compile.sequenceParallel = sequenceParallel;
+  compile.fuse = fuse;
   compile.report = report;
   PassManager pm(&context);
   // The input is verified by the parser; the passes are trusted to keep it

@@ -82,6 +82,26 @@ template <typename F> void binary(const Args &a, F f) {
   });
 }
 
+/// Calls fn(h, r, n) for every row r of `x` (rows of the last dimension, n
+/// wide), with h the row plus the instruction's last operand, a bias, as
+/// braid.bias_add computes it: braid.gelu and its backward with a folded
+/// bias. Rows are split over the kernel's threads.
+template <typename Fn> void biasedRows(const Args &a, const float *x, Fn fn) {
+  const float *bias = a.in(a.instr.operands.size() - 1);
+  int64_t n = a.outBuf(0).shape.back();
+  int64_t rows = n ? a.n() / n : 0;
+  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1));
+  parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> h(static_cast<size_t>(n));
+    for (int64_t r = begin; r < end; ++r) {
+      const float *row = x + r * n;
+      for (int64_t k = 0; k < n; ++k)
+        h[k] = row[k] + bias[k];
+      fn(h.data(), r, n);
+    }
+  });
+}
+
 void matmul(const Args &a) {
   const Buffer &lb = a.inBuf(0), &rb = a.inBuf(1), &ob = a.outBuf(0);
   const auto &attrs = a.instr.as<ops::MatmulAttrs>();
@@ -542,6 +562,10 @@ void run(const Args &a) {
     bool t = instr.as<ops::GeluAttrs>().approximate_tanh;
     const float *x = a.in(0);
     float *y = a.out(0);
+    if (instr.operands.size() == 2)
+      return biasedRows(a, x, [&](const float *h, int64_t r, int64_t n) {
+        vectorMath().gelu(h, y + r * n, n, t);
+      });
     return parallelFor(a.n(), kGrain, [&](int64_t b, int64_t e) {
       vectorMath().gelu(x + b, y + b, e - b, t);
     });
@@ -550,6 +574,10 @@ void run(const Args &a) {
     bool t = instr.as<ops::GeluBackwardAttrs>().approximate_tanh;
     const float *g = a.in(0), *x = a.in(1);
     float *y = a.out(0);
+    if (instr.operands.size() == 3)
+      return biasedRows(a, x, [&](const float *h, int64_t r, int64_t n) {
+        vectorMath().geluBackward(g + r * n, h, y + r * n, n, t);
+      });
     return parallelFor(a.n(), kGrain, [&](int64_t b, int64_t e) {
       vectorMath().geluBackward(g + b, x + b, y + b, e - b, t);
     });

@@ -1,7 +1,8 @@
 //===- CpuNorm.cpp - softmax and layer norm on the cpu --------------------===//
 //
 // Row-wise normalizations and their backward: softmax and log-softmax along
-// any dimension (exponentials through CpuVectorMath.h), layer norm over the
+// any dimension (exponentials through CpuVectorMath.h), with the scale and
+// causal mask braid-fuse-kernels folds into them, layer norm over the
 // trailing dimensions. Sums accumulate in double; rows are split over the
 // kernel's threads (CpuParallel.h), never inside a row.
 //
@@ -28,13 +29,14 @@ void splitAround(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
   inner = product(shape, dim + 1, shape.size());
 }
 
-/// One row of a softmax or log-softmax: `size` elements `inner` apart;
-/// `scratch` holds `size` floats.
-void softmaxRow(const float *row, float *dst, int64_t size, int64_t inner,
-                bool log, bool safe, float *scratch) {
+/// One row of a softmax or log-softmax: `size` elements read `stride`
+/// apart and written `inner` apart; `scratch` holds `size` floats.
+void softmaxRowStrided(const float *row, int64_t stride, float *dst,
+                       int64_t size, int64_t inner, bool log, bool safe,
+                       float *scratch) {
   float mx = -INFINITY;
   for (int64_t k = 0; k < size; ++k)
-    mx = std::max(mx, row[k * inner]);
+    mx = std::max(mx, row[k * stride]);
   // Every entry masked: _safe_softmax's 0.
   if (safe && mx == -INFINITY) {
     for (int64_t k = 0; k < size; ++k)
@@ -43,11 +45,11 @@ void softmaxRow(const float *row, float *dst, int64_t size, int64_t inner,
   }
   // The exponentials straight into a contiguous softmax's output.
   float *e = !log && inner == 1 ? dst : scratch;
-  double sum = vectorMath().expShifted(row, inner, mx, e, size);
+  double sum = vectorMath().expShifted(row, stride, mx, e, size);
   if (log) {
     double shift = double(mx) + std::log(sum);
     for (int64_t k = 0; k < size; ++k)
-      dst[k * inner] = float(row[k * inner] - shift);
+      dst[k * inner] = float(row[k * stride] - shift);
     return;
   }
   float inv = float(1.0 / sum);
@@ -55,22 +57,49 @@ void softmaxRow(const float *row, float *dst, int64_t size, int64_t inner,
     dst[k * inner] = e[k] * inv;
 }
 
-void softmax(const Args &a, bool log, int64_t dim, bool safe) {
+/// What a softmax folds in before it, or its backward after it
+/// (braid-fuse-kernels): the scores' scale and the causal mask over the last
+/// two dimensions, which the verifier has checked are equal and the
+/// softmax's.
+struct Folded {
+  float scale = 1.0f;
+  bool scaled = false;
+  bool causal = false;
+};
+
+void softmax(const Args &a, bool log, int64_t dim, bool safe,
+             Folded folded = {}) {
   int64_t outer, size, inner;
   splitAround(a.inBuf(0).shape, dim, outer, size, inner);
   const float *x = a.in(0);
   float *y = a.out(0);
+  bool fold = folded.scaled || folded.causal;
   int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(size, 1));
   parallelFor(outer * inner, grain, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(static_cast<size_t>(size));
+    std::vector<float> scores(fold ? static_cast<size_t>(size) : 0);
     for (int64_t r = begin; r < end; ++r) {
       int64_t base = r / inner * size * inner + r % inner;
-      softmaxRow(x + base, y + base, size, inner, log, safe, scratch.data());
+      const float *row = x + base;
+      int64_t stride = inner;
+      if (fold) {
+        // The row braid.scale and braid.causal_mask would have written
+        // (a causal softmax is along the last dimension: inner is 1).
+        int64_t keep = folded.causal ? r % size + 1 : size;
+        for (int64_t k = 0; k < keep; ++k)
+          scores[k] =
+              folded.scaled ? row[k * inner] * folded.scale : row[k * inner];
+        std::fill(scores.begin() + keep, scores.end(), -INFINITY);
+        row = scores.data();
+        stride = 1;
+      }
+      softmaxRowStrided(row, stride, y + base, size, inner, log, safe,
+                        scratch.data());
     }
   });
 }
 
-void softmaxBackward(const Args &a, bool log, int64_t dim) {
+void softmaxBackward(const Args &a, bool log, int64_t dim, Folded folded = {}) {
   int64_t outer, size, inner;
   splitAround(a.inBuf(0).shape, dim, outer, size, inner);
   const float *g = a.in(0), *y = a.in(1);
@@ -81,12 +110,25 @@ void softmaxBackward(const Args &a, bool log, int64_t dim) {
     for (int64_t k = 0; k < size; ++k)
       sum += log ? g[base + k * inner]
                  : double(g[base + k * inner]) * y[base + k * inner];
-    for (int64_t k = 0; k < size; ++k) {
+    // Columns past `keep` are the folded mask's zeros (inner is 1).
+    int64_t keep = folded.causal ? r % size + 1 : size;
+    for (int64_t k = 0; k < keep; ++k) {
       int64_t at = base + k * inner;
-      dx[at] = log ? float(g[at] - std::exp(double(y[at])) * sum)
-                   : float(y[at] * (g[at] - sum));
+      float v = log ? float(g[at] - std::exp(double(y[at])) * sum)
+                    : float(y[at] * (g[at] - sum));
+      dx[at] = folded.scaled ? v * folded.scale : v;
     }
+    for (int64_t k = keep; k < size; ++k)
+      dx[base + k * inner] = folded.scaled ? 0.0f * folded.scale : 0.0f;
   });
+}
+
+template <typename Attrs> Folded foldedOf(const Attrs &attrs) {
+  Folded f;
+  f.scale = float(attrs.scale);
+  f.scaled = attrs.scale != 1.0;
+  f.causal = attrs.causal;
+  return f;
 }
 
 void layerNorm(const Args &a) {
@@ -148,13 +190,16 @@ void layerNormBackward(const Args &a) {
 void braid::rt::runCpuNormKernel(const Args &a) {
   const Instr &instr = a.instr;
   switch (instr.opcode) {
-  case Opcode::Softmax:
-    return softmax(a, false, instr.as<ops::SoftmaxAttrs>().dim,
-                   instr.as<ops::SoftmaxAttrs>().safe);
+  case Opcode::Softmax: {
+    const auto &attrs = instr.as<ops::SoftmaxAttrs>();
+    return softmax(a, false, attrs.dim, attrs.safe, foldedOf(attrs));
+  }
   case Opcode::LogSoftmax:
     return softmax(a, true, instr.as<ops::LogSoftmaxAttrs>().dim, false);
-  case Opcode::SoftmaxBackward:
-    return softmaxBackward(a, false, instr.as<ops::SoftmaxBackwardAttrs>().dim);
+  case Opcode::SoftmaxBackward: {
+    const auto &attrs = instr.as<ops::SoftmaxBackwardAttrs>();
+    return softmaxBackward(a, false, attrs.dim, foldedOf(attrs));
+  }
   case Opcode::LogSoftmaxBackward:
     return softmaxBackward(a, true,
                            instr.as<ops::LogSoftmaxBackwardAttrs>().dim);

@@ -84,12 +84,14 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
   auto in = [&](size_t i) {
     return reinterpret_cast<const float *>(arena + inBuf(i).offset);
   };
+  auto outBuf = [&](size_t i) -> const Buffer & {
+    return plan.buffers[instr.results[i]];
+  };
   auto out = [&](size_t i) {
-    return reinterpret_cast<float *>(arena +
-                                     plan.buffers[instr.results[i]].offset);
+    return reinterpret_cast<float *>(arena + outBuf(i).offset);
   };
   const Opcode op = instr.opcode;
-  int64_t n = plan.buffers[instr.results[0]].numElements();
+  int64_t n = outBuf(0).numElements();
   switch (op) {
   case Opcode::Add:
   case Opcode::Sub:
@@ -120,11 +122,16 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
     bool approx =
         op == Opcode::Gelu && instr.as<ops::GeluAttrs>().approximate_tanh;
     int kind = op == Opcode::Relu ? 1 : op == Opcode::Gelu ? 2 : 0;
+    // A gelu's folded bias (braid-fuse-kernels), along the last dimension.
+    const float *bias =
+        op == Opcode::Gelu && instr.operands.size() == 2 ? in(1) : nullptr;
+    int64_t c = outBuf(0).shape.empty() ? 1 : outBuf(0).shape.back();
     forEach(n, stream, [=] __device__(int64_t i) {
+      float v = bias ? x[i] + bias[i % c] : x[i];
       // relu as PyTorch's: NaN stays NaN (only x <= 0 is cut).
-      y[i] = kind == 1   ? (x[i] <= 0 ? 0.0f : x[i])
-             : kind == 2 ? float(geluOf(x[i], approx))
-                         : x[i] * factor;
+      y[i] = kind == 1   ? (v <= 0 ? 0.0f : v)
+             : kind == 2 ? float(geluOf(v, approx))
+                         : v * factor;
     });
     return;
   }
@@ -134,9 +141,11 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
     float *y = out(0);
     bool relu = op == Opcode::ReluBackward;
     bool approx = !relu && instr.as<ops::GeluBackwardAttrs>().approximate_tanh;
+    const float *bias = !relu && instr.operands.size() == 3 ? in(2) : nullptr;
+    int64_t c = outBuf(0).shape.empty() ? 1 : outBuf(0).shape.back();
     forEach(n, stream, [=] __device__(int64_t i) {
-      y[i] = relu ? (s[i] <= 0 ? 0.0f : g[i])
-                  : float(g[i] * geluGrad(s[i], approx));
+      float v = bias ? s[i] + bias[i % c] : s[i];
+      y[i] = relu ? (v <= 0 ? 0.0f : g[i]) : float(g[i] * geluGrad(v, approx));
     });
     return;
   }

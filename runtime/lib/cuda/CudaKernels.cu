@@ -279,12 +279,32 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     const float *a = in(0), *b = backward ? in(1) : nullptr;
     float *y = out(0);
     bool safe = op == Opcode::Softmax && instr.as<ops::SoftmaxAttrs>().safe;
+    // The scale and causal mask braid-fuse-kernels folds in (a causal
+    // softmax runs along the last dimension: inner is 1).
+    double factor = op == Opcode::Softmax
+                        ? instr.as<ops::SoftmaxAttrs>().scale
+                    : op == Opcode::SoftmaxBackward
+                        ? instr.as<ops::SoftmaxBackwardAttrs>().scale
+                        : 1.0;
+    bool scaled = factor != 1.0;
+    float scale = float(factor);
+    bool causal = op == Opcode::Softmax
+                      ? instr.as<ops::SoftmaxAttrs>().causal
+                  : op == Opcode::SoftmaxBackward
+                      ? instr.as<ops::SoftmaxBackwardAttrs>().causal
+                      : false;
     forEach(outer * inner, stream, [=] __device__(int64_t t) {
       int64_t base = (t / inner) * size * inner + t % inner;
+      int64_t keep = causal ? t % size + 1 : size;
       if (!backward) {
+        // Entry k of the row as braid.scale and braid.causal_mask give it.
+        auto score = [&](int64_t k) {
+          float v = a[base + k * inner];
+          return k >= keep ? -INFINITY : scaled ? v * scale : v;
+        };
         float mx = -INFINITY;
         for (int64_t k = 0; k < size; ++k)
-          mx = fmaxf(mx, a[base + k * inner]);
+          mx = fmaxf(mx, score(k));
         if (safe && mx == -INFINITY) { // every entry masked: 0, not NaN
           for (int64_t k = 0; k < size; ++k)
             y[base + k * inner] = 0.0f;
@@ -292,11 +312,11 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
         }
         double sum = 0;
         for (int64_t k = 0; k < size; ++k)
-          sum += exp(double(a[base + k * inner]) - mx);
+          sum += exp(double(score(k)) - mx);
         for (int64_t k = 0; k < size; ++k) {
           int64_t at = base + k * inner;
-          y[at] = log ? float(a[at] - mx - ::log(sum))
-                      : float(exp(double(a[at]) - mx) / sum);
+          y[at] = log ? float(score(k) - mx - ::log(sum))
+                      : float(exp(double(score(k)) - mx) / sum);
         }
         return;
       }
@@ -307,8 +327,10 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
       }
       for (int64_t k = 0; k < size; ++k) {
         int64_t at = base + k * inner;
-        y[at] = log ? float(a[at] - exp(double(b[at])) * sum)
-                    : float(b[at] * (a[at] - sum));
+        float v = k >= keep ? 0.0f
+                  : log     ? float(a[at] - exp(double(b[at])) * sum)
+                            : float(b[at] * (a[at] - sum));
+        y[at] = scaled ? v * scale : v;
       }
     });
     return;

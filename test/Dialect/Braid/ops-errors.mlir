@@ -751,3 +751,43 @@ func.func @dropout_mask_seed(%s: tensor<f32>, %r: tensor<i64>) {
   %0 = braid.dropout_mask %s, %r keep = 0.5 seed = -1 stream = 0 : tensor<4xi1>
   return
 }
+
+// -----
+
+func.func @softmax_causal_rank(%a: tensor<8xf32>) {
+  // expected-error @below {{'braid.softmax' op causal needs rank 2 or more, but the input has rank 1}}
+  %0 = braid.softmax %a dim = 0 {causal} : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_causal_dim(%a: tensor<8x8xf32>) {
+  // expected-error @below {{'braid.softmax' op causal needs dim to be the last dimension (1), but dim is 0}}
+  %0 = braid.softmax %a dim = 0 {causal} : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_backward_causal_square(%a: tensor<4x8xf32>) {
+  // expected-error @below {{'braid.softmax_backward' op causal needs the last two dimensions to be equal, but they are 4 and 8}}
+  %0 = braid.softmax_backward %a, %a dim = 1 {causal} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_bias_size(%a: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error @below {{'braid.gelu' op bias size 4 differs from the last dimension of the input (8)}}
+  %0 = braid.gelu %a, %b : tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_backward_bias_type(%a: tensor<4x8xf32>, %b: tensor<8xbf16>) {
+  // expected-error @below {{'braid.gelu_backward' op input element type 'f32' differs from bias element type 'bf16'}}
+  %0 = braid.gelu_backward %a, %a, %b : tensor<4x8xf32>, tensor<8xbf16>
+  return
+}

@@ -105,8 +105,9 @@ func.func @attention(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x2x8x16xbf16>,
 // CHECK-SAME: %[[V_X:[a-z0-9_]+]]:
 // CHECK-SAME: %[[V_DY:[a-z0-9_]+]]:
 // CHECK-SAME: %[[V_S:[a-z0-9_]+]]:
+// CHECK-SAME: %[[V_B:[a-z0-9_]+]]:
 func.func @activations(%x: tensor<8x16xf32>, %dy: tensor<8x16xf32>,
-                       %s: tensor<2x8x8xf32>) {
+                       %s: tensor<2x8x8xf32>, %bias16: tensor<16xf32>) {
   // CHECK: %[[V_0:[a-z0-9_]+]] = braid.relu %[[V_X]] : tensor<8x16xf32>
   %0 = braid.relu %x : tensor<8x16xf32>
   // CHECK: %[[V_1:[a-z0-9_]+]] = braid.relu_backward %[[V_DY]], %[[V_0]] : tensor<8x16xf32>
@@ -117,6 +118,10 @@ func.func @activations(%x: tensor<8x16xf32>, %dy: tensor<8x16xf32>,
   %3 = braid.gelu %x {approximate_tanh} : tensor<8x16xf32>
   // CHECK: %[[V_4:[a-z0-9_]+]] = braid.gelu_backward %[[V_DY]], %[[V_X]] {approximate_tanh} : tensor<8x16xf32>
   %4 = braid.gelu_backward %dy, %x {approximate_tanh} : tensor<8x16xf32>
+  // CHECK: braid.gelu %[[V_X]], %[[V_B]] {approximate_tanh} : tensor<8x16xf32>, tensor<16xf32>
+  %g = braid.gelu %x, %bias16 {approximate_tanh} : tensor<8x16xf32>, tensor<16xf32>
+  // CHECK: braid.gelu_backward %[[V_DY]], %[[V_X]], %[[V_B]] : tensor<8x16xf32>, tensor<16xf32>
+  %dg = braid.gelu_backward %dy, %x, %bias16 : tensor<8x16xf32>, tensor<16xf32>
   // CHECK: %[[V_5:[a-z0-9_]+]] = braid.softmax %[[V_X]] dim = 1 : tensor<8x16xf32>
   %5 = braid.softmax %x dim = 1 : tensor<8x16xf32>
   // CHECK: %[[V_6:[a-z0-9_]+]] = braid.softmax_backward %[[V_DY]], %[[V_5]] dim = 1 : tensor<8x16xf32>
@@ -127,6 +132,10 @@ func.func @activations(%x: tensor<8x16xf32>, %dy: tensor<8x16xf32>,
   %8 = braid.log_softmax_backward %dy, %7 dim = 0 : tensor<8x16xf32>
   // CHECK: %[[V_9:[a-z0-9_]+]] = braid.causal_mask %[[V_S]] fill = -1.000000e+09 : tensor<2x8x8xf32>
   %9 = braid.causal_mask %s fill = -1.0e9 : tensor<2x8x8xf32>
+  // CHECK: %[[V_10:[a-z0-9_]+]] = braid.softmax %[[V_S]] dim = 2 {causal, scale = 1.250000e-01 : f64} : tensor<2x8x8xf32>
+  %10 = braid.softmax %s dim = 2 {causal, scale = 0.125} : tensor<2x8x8xf32>
+  // CHECK: %[[V_11:[a-z0-9_]+]] = braid.softmax_backward %[[V_S]], %[[V_10]] dim = 2 {causal, scale = 1.250000e-01 : f64} : tensor<2x8x8xf32>
+  %11 = braid.softmax_backward %s, %10 dim = 2 {causal, scale = 0.125} : tensor<2x8x8xf32>
   return
 }
 

@@ -149,6 +149,37 @@ func.func @along_dims(%s: tensor<2x4x8x8xf32> {braid.sharding = #s1},
   return %p, %m, %pm, %pr : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8xf32>
 }
 
+// A softmax with a folded causal mask keeps a split off the last two
+// dimensions: split heads pass through.
+// CHECK-LABEL: func.func @causal_softmax
+// CHECK-SAME: -> (tensor<2x2x8x8xf32> {braid.sharding = #braid.sharding<split 1>}, tensor<2x2x8x8xf32> {braid.sharding = #braid.sharding<split 1>})
+// CHECK: braid.softmax %arg0 dim = 3 {causal, scale = 5.000000e-01 : f64} : tensor<2x2x8x8xf32>
+// CHECK: braid.softmax_backward {{.*}} dim = 3 {causal, scale = 5.000000e-01 : f64} : tensor<2x2x8x8xf32>
+func.func @causal_softmax(%s: tensor<2x4x8x8xf32> {braid.sharding = #s1})
+    -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+  %p = braid.softmax %s dim = 3 {causal, scale = 0.5} : tensor<2x4x8x8xf32>
+  %dp = braid.softmax_backward %p, %p dim = 3 {causal, scale = 0.5} : tensor<2x4x8x8xf32>
+  return %p, %dp : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+}
+
+// A gelu with a folded bias: the features split with the bias split,
+// the tokens split with the bias whole.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK: braid.gelu %arg0, %arg1 : tensor<8x8xf32>, tensor<8xf32>
+// CHECK: braid.gelu_backward %arg2, %arg0, %arg1 : tensor<8x8xf32>, tensor<8xf32>
+// CHECK: braid.gelu %arg3, %arg4 : tensor<4x16xf32>, tensor<16xf32>
+func.func @bias_gelu(%x: tensor<8x16xf32> {braid.sharding = #s1},
+                     %b: tensor<16xf32> {braid.sharding = #s0},
+                     %dy: tensor<8x16xf32> {braid.sharding = #s1},
+                     %t: tensor<8x16xf32> {braid.sharding = #s0},
+                     %bt: tensor<16xf32>)
+    -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+  %y = braid.gelu %x, %b : tensor<8x16xf32>, tensor<16xf32>
+  %d = braid.gelu_backward %dy, %x, %b : tensor<8x16xf32>, tensor<16xf32>
+  %z = braid.gelu %t, %bt : tensor<8x16xf32>, tensor<16xf32>
+  return %y, %d, %z : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+}
+
 // Reductions: a split elsewhere is renumbered; a sum over the split
 // dimension is a partial sum.
 // CHECK-LABEL: func.func @reductions

@@ -11,6 +11,17 @@ func.func @no_rule(%x: tensor<4x8xf32> {braid.sharding = #braid.sharding<split 1
 
 // -----
 
+shard.grid @world(shape = 1x2)
+// A folded causal mask mixes the rows of the last two dimensions too: a
+// split of the queries has no rule.
+func.func @causal_rows(%x: tensor<2x8x8xf32> {braid.sharding = #braid.sharding<split 1>}) -> tensor<2x8x8xf32> {
+  // expected-error @below {{'braid.softmax' has no tensor-parallel rule for operand #0 (argument #0) split 1}}
+  %y = braid.softmax %x dim = 2 {causal} : tensor<2x8x8xf32>
+  return %y : tensor<2x8x8xf32>
+}
+
+// -----
+
 shard.grid @world(shape = 1x4)
 // Six heads do not divide by 4 ranks.
 func.func @heads(%x: tensor<4x24xf32> {braid.sharding = #braid.sharding<split 1>}) -> tensor<4x6x4xf32> {

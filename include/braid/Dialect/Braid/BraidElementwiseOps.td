@@ -32,33 +32,55 @@ def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward"> {
   }];
 }
 
-def Braid_GeluOp : Braid_ComputeOp<"gelu", [SameOperandsAndResultType, Braid_PerToken]> {
+def Braid_GeluOp : Braid_ComputeOp<"gelu", [
+    AllTypesMatch<["input", "result"]>, Braid_PerToken]> {
   let opcode = 32;
   let summary = "Gaussian error linear unit";
   let description = [{
     `x * Phi(x)` with the exact normal CDF, or its tanh approximation under
     `approximate_tanh` (GPT-2's `gelu_new`).
+
+    With a `bias` (rank 1, the input's last dimension), `x` is
+    `input[..., j] + bias[j]`: braid-fuse-kernels folds a braid.bias_add
+    into the gelu and its backward, so that the sum is never written
+    (Megatron-LM's bias-GeLU fusion). The result is that of braid.bias_add
+    and braid.gelu in turn, bit for bit.
+
+    ```mlir
+    %y = braid.gelu %h, %b {approximate_tanh} : tensor<8x512x3072xf32>, tensor<3072xf32>
+    ```
   }];
-  let arguments = (ins Braid_FloatTensor:$input, UnitAttr:$approximate_tanh);
+  let arguments = (ins Braid_FloatTensor:$input,
+                       Optional<Braid_FloatTensor>:$bias,
+                       UnitAttr:$approximate_tanh);
   let results = (outs Braid_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input (`,` $bias^)? attr-dict `:` type($result) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
 }
 
-def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [SameOperandsAndResultType, Braid_PerToken]> {
+def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [
+    AllTypesMatch<["grad", "input", "result"]>, Braid_PerToken]> {
   let opcode = 33;
   let summary = "gradient of gelu";
   let description = [{
-    `result = grad * gelu'(input)`, where `input` is the forward op's input
-    and `approximate_tanh` matches the forward op.
+    `result = grad * gelu'(x)`, where `input` (and `bias`) are the forward
+    op's and `approximate_tanh` matches it.
 
     ```mlir
     %dx = braid.gelu_backward %dy, %x {approximate_tanh} : tensor<8192x3072xf32>
+    %dh = braid.gelu_backward %dy, %h, %b {approximate_tanh} : tensor<8192x3072xf32>, tensor<3072xf32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$input,
+                       Optional<Braid_FloatTensor>:$bias,
                        UnitAttr:$approximate_tanh);
   let results = (outs Braid_FloatTensor:$result);
-  let assemblyFormat = "$grad `,` $input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $grad `,` $input (`,` $bias^)? attr-dict `:` type($result) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

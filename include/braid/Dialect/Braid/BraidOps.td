@@ -266,8 +266,22 @@ def Braid_SoftmaxOp : Braid_SoftmaxFamilyOp<"softmax"> {
     Under `safe`, a row whose entries are all -inf (every position masked)
     is all 0 instead of NaN, as PyTorch's `_safe_softmax`; its backward is
     braid.softmax_backward as for any softmax (0 where the output is 0).
+
+    `scale` and `causal` fold attention's score scaling and causal mask in
+    (braid-fuse-kernels writes them): the softmax is taken of
+    `input * scale` with the entries above the diagonal of the last two
+    dimensions set to -inf, which needs `dim` to be the last dimension and
+    the last two dimensions to be equal. The result is that of braid.scale,
+    braid.causal_mask with fill -inf and braid.softmax in turn, bit for bit,
+    without the two tensors between them.
+
+    ```mlir
+    %p = braid.softmax %scores dim = 3 {causal, scale = 1.250000e-01 : f64} : tensor<8x12x512x512xf32>
+    ```
   }];
-  let arguments = (ins Braid_FloatTensor:$input, I64Attr:$dim, UnitAttr:$safe);
+  let arguments = (ins Braid_FloatTensor:$input, I64Attr:$dim, UnitAttr:$safe,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       UnitAttr:$causal);
 }
 
 def Braid_SoftmaxBackwardOp : Braid_SoftmaxFamilyBackwardOp<"softmax_backward"> {
@@ -276,7 +290,15 @@ def Braid_SoftmaxBackwardOp : Braid_SoftmaxFamilyBackwardOp<"softmax_backward"> 
   let description = [{
     `result = output * (grad - sum(grad * output, dim))`, where `output` is the
     forward softmax's result.
+
+    With the forward's `scale` and `causal`, it is also the gradient through
+    them: the entries above the diagonal of the last two dimensions are 0
+    and the result is multiplied by `scale`, as braid.causal_mask with fill
+    0 and braid.scale after it would give.
   }];
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_FloatTensor:$output,
+                       I64Attr:$dim, DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       UnitAttr:$causal);
 }
 
 def Braid_LogSoftmaxOp : Braid_SoftmaxFamilyOp<"log_softmax"> {

@@ -261,6 +261,68 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
   ];
 }
 
+def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
+  let summary = "Fold attention's scale and mask into softmax, and a bias into gelu";
+  let description = [{
+    Attention scores are scaled, masked and normalized by three ops, each a
+    pass over a `[batch, heads, seq, seq]` tensor, and the backward mirrors
+    them. This pass folds a `braid.scale` and a `braid.causal_mask` with
+    fill -inf before a `braid.softmax` along the last dimension into its
+    `scale` and `causal` attributes, and a `braid.causal_mask` with fill 0
+    and a `braid.scale` after a `braid.softmax_backward` into the
+    backward's. The folded ops must have no other use. The result is bit
+    for bit that of the ops folded (the kernels compute the same float
+    operations in the same order), and the tensors between them are gone
+    from the memory plan:
+    ```mlir
+    %s = braid.scale %scores by 1.250000e-01 : tensor<8x12x64x64xf32>
+    %m = braid.causal_mask %s fill = 0xFFF0000000000000 : tensor<8x12x64x64xf32>
+    %p = braid.softmax %m dim = 3 : tensor<8x12x64x64xf32>
+    ...
+    %d = braid.softmax_backward %dp, %p dim = 3 : tensor<8x12x64x64xf32>
+    %dm = braid.causal_mask %d fill = 0.000000e+00 : tensor<8x12x64x64xf32>
+    %ds = braid.scale %dm by 1.250000e-01 : tensor<8x12x64x64xf32>
+    ```
+    becomes
+    ```mlir
+    %p = braid.softmax %scores dim = 3 {causal, scale = 1.250000e-01 : f64} : tensor<8x12x64x64xf32>
+    ...
+    %ds = braid.softmax_backward %dp, %p dim = 3 {causal, scale = 1.250000e-01 : f64} : tensor<8x12x64x64xf32>
+    ```
+    A scale or mask alone folds as well; a softmax that already has a
+    scale or a mask, a negative scale before a mask (it would turn -inf
+    into +inf) and ops on different streams are left as they are.
+
+    A `braid.bias_add` whose sum only gelus read (the MLP's first layer:
+    the gelu, and its backward, which saves the sum) folds into them as
+    their `bias` operand: the sum is never written, and the backward adds
+    the bias again (Megatron-LM's bias-GeLU fusion). A `braid.reshape`
+    between them that keeps the last dimension then reshapes the
+    bias_add's input:
+    ```mlir
+    %h = braid.bias_add %mm, %b : tensor<512x1024xf32>, tensor<1024xf32>
+    %v = braid.reshape %h : tensor<512x1024xf32> -> tensor<8x64x1024xf32>
+    %y = braid.gelu %v {approximate_tanh} : tensor<8x64x1024xf32>
+    ...
+    %dv = braid.gelu_backward %dy, %v {approximate_tanh} : tensor<8x64x1024xf32>
+    ```
+    becomes
+    ```mlir
+    %v = braid.reshape %mm : tensor<512x1024xf32> -> tensor<8x64x1024xf32>
+    %y = braid.gelu %v, %b {approximate_tanh} : tensor<8x64x1024xf32>, tensor<1024xf32>
+    ...
+    %dv = braid.gelu_backward %dy, %v, %b {approximate_tanh} : tensor<8x64x1024xf32>, tensor<1024xf32>
+    ```
+    The bias's own gradient (a braid.reduce_sum of the gelu_backward's
+    result) is unchanged.
+    braid-compile runs it after the parallelism passes and before the
+    overlap passes (`--fuse=false` turns it off).
+  }];
+  let statistics = [
+    Statistic<"foldedOps", "folded-ops", "Ops folded into another">
+  ];
+}
+
 def AsyncCollectives : Pass<"braid-async-collectives", "mlir::ModuleOp"> {
   let summary = "Split collectives into a start and a wait, as far apart as the data allows";
   let description = [{

@@ -106,6 +106,8 @@ struct CompilePipelineOptions {
   /// braid-sequence-parallel after braid-tensor-parallel (a step that is
   /// not tensor-parallel is not changed).
   bool sequenceParallel = true;
+  /// braid-fuse-kernels after the parallelism passes.
+  bool fuse = true;
 };
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const OverlapPipelineOptions &overlapOptions,

@@ -151,10 +151,26 @@ uint64_t BiasAddOp::getFlops() { return numElements(getResult()); }
 uint64_t CastOp::getFlops() { return numElements(getResult()); }
 uint64_t ReluOp::getFlops() { return numElements(getResult()); }
 uint64_t ReluBackwardOp::getFlops() { return numElements(getResult()); }
-uint64_t GeluOp::getFlops() { return 8 * numElements(getResult()); }
-uint64_t GeluBackwardOp::getFlops() { return 14 * numElements(getResult()); }
-uint64_t SoftmaxOp::getFlops() { return 5 * numElements(getResult()); }
-uint64_t SoftmaxBackwardOp::getFlops() { return 4 * numElements(getResult()); }
+// A folded bias adds one flop an element, as braid.bias_add is charged.
+uint64_t GeluOp::getFlops() {
+  return (getBias() ? 9 : 8) * numElements(getResult());
+}
+uint64_t GeluBackwardOp::getFlops() {
+  return (getBias() ? 15 : 14) * numElements(getResult());
+}
+/// The flops of a folded scale and causal mask: one per element each, as
+/// braid.scale and braid.causal_mask are charged.
+template <typename Op> static uint64_t foldedFlops(Op op) {
+  uint64_t n = numElements(op.getResult());
+  return (op.getScale().convertToDouble() != 1.0 ? n : 0) +
+         (op.getCausal() ? n : 0);
+}
+uint64_t SoftmaxOp::getFlops() {
+  return 5 * numElements(getResult()) + foldedFlops(*this);
+}
+uint64_t SoftmaxBackwardOp::getFlops() {
+  return 4 * numElements(getResult()) + foldedFlops(*this);
+}
 uint64_t LogSoftmaxOp::getFlops() { return 5 * numElements(getResult()); }
 uint64_t LogSoftmaxBackwardOp::getFlops() {
   return 4 * numElements(getResult());
@@ -224,18 +240,34 @@ LogicalResult UnaryBackwardOp::verify() {
   }
 }
 
-LogicalResult BiasAddOp::verify() {
-  RankedTensorType input = tensorType(getInput()), bias = tensorType(getBias());
+/// Checks a bias added along the last dimension of `inputValue`
+/// (braid.bias_add, and braid.gelu's folded one).
+static LogicalResult verifyBias(Operation *op, Value inputValue,
+                                Value biasValue) {
+  RankedTensorType input = tensorType(inputValue), bias = tensorType(biasValue);
   if (input.getRank() < 1)
-    return emitOpError() << "input must have rank 1 or more";
+    return op->emitOpError() << "input must have rank 1 or more";
   if (bias.getRank() != 1)
-    return emitOpError() << "bias must have rank 1, but has rank "
-                         << bias.getRank();
+    return op->emitOpError()
+           << "bias must have rank 1, but has rank " << bias.getRank();
   if (bias.getDimSize(0) != input.getShape().back())
-    return emitOpError() << "bias size " << bias.getDimSize(0)
-                         << " differs from the last dimension of the input ("
-                         << input.getShape().back() << ")";
-  return verifySameElementType(*this, "input", getInput(), "bias", getBias());
+    return op->emitOpError()
+           << "bias size " << bias.getDimSize(0)
+           << " differs from the last dimension of the input ("
+           << input.getShape().back() << ")";
+  return verifySameElementType(op, "input", inputValue, "bias", biasValue);
+}
+
+LogicalResult BiasAddOp::verify() {
+  return verifyBias(*this, getInput(), getBias());
+}
+
+LogicalResult GeluOp::verify() {
+  return getBias() ? verifyBias(*this, getInput(), getBias()) : success();
+}
+
+LogicalResult GeluBackwardOp::verify() {
+  return getBias() ? verifyBias(*this, getInput(), getBias()) : success();
 }
 
 LogicalResult CastOp::verify() {
@@ -283,17 +315,42 @@ uint64_t ReduceMeanOp::getFlops() {
 // Softmax family and the causal mask
 //===----------------------------------------------------------------------===//
 
+/// Checks a softmax's or its backward's folded causal mask: over the last
+/// two dimensions, which are equal, along the last one.
+static LogicalResult verifyFoldedCausal(Operation *op, Value input,
+                                        int64_t dim) {
+  ArrayRef<int64_t> shape = tensorType(input).getShape();
+  int64_t rank = shape.size();
+  if (rank < 2)
+    return op->emitOpError()
+           << "causal needs rank 2 or more, but the input has rank " << rank;
+  if (dim != rank - 1)
+    return op->emitOpError() << "causal needs dim to be the last dimension ("
+                             << rank - 1 << "), but dim is " << dim;
+  if (shape[rank - 2] != shape[rank - 1])
+    return op->emitOpError()
+           << "causal needs the last two dimensions to be equal, but they are "
+           << shape[rank - 2] << " and " << shape[rank - 1];
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
-  return verifyDimIndex(*this, "dim", getDim(),
-                        tensorType(getInput()).getRank());
+  if (failed(verifyDimIndex(*this, "dim", getDim(),
+                            tensorType(getInput()).getRank())))
+    return failure();
+  return getCausal() ? verifyFoldedCausal(*this, getInput(), getDim())
+                     : success();
 }
 LogicalResult LogSoftmaxOp::verify() {
   return verifyDimIndex(*this, "dim", getDim(),
                         tensorType(getInput()).getRank());
 }
 LogicalResult SoftmaxBackwardOp::verify() {
-  return verifyDimIndex(*this, "dim", getDim(),
-                        tensorType(getGrad()).getRank());
+  if (failed(verifyDimIndex(*this, "dim", getDim(),
+                            tensorType(getGrad()).getRank())))
+    return failure();
+  return getCausal() ? verifyFoldedCausal(*this, getGrad(), getDim())
+                     : success();
 }
 LogicalResult LogSoftmaxBackwardOp::verify() {
   return verifyDimIndex(*this, "dim", getDim(),

@@ -225,12 +225,33 @@ LogicalResult ReluBackwardOp::propagateSharding(Shardings s, Results &out) {
   return elementwise(*this, s, out);
 }
 
+/// An activation of `input + bias` (braid.gelu with a folded bias): the
+/// tensors split alike, not partial (gelu is not linear), and the bias split
+/// with the features where they are, else replicated.
+static LogicalResult biasedActivation(Operation *op, Shardings tensors,
+                                      ShardingAttr bias, int64_t rank,
+                                      Results &out) {
+  if (!llvm::all_equal(tensors) || tensors.front().isPartial() ||
+      bias.isPartial())
+    return failure();
+  ShardingAttr x = tensors.front();
+  if (x.isSplitAlong(rank - 1))
+    return bias == x.withDim(0) ? all(op, x, out) : failure();
+  return bias.isReplicated() ? all(op, x, out) : failure();
+}
+
 LogicalResult GeluOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out);
+  if (!getBias())
+    return elementwise(*this, s, out);
+  return biasedActivation(*this, s.take_front(1), s[1],
+                          shapeOf(getInput()).size(), out);
 }
 
 LogicalResult GeluBackwardOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out);
+  if (!getBias())
+    return elementwise(*this, s, out);
+  return biasedActivation(*this, s.take_front(2), s[2],
+                          shapeOf(getInput()).size(), out);
 }
 
 LogicalResult UnaryOp::propagateSharding(Shardings s, Results &out) {
@@ -276,12 +297,24 @@ LogicalResult DropoutMaskOp::propagateSharding(Shardings s, Results &out) {
   return replicatedOnly(*this, s, out);
 }
 
+/// A softmax mixes its row; a folded causal mask also the row's position in
+/// the last two dimensions.
+template <typename Op>
+static SmallVector<int64_t> softmaxDims(Op op, int64_t rank) {
+  if (op.getCausal())
+    return {rank - 2, rank - 1};
+  return {int64_t(op.getDim())};
+}
+
 LogicalResult SoftmaxOp::propagateSharding(Shardings s, Results &out) {
-  return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
+  return alongDims(*this, s, out,
+                   softmaxDims(*this, shapeOf(getInput()).size()),
+                   /*linear=*/false);
 }
 
 LogicalResult SoftmaxBackwardOp::propagateSharding(Shardings s, Results &out) {
-  return alongDims(*this, s, out, {int64_t(getDim())}, /*linear=*/false);
+  return alongDims(*this, s, out, softmaxDims(*this, shapeOf(getGrad()).size()),
+                   /*linear=*/false);
 }
 
 LogicalResult LogSoftmaxOp::propagateSharding(Shardings s, Results &out) {

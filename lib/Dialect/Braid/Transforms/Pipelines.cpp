@@ -2,7 +2,7 @@
 //
 // braid-compile's pipeline starts with braid-tensor-parallel and
 // braid-sequence-parallel (a step without sharded parameters is not
-// changed). braid-overlap runs
+// changed), then braid-fuse-kernels. braid-overlap runs
 // bucket-gradients, async-collectives, schedule, assign-streams and
 // verify-schedule; its schedule option picks the kind (docs/Overlap.md
 // shows the MLP step before and after, docs/Benchmarks.md compares the
@@ -72,6 +72,9 @@ void braid::buildCompilePipeline(OpPassManager &pm,
   pm.addPass(createTensorParallel());
   if (options.sequenceParallel)
     pm.addPass(createSequenceParallel());
+  // Folded before the scheduler and the memory plan see the ops.
+  if (options.fuse)
+    pm.addPass(createFuseKernels());
   if (options.overlap)
     // The schedule is checked once, below, with the memory plan.
     addOverlapPasses(pm, overlapOptions, /*verify=*/false);

@@ -1,0 +1,134 @@
+// RUN: braid-opt --braid-fuse-kernels --split-input-file %s | FileCheck %s
+// RUN: braid-opt --braid-fuse-kernels --split-input-file %s | braid-opt --braid-fuse-kernels --split-input-file | FileCheck %s
+
+// Attention's scale and causal mask fold into the softmax, their gradients
+// into its backward; the ops between are gone.
+// CHECK-LABEL: func.func @attention
+// CHECK-NEXT: %[[P:.*]] = braid.softmax %arg0 dim = 3 {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x8xf32>
+// CHECK-NEXT: %[[D:.*]] = braid.softmax_backward %arg1, %[[P]] dim = 3 {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x8xf32>
+// CHECK-NEXT: return %[[P]], %[[D]]
+func.func @attention(%scores: tensor<2x4x8x8xf32>, %dp: tensor<2x4x8x8xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+  %s = braid.scale %scores by 1.250000e-01 : tensor<2x4x8x8xf32>
+  %m = braid.causal_mask %s fill = 0xFFF0000000000000 : tensor<2x4x8x8xf32>
+  %p = braid.softmax %m dim = 3 : tensor<2x4x8x8xf32>
+  %d = braid.softmax_backward %dp, %p dim = 3 : tensor<2x4x8x8xf32>
+  %dm = braid.causal_mask %d fill = 0.0 : tensor<2x4x8x8xf32>
+  %ds = braid.scale %dm by 1.250000e-01 : tensor<2x4x8x8xf32>
+  return %p, %ds : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// A scale alone folds along any dimension; a mask alone folds too.
+// CHECK-LABEL: func.func @alone
+// CHECK-NEXT: braid.softmax %arg0 dim = 0 {scale = 2.000000e+00 : f64} : tensor<8x8xf32>
+// CHECK-NEXT: braid.softmax %arg0 dim = 1 {causal} : tensor<8x8xf32>
+// CHECK-NEXT: braid.softmax_backward %arg0, %arg0 dim = 0 {scale = 5.000000e-01 : f64} : tensor<8x8xf32>
+// CHECK-NEXT: return
+func.func @alone(%x: tensor<8x8xf32>)
+    -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+  %s = braid.scale %x by 2.0 : tensor<8x8xf32>
+  %p = braid.softmax %s dim = 0 : tensor<8x8xf32>
+  %m = braid.causal_mask %x fill = 0xFFF0000000000000 : tensor<8x8xf32>
+  %q = braid.softmax %m dim = 1 : tensor<8x8xf32>
+  %d = braid.softmax_backward %x, %x dim = 0 : tensor<8x8xf32>
+  %ds = braid.scale %d by 0.5 : tensor<8x8xf32>
+  return %p, %q, %ds : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// What does not fold: a value with another use, a mask filling anything
+// but -inf (or 0 after the backward), a mask of a softmax along another
+// dimension, a negative scale before the mask (the mask still folds),
+// ops on different streams, and a softmax that already folds something.
+// CHECK-LABEL: func.func @kept
+// CHECK: %[[S:.*]] = braid.scale %arg0 by 1.250000e-01
+// CHECK-NEXT: braid.softmax %[[S]] dim = 1 : tensor<8x8xf32>
+// CHECK-NEXT: %[[M:.*]] = braid.causal_mask %arg0 fill = -1.000000e+09
+// CHECK-NEXT: braid.softmax %[[M]] dim = 1 : tensor<8x8xf32>
+// CHECK-NEXT: %[[M0:.*]] = braid.causal_mask %arg0 fill = 0xFFF0000000000000
+// CHECK-NEXT: braid.softmax %[[M0]] dim = 0 : tensor<8x8xf32>
+// CHECK-NEXT: %[[N:.*]] = braid.scale %arg0 by -1.000000e+00
+// CHECK-NEXT: braid.softmax %[[N]] dim = 1 {causal} : tensor<8x8xf32>
+// CHECK-NEXT: %[[T:.*]] = braid.scale %arg0 by 3.000000e+00 {braid.stream = #braid.stream<comm, 0>}
+// CHECK-NEXT: braid.softmax %[[T]] dim = 1 : tensor<8x8xf32>
+// CHECK-NEXT: %[[U:.*]] = braid.scale %arg0 by 3.000000e+00 : tensor<8x8xf32>
+// CHECK-NEXT: braid.softmax %[[U]] dim = 1 {scale = 2.000000e+00 : f64}
+// CHECK-NEXT: %[[D:.*]] = braid.softmax_backward %arg0, %arg0 dim = 1
+// CHECK-NEXT: braid.causal_mask %[[D]] fill = 1.000000e+00
+func.func @kept(%x: tensor<8x8xf32>)
+    -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+        tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+  %s = braid.scale %x by 0.125 : tensor<8x8xf32>
+  %p = braid.softmax %s dim = 1 : tensor<8x8xf32>
+  %m = braid.causal_mask %x fill = -1.0e9 : tensor<8x8xf32>
+  %q = braid.softmax %m dim = 1 : tensor<8x8xf32>
+  %m0 = braid.causal_mask %x fill = 0xFFF0000000000000 : tensor<8x8xf32>
+  %r = braid.softmax %m0 dim = 0 : tensor<8x8xf32>
+  %n = braid.scale %x by -1.0 : tensor<8x8xf32>
+  %nm = braid.causal_mask %n fill = 0xFFF0000000000000 : tensor<8x8xf32>
+  %t = braid.softmax %nm dim = 1 : tensor<8x8xf32>
+  %c = braid.scale %x by 3.0 {braid.stream = #braid.stream<comm, 0>} : tensor<8x8xf32>
+  %u = braid.softmax %c dim = 1 : tensor<8x8xf32>
+  %c2 = braid.scale %x by 3.0 : tensor<8x8xf32>
+  %v = braid.softmax %c2 dim = 1 {scale = 2.0} : tensor<8x8xf32>
+  %d = braid.softmax_backward %x, %x dim = 1 : tensor<8x8xf32>
+  %dm = braid.causal_mask %d fill = 1.0 : tensor<8x8xf32>
+  return %s, %p, %q, %r, %t, %u, %v, %dm : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+      tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// A bias_add only gelus read folds into the gelu and its backward, through
+// a reshape that keeps the last dimension; the bias's gradient is kept.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK-NEXT: %[[V:.*]] = braid.reshape %arg0 : tensor<8x16xf32> -> tensor<2x4x16xf32>
+// CHECK-NEXT: %[[Y:.*]] = braid.gelu %[[V]], %arg1 {approximate_tanh} : tensor<2x4x16xf32>, tensor<16xf32>
+// CHECK-NEXT: %[[D:.*]] = braid.gelu_backward %arg2, %[[V]], %arg1 {approximate_tanh} : tensor<2x4x16xf32>, tensor<16xf32>
+// CHECK-NEXT: %[[G:.*]] = braid.gelu %arg0, %arg1 : tensor<8x16xf32>, tensor<16xf32>
+// CHECK-NEXT: braid.gelu_backward %arg3, %arg0, %arg1 : tensor<8x16xf32>, tensor<16xf32>
+// CHECK-NEXT: braid.reduce_sum %[[D]] dims = [0, 1]
+func.func @bias_gelu(%mm: tensor<8x16xf32>, %b: tensor<16xf32>, %dy: tensor<2x4x16xf32>,
+                     %dz: tensor<8x16xf32>)
+    -> (tensor<2x4x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16xf32>) {
+  %h = braid.bias_add %mm, %b : tensor<8x16xf32>, tensor<16xf32>
+  %v = braid.reshape %h : tensor<8x16xf32> -> tensor<2x4x16xf32>
+  %y = braid.gelu %v {approximate_tanh} : tensor<2x4x16xf32>
+  %dv = braid.gelu_backward %dy, %v {approximate_tanh} : tensor<2x4x16xf32>
+  %h2 = braid.bias_add %mm, %b : tensor<8x16xf32>, tensor<16xf32>
+  %z = braid.gelu %h2 : tensor<8x16xf32>
+  %dh = braid.gelu_backward %dz, %h2 : tensor<8x16xf32>
+  %db = braid.reduce_sum %dv dims = [0, 1] : tensor<2x4x16xf32> -> tensor<16xf32>
+  return %y, %z, %dh, %db : tensor<2x4x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// The sum is kept when anything but a gelu reads it: another op, a gelu
+// backward that takes it as its gradient, a reshape that moves the bias's
+// dimension, a gelu on another stream; or when no gelu reads it at all.
+// CHECK-LABEL: func.func @bias_kept
+// CHECK-COUNT-5: braid.bias_add
+// CHECK-NOT: braid.gelu {{.*}}, %arg1
+func.func @bias_kept(%mm: tensor<8x16xf32>, %b: tensor<16xf32>)
+    -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>,
+        tensor<8x16xf32>, tensor<4x32xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+  %h = braid.bias_add %mm, %b : tensor<8x16xf32>, tensor<16xf32>
+  %y = braid.gelu %h : tensor<8x16xf32>
+  %r = braid.relu %h : tensor<8x16xf32>
+  %h2 = braid.bias_add %mm, %b : tensor<8x16xf32>, tensor<16xf32>
+  %y2 = braid.gelu %h2 : tensor<8x16xf32>
+  %d2 = braid.gelu_backward %h2, %mm : tensor<8x16xf32>
+  %h3 = braid.bias_add %mm, %b : tensor<8x16xf32>, tensor<16xf32>
+  %v3 = braid.reshape %h3 : tensor<8x16xf32> -> tensor<4x32xf32>
+  %y3 = braid.gelu %v3 : tensor<4x32xf32>
+  %h4 = braid.bias_add %mm, %b : tensor<8x16xf32>, tensor<16xf32>
+  %y4 = braid.gelu %h4 {braid.stream = #braid.stream<comm, 0>} : tensor<8x16xf32>
+  %h5 = braid.bias_add %mm, %b : tensor<8x16xf32>, tensor<16xf32>
+  %d5 = braid.gelu_backward %mm, %h5 : tensor<8x16xf32>
+  return %y, %r, %y2, %d2, %y4, %y3, %d5, %mm : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>,
+      tensor<8x16xf32>, tensor<4x32xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+}
