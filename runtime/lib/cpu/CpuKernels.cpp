@@ -486,18 +486,17 @@ UpdateScalars updateScalars(const Args &a, const Attrs &attrs, size_t fixed) {
 void sgd(const Args &a) {
   const auto &attrs = a.instr.as<ops::SgdAttrs>();
   auto [lr, scale] = updateScalars(a, attrs, 3);
-  double mom = attrs.momentum, wd = attrs.weight_decay;
-  double damp = attrs.dampening;
-  bool nesterov = attrs.nesterov;
+  SgdStep s = {lr,
+               attrs.weight_decay,
+               scale,
+               attrs.momentum,
+               attrs.dampening,
+               attrs.nesterov};
   const float *p = a.in(0), *g = a.in(1), *buf = a.in(2);
   float *np = a.out(0), *nbuf = a.out(1);
-  for (int64_t i = 0, n = a.n(); i < n; ++i) {
-    double gi = scale * g[i] + wd * p[i];
-    double b = mom * buf[i] + (1.0 - damp) * gi;
-    double step = nesterov ? gi + mom * b : b;
-    nbuf[i] = float(b);
-    np[i] = float(p[i] - lr * step);
-  }
+  parallelFor(a.n(), kGrain, [&](int64_t b, int64_t e) {
+    vectorMath().sgd(p + b, g + b, buf + b, np + b, nbuf + b, e - b, s);
+  });
 }
 
 void adamw(const Args &a) {

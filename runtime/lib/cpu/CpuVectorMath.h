@@ -2,7 +2,8 @@
 //
 // The transcendental loops of the cpu kernels (the activations, softmax's
 // exponentials, braid.unary) on whole rows of f32, through SLEEF's vector
-// functions (1 ULP, NaN and infinity as libm): 16 lanes on a CPU with
+// functions (1 ULP, NaN and infinity as libm), and the optimizer updates
+// (AdamW, SGD) vectorized by the compiler: 16 lanes on a CPU with
 // AVX-512, 8 with AVX2 and FMA, else libm's float functions one element at
 // a time. The CPU is asked once (vectorMath()); the three implementations
 // are one template (CpuVectorMathImpl.h) over the width.
@@ -26,6 +27,14 @@ struct AdamWStep {
   double lr, wd, scale, b1, b2, c1, c2, eps;
 };
 
+/// One SGD step's scalars (PyTorch's SGD): g = scale x gradient + wd p,
+/// b' = momentum b + (1 - dampening) g, p' = p - lr (nesterov ?
+/// g + momentum b' : b'); computed in double and rounded once.
+struct SgdStep {
+  double lr, wd, scale, momentum, dampening;
+  bool nesterov;
+};
+
 struct VectorMath {
   /// The width's name: "avx512", "avx2" or "scalar".
   const char *name;
@@ -44,6 +53,10 @@ struct VectorMath {
   /// in, the updated three out (an output may be its input).
   void (*adamw)(const float *p, const float *g, const float *m, const float *v,
                 float *np, float *nm, float *nv, int64_t n, const AdamWStep &s);
+  /// One SGD step of n elements: parameters, gradients and the momentum
+  /// buffer in, the updated two out (an output may be its input).
+  void (*sgd)(const float *p, const float *g, const float *buf, float *np,
+              float *nbuf, int64_t n, const SgdStep &s);
 };
 
 /// The widest implementation this CPU runs.
