@@ -13,6 +13,8 @@
 #   (accumulating in bf16 stops at 256, where 256 + 1 rounds back to 256).
 # - Collectives on 2 ranks in bf16 and f16: all_reduce sum, avg and max,
 #   reduce_scatter, all_gather; combined in f32 and rounded, as NCCL does.
+# - braid-fuse-kernels' softmax and bias-gelu folds in bf16 and f16 give the
+#   bits of the ops they stand for.
 #
 # REQUIRES: numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
@@ -189,6 +191,61 @@ def collectives(out, dt, rng):
                       dt, name, rank, np.abs(g - w).max() if g.shape == w.shape else g.shape))
 
 
+def folded(out, dt, rng):
+    """braid-fuse-kernels' folds in half precision: the scale, mask and
+    softmax of attention scores and their backward, and a bias_add with its
+    gelu and gelu_backward, compiled with and without the folds, give the
+    same bits (the fused kernels round what they keep in f32 between the
+    ops they stand for, as storing it would)."""
+    t4, t2, tb = ttype((2, 2, 6, 6), dt), ttype((4, 8), dt), ttype((8,), dt)
+    f4, f2 = ttype((2, 2, 6, 6), "f32"), ttype((4, 8), "f32")
+    inputs = {"s": rng.standard_normal((2, 2, 6, 6)).astype(np.float32),
+              "g": rng.standard_normal((2, 2, 6, 6)).astype(np.float32),
+              "x": rng.standard_normal((4, 8)).astype(np.float32),
+              "b": rng.standard_normal(8).astype(np.float32),
+              "dy": rng.standard_normal((4, 8)).astype(np.float32)}
+    shapes = {"s": f4, "g": f4, "x": f2, "b": ttype((8,), "f32"), "dy": f2}
+    args = ", ".join('%%%s: %s {braid.role = #braid.role<batch "%s">}' % (k, shapes[k], k)
+                     for k in inputs)
+    lines = ["%%%s_h = braid.cast %%%s : %s -> %s" % (k, k, shapes[k],
+                                                      shapes[k].replace("f32", dt))
+             for k in inputs]
+    lines += [
+        "%%sc = braid.scale %%s_h by 3.000000e-01 : %s" % t4,
+        "%%m = braid.causal_mask %%sc fill = 0xFFF0000000000000 : %s" % t4,
+        "%%p = braid.softmax %%m dim = 3 : %s" % t4,
+        "%%d = braid.softmax_backward %%g_h, %%p dim = 3 : %s" % t4,
+        "%%dm = braid.causal_mask %%d fill = 0.000000e+00 : %s" % t4,
+        "%%ds = braid.scale %%dm by 3.000000e-01 : %s" % t4,
+        "%%h = braid.bias_add %%x_h, %%b_h : %s, %s" % (t2, tb),
+        "%%y = braid.gelu %%h {approximate_tanh} : %s" % t2,
+        "%%dx = braid.gelu_backward %%dy_h, %%h {approximate_tanh} : %s" % t2,
+    ]
+    results = [("p", t4, f4), ("ds", t4, f4), ("y", t2, f2), ("dx", t2, f2)]
+    lines += ["%%%s_w = braid.cast %%%s : %s -> %s" % (r, r, t, f) for r, t, f in results]
+    body = "\n".join("  " + l for l in lines)
+    types = ", ".join(f for _, _, f in results)
+    mlir = os.path.join(out, "folded-%s.mlir" % dt)
+    with open(mlir, "w") as f:
+        f.write("func.func @folded(%s) -> (%s) {\n%s\n  return %s : %s\n}\n" % (
+            args, types, body, ", ".join("%%%s_w" % r for r, _, _ in results), types))
+    data = os.path.join(out, "folded-%s.npz" % dt)
+    np.savez(data, **inputs)
+    got = {}
+    for name, flags in (("fused", []), ("unfused", ["--fuse=false"])):
+        plan = os.path.join(out, "folded-%s-%s.plan" % (dt, name))
+        braidtest.compile_step(mlir, plan, "--no-overlap", *flags)
+        save = os.path.join(out, "folded-%s-%s.npz" % (dt, name))
+        braidtest.braid_run(plan, args=["--data", data, "--save", save])
+        got[name] = dict(np.load(save))
+    ir = braidtest.run([braidtest.tool("braid-compile"), mlir, "--no-overlap",
+                        "--emit=mlir"]).stdout
+    check("causal, scale = 3.000000e-01" in ir and "braid.bias_add" not in ir,
+          "%s: the scale, masks and bias fold" % dt)
+    same = all(np.array_equal(got["fused"][k], got["unfused"][k]) for k in got["unfused"])
+    check(same, "%s: folded and unfolded kernels give the same bits" % dt)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -216,6 +273,7 @@ def main():
               "%s: max relative difference %.3g (tolerance %g)" % (what, err, tol))
     for dt in ("bf16", "f16"):
         collectives(out, dt, rng)
+        folded(out, dt, rng)
     print("kernels-half: %d failed" % len(failures))
     sys.exit(1 if failures else 0)
 

@@ -120,6 +120,77 @@ def philox_keeps(seed, rank, step, stream, n, keep):
     return (c[0] >> np.uint64(8)).astype(np.float64) / 16777216.0 < keep
 
 
+def build_folded(s, rng):
+    """The folded forms braid-fuse-kernels writes (their own random draws,
+    so that the cases of build keep theirs)."""
+    dim = lambda lo=1, hi=9: int(rng.integers(lo, hi))
+    # softmax and its backward with the scale and causal mask that
+    # braid-fuse-kernels folds into them (scale alone along another
+    # dimension too).
+    scores = randn(rng, dim(1, 3), 2, 6, 6)
+    gy = randn(rng, *scores.shape)
+    causal = np.triu(np.ones((6, 6), bool), 1)
+    ref = softmax(np.where(causal, -np.inf, scores.astype(np.float64) * 0.3), 3)
+    t4 = ttype(scores.shape)
+    s.op("%%r = braid.softmax %s dim = 3 {causal, scale = 0.3} : %s" % (s.input(scores), t4),
+         [ref])
+    dref = np.where(causal, 0, ref * (gy - (gy * ref).sum(axis=3, keepdims=True))) * 0.3
+    s.op("%%r = braid.softmax_backward %s, %s dim = 3 {causal, scale = 0.3} : %s" % (
+        s.input(gy), s.input(ref.astype(np.float32)), t4), [dref])
+    ref = softmax(scores.astype(np.float64) * -2.0, 1)
+    s.op("%%r = braid.softmax %s dim = 1 {scale = -2.0} : %s" % (s.input(scores), t4), [ref])
+    s.op("%%r = braid.softmax_backward %s, %s dim = 1 {scale = -2.0} : %s" % (
+        s.input(gy), s.input(ref.astype(np.float32)), t4),
+        [ref * (gy - (gy * ref).sum(axis=1, keepdims=True)) * -2.0])
+
+    # gelu and its backward with the bias braid-fuse-kernels folds in: of
+    # x + bias.
+    shape = (dim(), dim(), dim())
+    x, y = randn(rng, *shape), randn(rng, *shape)
+    t = ttype(shape)
+    for approx in (False, True):
+        attr = " {approximate_tanh}" if approx else ""
+        bias = randn(rng, shape[-1])
+        xb = x + bias  # float32, as braid.bias_add adds
+        bt = ttype(bias.shape)
+        s.op("%%r = braid.gelu %s, %s%s : %s, %s" % (s.input(x), s.input(bias), attr, t, bt),
+             [gelu(xb, approx)])
+        s.op("%%r = braid.gelu_backward %s, %s, %s%s : %s, %s" % (
+            s.input(y), s.input(x), s.input(bias), attr, t, bt), [y * gelu_grad(xb, approx)])
+
+    # Operands read and results written through permutations (what
+    # braid-fuse-kernels folds attention's head transposes into): the
+    # scores of q and k stored [B, S, H, D], the values through a
+    # transpose into a result stored [B, S, H, D], the key gradient's
+    # product written with its rows of unit stride, a shared weight read
+    # transposed.
+    B, S, H, D, S2 = dim(1, 3), dim(2, 6), dim(1, 4), dim(1, 5), dim(2, 6)
+    q, k = randn(rng, B, S, H, D), randn(rng, B, S, H, D)
+    p4, v = randn(rng, B, H, S, S), randn(rng, B, S, H, D)
+    g4 = randn(rng, B, H, S, S2)
+    w2 = randn(rng, 3, D)
+
+    def perm(name, p):
+        return "%s = array<i64: %s>" % (name, ", ".join(map(str, p)))
+
+    s.op("%%r = braid.matmul %s, %s {%s, %s} : %s, %s -> %s" % (
+        s.input(q), s.input(k), perm("lhs_permutation", (0, 2, 1, 3)),
+        perm("rhs_permutation", (0, 2, 3, 1)), ttype(q.shape), ttype(k.shape),
+        ttype((B, H, S, S))), [q.transpose(0, 2, 1, 3) @ k.transpose(0, 2, 3, 1)])
+    s.op("%%r = braid.matmul %s, %s {%s, %s} : %s, %s -> %s" % (
+        s.input(p4), s.input(v), perm("rhs_permutation", (0, 2, 1, 3)),
+        perm("result_permutation", (0, 2, 1, 3)), ttype(p4.shape), ttype(v.shape),
+        ttype((B, S, H, D))), [(p4 @ v.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)])
+    s.op("%%r = braid.matmul %s, %s {%s, %s, transpose_a} : %s, %s -> %s" % (
+        s.input(q), s.input(g4), perm("lhs_permutation", (0, 2, 1, 3)),
+        perm("result_permutation", (0, 3, 1, 2)), ttype(q.shape), ttype(g4.shape),
+        ttype((B, S2, H, D))),
+        [(q.transpose(0, 2, 1, 3).swapaxes(2, 3) @ g4).transpose(0, 3, 1, 2)])
+    s.op("%%r = braid.matmul %s, %s {%s} : %s, %s -> %s" % (
+        s.input(q), s.input(w2), perm("rhs_permutation", (1, 0)), ttype(q.shape),
+        ttype(w2.shape), ttype((B, S, H, 3))), [q @ w2.T])
+
+
 def build(rng):
     s = Step()
     dim = lambda lo=1, hi=9: int(rng.integers(lo, hi))
@@ -158,14 +229,6 @@ def build(rng):
         s.op("%%r = braid.gelu %s%s : %s" % (s.input(x), attr, t), [gelu(x, approx)])
         s.op("%%r = braid.gelu_backward %s, %s%s : %s" % (s.input(y), s.input(x), attr, t),
              [y * gelu_grad(x, approx)])
-        # With the bias braid-fuse-kernels folds in: of x + bias.
-        bias = randn(rng, shape[-1])
-        xb = x + bias  # float32, as braid.bias_add adds
-        bt = ttype(bias.shape)
-        s.op("%%r = braid.gelu %s, %s%s : %s, %s" % (s.input(x), s.input(bias), attr, t, bt),
-             [gelu(xb, approx)])
-        s.op("%%r = braid.gelu_backward %s, %s, %s%s : %s, %s" % (
-            s.input(y), s.input(x), s.input(bias), attr, t, bt), [y * gelu_grad(xb, approx)])
     # braid.unary (positive inputs where the function needs them), its
     # backward from the saved output (tanh, sigmoid) or input (silu),
     # braid.pow, and braid.where with a constant mask.
@@ -243,25 +306,6 @@ def build(rng):
     mask = np.triu(np.ones((5, 5), bool), 1)
     s.op("%%r = braid.causal_mask %s fill = -1.000000e+09 : %s" % (s.input(sq), ttype(sq.shape)),
          [np.where(mask, -1e9, sq)])
-
-    # softmax and its backward with the scale and causal mask that
-    # braid-fuse-kernels folds into them (scale alone along another
-    # dimension too).
-    scores = randn(rng, dim(1, 3), 2, 6, 6)
-    gy = randn(rng, *scores.shape)
-    causal = np.triu(np.ones((6, 6), bool), 1)
-    ref = softmax(np.where(causal, -np.inf, scores.astype(np.float64) * 0.3), 3)
-    t4 = ttype(scores.shape)
-    s.op("%%r = braid.softmax %s dim = 3 {causal, scale = 0.3} : %s" % (s.input(scores), t4),
-         [ref])
-    dref = np.where(causal, 0, ref * (gy - (gy * ref).sum(axis=3, keepdims=True))) * 0.3
-    s.op("%%r = braid.softmax_backward %s, %s dim = 3 {causal, scale = 0.3} : %s" % (
-        s.input(gy), s.input(ref.astype(np.float32)), t4), [dref])
-    ref = softmax(scores.astype(np.float64) * -2.0, 1)
-    s.op("%%r = braid.softmax %s dim = 1 {scale = -2.0} : %s" % (s.input(scores), t4), [ref])
-    s.op("%%r = braid.softmax_backward %s, %s dim = 1 {scale = -2.0} : %s" % (
-        s.input(gy), s.input(ref.astype(np.float32)), t4),
-        [ref * (gy - (gy * ref).sum(axis=1, keepdims=True)) * -2.0])
 
     # Fused attention with grouped key/value heads, causal and not, a key
     # sequence of its own length, and its backward.
@@ -547,6 +591,7 @@ def main():
     for seed in (1, 2, 3):
         rng = np.random.default_rng(seed)
         s = build(rng)
+        build_folded(s, np.random.default_rng([seed, 17]))
         mlir, plan = os.path.join(out, "k%d.mlir" % seed), os.path.join(out, "k%d.plan" % seed)
         data, save = os.path.join(out, "d%d.npz" % seed), os.path.join(out, "o%d.npz" % seed)
         with open(mlir, "w") as f:

@@ -2,6 +2,8 @@
 
 #include "braid-runtime/HalfFloat.h"
 
+#include <vector>
+
 #include <Eigen/Core>
 
 using namespace braid;
@@ -37,4 +39,13 @@ void braid::rt::narrowHalf(DType dtype, const float *src, void *dst,
     narrow<Eigen::bfloat16>(src, dst, n);
   else
     narrow<Eigen::half>(src, dst, n);
+}
+
+void braid::rt::roundToHalf(DType dtype, float *x, int64_t n) {
+  if (!isHalf(dtype))
+    return;
+  thread_local std::vector<uint16_t> bits;
+  bits.resize(size_t(n));
+  narrowHalf(dtype, x, bits.data(), n);
+  widenHalf(dtype, bits.data(), x, n);
 }

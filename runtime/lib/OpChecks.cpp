@@ -160,26 +160,60 @@ void collectiveDType(Checker &c, const Buffer &b) {
            b.name + "' is " + shapeOf(b));
 }
 
+/// `shape` through matmul permutation `name` (checked: a permutation whose
+/// matrices keep a unit-stride dimension, as getMatmulGeometry needs).
+std::vector<int64_t>
+matmulPermuted(Checker &c, const char *name, const std::vector<int64_t> &shape,
+               const std::optional<std::vector<int64_t>> &perm, bool result) {
+  if (!perm)
+    return shape;
+  int64_t rank = shape.size();
+  std::vector<bool> seen(shape.size(), false);
+  bool valid = int64_t(perm->size()) == rank;
+  for (int64_t p : *perm) {
+    valid = valid && p >= 0 && p < rank && !seen[p];
+    if (valid)
+      seen[p] = true;
+  }
+  if (!valid)
+    c.fail(std::string(name) + " " + dimsOf(*perm) +
+           " is not a permutation of " + std::to_string(rank) + " dimensions");
+  if (result ? perm->back() != rank - 1 && perm->back() != rank - 2
+             : (*perm)[rank - 1] != rank - 1 && (*perm)[rank - 2] != rank - 1)
+    c.fail(std::string(name) + " " + dimsOf(*perm) +
+           (result ? " must store one of the product's last two dimensions "
+                     "last"
+                   : " must put the last dimension at one of the last two "
+                     "places"));
+  std::vector<int64_t> out;
+  for (int64_t p : *perm)
+    out.push_back(shape[p]);
+  return out;
+}
+
 void matmul(Checker &c, const ops::MatmulAttrs &attrs) {
   c.allF32();
   c.noOverlap();
-  const Buffer &a = c.in(0), &b = c.in(1);
-  if (a.shape.size() < 2 || b.shape.size() < 2)
+  if (c.in(0).shape.size() < 2 || c.in(1).shape.size() < 2)
     c.fail("operands must have rank 2 or more");
+  std::vector<int64_t> a = matmulPermuted(c, "lhs_permutation", c.in(0).shape,
+                                          attrs.lhs_permutation, false);
+  std::vector<int64_t> b = matmulPermuted(c, "rhs_permutation", c.in(1).shape,
+                                          attrs.rhs_permutation, false);
   bool ta = attrs.transpose_a, tb = attrs.transpose_b;
-  size_t ra = a.shape.size(), rb = b.shape.size();
-  int64_t m = a.shape[ra - (ta ? 1 : 2)], k = a.shape[ra - (ta ? 2 : 1)];
-  int64_t kb = b.shape[rb - (tb ? 1 : 2)], n = b.shape[rb - (tb ? 2 : 1)];
+  size_t ra = a.size(), rb = b.size();
+  int64_t m = a[ra - (ta ? 1 : 2)], k = a[ra - (ta ? 2 : 1)];
+  int64_t kb = b[rb - (tb ? 1 : 2)], n = b[rb - (tb ? 2 : 1)];
   if (k != kb)
     c.fail("contraction sizes differ: " + std::to_string(k) + " and " +
            std::to_string(kb));
-  std::vector<int64_t> lead(a.shape.begin(), a.shape.end() - 2);
-  if (rb != 2 &&
-      std::vector<int64_t>(b.shape.begin(), b.shape.end() - 2) != lead)
+  std::vector<int64_t> lead(a.begin(), a.end() - 2);
+  if (rb != 2 && std::vector<int64_t>(b.begin(), b.end() - 2) != lead)
     c.fail("batch dimensions differ");
   lead.push_back(m);
   lead.push_back(n);
-  c.shape(c.out(0), lead);
+  c.shape(c.out(0), matmulPermuted(c, "result_permutation", lead,
+                                   attrs.result_permutation, true));
 }
 
 void biasAdd(Checker &c) {

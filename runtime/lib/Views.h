@@ -19,6 +19,27 @@ struct StridedView {
 /// the loader).
 StridedView getStridedView(const Plan &plan, const Instr &instr);
 
+/// How a matmul instruction reads its operands and writes its result, in
+/// BLAS's row-major terms: each operand's matrix transposed or not with its
+/// leading dimension, the result's leading dimension, and per batch the
+/// element offsets of the three matrices. Permuted operands and results
+/// (`lhs_permutation` ...) are read and written where they are: the loader
+/// has checked that each matrix keeps a unit-stride dimension. The call is
+/// gemm(transLeft, transRight, m, n, k, left + leftOffset, ldLeft, right +
+/// rightOffset, ldRight, out + outOffset, ldc), row-major.
+struct MatmulGeometry {
+  /// The operand BLAS takes as its left matrix: 0, or 1 where the result
+  /// is written transposed (C^T = B^T A^T, its rows of unit stride).
+  int left = 0;
+  int64_t batch = 0, m = 0, n = 0, k = 0;
+  bool transLeft = false, transRight = false;
+  int64_t ldLeft = 1, ldRight = 1, ldc = 1;
+  std::vector<int64_t> leftOffset, rightOffset, outOffset;
+};
+
+/// The geometry of a (checked) matmul instruction.
+MatmulGeometry getMatmulGeometry(const Plan &plan, const Instr &instr);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_LIB_VIEWS_H

@@ -488,3 +488,76 @@ TEST(PlanLoaderTest, EveryOpcodeHasItsTableEntry) {
 }
 
 } // namespace
+
+// The folded forms braid-fuse-kernels writes, which the kernels index by:
+// matmul permutations, softmax's causal mask, gelu's bias.
+TEST(PlanLoaderTest, MatmulPermutationsKeepAUnitStride) {
+  // matmul: transpose_a (0), transpose_b (1), lhs_permutation (2),
+  // rhs_permutation (3), result_permutation (4). [2, 3, 4] x [2, 4, 5].
+  std::vector<BufferSpec> bufs = {
+      {0, {3, 2, 4}}, {256, {2, 4, 5}}, {512, {2, 3, 5}}};
+  uint16_t mm = code(Opcode::Matmul);
+  EXPECT_EQ(errorOfPlan(bufs, 1024, mm, {0, 1}, {2}, {{2, {1, 0, 2}, {}}}), "");
+  std::string e =
+      errorOfPlan(bufs, 1024, mm, {0, 1}, {2}, {{2, {1, 1, 2}, {}}});
+  EXPECT_NE(e.find("lhs_permutation [1x1x2] is not a permutation of 3 "
+                   "dimensions"),
+            std::string::npos)
+      << e;
+  // The operand's last dimension (of unit stride) first: no matrix of unit
+  // stride.
+  std::vector<BufferSpec> moved = {
+      {0, {4, 2, 3}}, {256, {2, 4, 5}}, {512, {2, 3, 5}}};
+  e = errorOfPlan(moved, 1024, mm, {0, 1}, {2}, {{2, {2, 1, 0}, {}}});
+  EXPECT_NE(e.find("lhs_permutation [2x1x0] must put the last dimension at one "
+                   "of the last two places"),
+            std::string::npos)
+      << e;
+  // The product [2, 3, 5] stored as [5, 3, 2]: its batch dimension last.
+  std::vector<BufferSpec> stored = {
+      {0, {2, 3, 4}}, {256, {2, 4, 5}}, {512, {5, 3, 2}}};
+  e = errorOfPlan(stored, 1024, mm, {0, 1}, {2}, {{4, {2, 1, 0}, {}}});
+  EXPECT_NE(e.find("result_permutation [2x1x0] must store one of the product's "
+                   "last two dimensions last"),
+            std::string::npos)
+      << e;
+  // Stored as [2, 5, 3] (its rows of unit stride) is taken.
+  std::vector<BufferSpec> swapped = {
+      {0, {2, 3, 4}}, {256, {2, 4, 5}}, {512, {2, 5, 3}}};
+  EXPECT_EQ(errorOfPlan(swapped, 1024, mm, {0, 1}, {2}, {{4, {0, 2, 1}, {}}}),
+            "");
+}
+
+TEST(PlanLoaderTest, SoftmaxFoldedCausalMaskIsSquare) {
+  // softmax: dim (0), safe (1), scale (2), causal (3).
+  uint16_t sm = code(Opcode::Softmax);
+  std::vector<BufferSpec> square = {{0, {2, 4, 4}}, {128, {2, 4, 4}}};
+  EXPECT_EQ(errorOfPlan(square, 256, sm, {0}, {1},
+                        {{0, {2}, {}}, {2, {}, {0.5}}, {3, {1}, {}}}),
+            "");
+  std::vector<BufferSpec> wide = {{0, {2, 4, 8}}, {256, {2, 4, 8}}};
+  std::string e =
+      errorOfPlan(wide, 512, sm, {0}, {1}, {{0, {2}, {}}, {3, {1}, {}}});
+  EXPECT_NE(e.find("causal needs dim to be the last dimension and the last two "
+                   "dimensions to be equal"),
+            std::string::npos)
+      << e;
+  e = errorOfPlan(square, 256, sm, {0}, {1}, {{0, {1}, {}}, {3, {1}, {}}});
+  EXPECT_NE(e.find("causal needs dim to be the last dimension"),
+            std::string::npos)
+      << e;
+}
+
+TEST(PlanLoaderTest, GeluBiasSpansTheLastDimension) {
+  uint16_t gelu = code(Opcode::Gelu);
+  std::vector<BufferSpec> bufs = {{0, {2, 8}}, {64, {8}}, {128, {2, 8}}};
+  EXPECT_EQ(errorOfPlan(bufs, 256, gelu, {0, 1}, {2}, {}), "");
+  std::vector<BufferSpec> short_ = {{0, {2, 8}}, {64, {2}}, {128, {2, 8}}};
+  std::string e = errorOfPlan(short_, 256, gelu, {0, 1}, {2}, {});
+  EXPECT_NE(e.find("'b1' is [2] f32, expected shape [8]"), std::string::npos)
+      << e;
+  e = errorOfPlan(bufs, 256, code(Opcode::GeluBackward), {0, 1, 2, 1}, {2}, {});
+  EXPECT_NE(e.find("expected 2 operands, or 3 with a bias, got 4"),
+            std::string::npos)
+      << e;
+}

@@ -29,6 +29,12 @@ void widenHalf(DType dtype, const void *src, float *dst, int64_t n);
 /// `dst`.
 void narrowHalf(DType dtype, const float *src, void *dst, int64_t n);
 
+/// Rounds `n` f32 values at `x` in place to the nearest even `dtype` value
+/// (a no-op for a type that is not half): what storing a half tensor and
+/// reading it back gives, for the values a fused kernel keeps in f32
+/// between the ops it stands for.
+void roundToHalf(DType dtype, float *x, int64_t n);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_HALFFLOAT_H

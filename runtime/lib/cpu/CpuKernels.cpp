@@ -15,6 +15,7 @@
 #include "CpuMath.h"
 #include "CpuParallel.h"
 #include "CpuVectorMath.h"
+#include "braid-runtime/HalfFloat.h"
 
 #include <cblas.h>
 
@@ -97,34 +98,29 @@ template <typename Fn> void biasedRows(const Args &a, const float *x, Fn fn) {
       const float *row = x + r * n;
       for (int64_t k = 0; k < n; ++k)
         h[k] = row[k] + bias[k];
+      // The sum as braid.bias_add would have stored it.
+      roundToHalf(a.inBuf(0).dtype, h.data(), n);
       fn(h.data(), r, n);
     }
   });
 }
 
 void matmul(const Args &a) {
-  const Buffer &lb = a.inBuf(0), &rb = a.inBuf(1), &ob = a.outBuf(0);
-  const auto &attrs = a.instr.as<ops::MatmulAttrs>();
-  bool ta = attrs.transpose_a, tb = attrs.transpose_b;
-  size_t ra = lb.shape.size(), rr = rb.shape.size(), ro = ob.shape.size();
-  int64_t m = ob.shape[ro - 2], n = ob.shape[ro - 1];
-  int64_t k = lb.shape[ra - (ta ? 2 : 1)];
-  int64_t batch = product(lb.shape, 0, ra - 2);
-  int64_t lda = lb.shape[ra - 1], ldb = rb.shape[rr - 1];
-  int64_t strideB = rr == 2 ? 0 : rb.shape[rr - 2] * rb.shape[rr - 1];
-  for (int64_t i = 0; i < batch; ++i) {
-    const float *lhs = a.in(0) + i * lb.shape[ra - 2] * lb.shape[ra - 1];
-    const float *rhs = a.in(1) + i * strideB;
-    float *out = a.out(0) + i * m * n;
-    if (m == 0 || n == 0)
-      continue;
-    if (k == 0) {
-      std::fill(out, out + m * n, 0.0f);
+  MatmulGeometry g = getMatmulGeometry(a.plan, a.instr);
+  if (g.m == 0 || g.n == 0)
+    return;
+  const float *left = a.in(g.left), *right = a.in(1 - g.left);
+  for (int64_t i = 0; i < g.batch; ++i) {
+    float *out = a.out(0) + g.outOffset[i];
+    if (g.k == 0) {
+      for (int64_t r = 0; r < g.m; ++r)
+        std::fill(out + r * g.ldc, out + r * g.ldc + g.n, 0.0f);
       continue;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, lhs, lda, rhs,
-                ldb, 0.0f, out, n);
+    cblas_sgemm(CblasRowMajor, g.transLeft ? CblasTrans : CblasNoTrans,
+                g.transRight ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f,
+                left + g.leftOffset[i], g.ldLeft, right + g.rightOffset[i],
+                g.ldRight, 0.0f, out, g.ldc);
   }
 }
 

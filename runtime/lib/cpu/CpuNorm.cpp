@@ -11,6 +11,7 @@
 #include "CpuArgs.h"
 #include "CpuParallel.h"
 #include "CpuVectorMath.h"
+#include "braid-runtime/HalfFloat.h"
 
 #include <algorithm>
 #include <cmath>
@@ -89,6 +90,9 @@ void softmax(const Args &a, bool log, int64_t dim, bool safe,
         for (int64_t k = 0; k < keep; ++k)
           scores[k] =
               folded.scaled ? row[k * inner] * folded.scale : row[k * inner];
+        // The scaled scores as braid.scale would have stored them.
+        if (folded.scaled)
+          roundToHalf(a.inBuf(0).dtype, scores.data(), keep);
         std::fill(scores.begin() + keep, scores.end(), -INFINITY);
         row = scores.data();
         stride = 1;
@@ -114,9 +118,21 @@ void softmaxBackward(const Args &a, bool log, int64_t dim, Folded folded = {}) {
     int64_t keep = folded.causal ? r % size + 1 : size;
     for (int64_t k = 0; k < keep; ++k) {
       int64_t at = base + k * inner;
-      float v = log ? float(g[at] - std::exp(double(y[at])) * sum)
-                    : float(y[at] * (g[at] - sum));
-      dx[at] = folded.scaled ? v * folded.scale : v;
+      dx[at] = log ? float(g[at] - std::exp(double(y[at])) * sum)
+                   : float(y[at] * (g[at] - sum));
+    }
+    // The gradient as braid.softmax_backward would have stored it, then
+    // braid.scale's product (rounded when the result is stored).
+    if (folded.scaled) {
+      DType stored = a.outBuf(0).dtype;
+      if (inner == 1)
+        roundToHalf(stored, dx + base, keep);
+      for (int64_t k = 0; k < keep; ++k) {
+        float *at = dx + base + k * inner;
+        if (inner != 1)
+          roundToHalf(stored, at, 1);
+        *at *= folded.scale;
+      }
     }
     for (int64_t k = keep; k < size; ++k)
       dx[base + k * inner] = folded.scaled ? 0.0f * folded.scale : 0.0f;

@@ -176,30 +176,46 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
 
   switch (op) {
   case Opcode::Matmul: {
-    const Buffer &lb = inBuf(0), &rb = inBuf(1), &ob = outBuf(0);
-    const auto &attrs = instr.as<ops::MatmulAttrs>();
-    bool ta = attrs.transpose_a, tb = attrs.transpose_b;
-    size_t ra = lb.shape.size(), rr = rb.shape.size(), ro = ob.shape.size();
-    int64_t m = ob.shape[ro - 2], nn = ob.shape[ro - 1];
-    int64_t k = lb.shape[ra - (ta ? 2 : 1)];
-    int64_t batch = product(lb.shape, 0, ra - 2);
-    if (m == 0 || nn == 0 || batch == 0)
+    MatmulGeometry g = getMatmulGeometry(plan, instr);
+    if (g.m == 0 || g.n == 0 || g.batch == 0)
       return;
-    if (k == 0) {
-      check(cudaMemsetAsync(out(0), 0, ob.bytes, stream), instr);
+    if (g.k == 0) {
+      for (int64_t i = 0; i < g.batch; ++i)
+        check(cudaMemset2DAsync(out(0) + g.outOffset[i],
+                                size_t(g.ldc) * sizeof(float), 0,
+                                size_t(g.n) * sizeof(float), size_t(g.m),
+                                stream),
+              instr);
       return;
     }
-    // Row-major C = A B is column-major C^T = B^T A^T.
+    // Row-major C = A B is column-major C^T = B^T A^T. One strided-batched
+    // call where every batch's matrices lie a fixed stride apart (always,
+    // unless a permutation mixes the batch dimensions' strides), else a
+    // call per batch.
+    auto stride = [](const std::vector<int64_t> &offsets) -> int64_t {
+      int64_t s = offsets.size() > 1 ? offsets[1] - offsets[0] : 0;
+      for (size_t i = 1; i < offsets.size(); ++i)
+        if (offsets[i] - offsets[i - 1] != s)
+          return -1;
+      return s;
+    };
+    int64_t sa = stride(g.leftOffset), sb = stride(g.rightOffset),
+            sc = stride(g.outOffset);
+    bool uniform = sa >= 0 && sb >= 0 && sc >= 0;
+    const float *left = in(g.left), *right = in(1 - g.left);
     float one = 1.0f, zero = 0.0f;
-    cublasStatus_t status = cublasSgemmStridedBatched(
-        blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-        int(nn), int(m), int(k), &one, in(1), int(rb.shape[rr - 1]),
-        rr == 2 ? 0 : rb.shape[rr - 2] * rb.shape[rr - 1], in(0),
-        int(lb.shape[ra - 1]), lb.shape[ra - 2] * lb.shape[ra - 1], &zero,
-        out(0), int(nn), m * nn, int(batch));
-    if (status != CUBLAS_STATUS_SUCCESS)
-      throw KernelError(instr.describe() + ": cuBLAS failed (status " +
-                        std::to_string(int(status)) + ")");
+    for (int64_t i = 0; i < (uniform ? 1 : g.batch); ++i) {
+      cublasStatus_t status = cublasSgemmStridedBatched(
+          blas, g.transRight ? CUBLAS_OP_T : CUBLAS_OP_N,
+          g.transLeft ? CUBLAS_OP_T : CUBLAS_OP_N, int(g.n), int(g.m),
+          int(g.k), &one, right + g.rightOffset[i], int(g.ldRight),
+          uniform ? sb : 0, left + g.leftOffset[i], int(g.ldLeft),
+          uniform ? sa : 0, &zero, out(0) + g.outOffset[i], int(g.ldc),
+          uniform ? sc : 0, uniform ? int(g.batch) : 1);
+      if (status != CUBLAS_STATUS_SUCCESS)
+        throw KernelError(instr.describe() + ": cuBLAS failed (status " +
+                          std::to_string(int(status)) + ")");
+    }
     return;
   }
   case Opcode::Add:

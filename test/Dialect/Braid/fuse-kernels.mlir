@@ -1,5 +1,19 @@
 // RUN: braid-opt --braid-fuse-kernels --split-input-file %s | FileCheck %s
 // RUN: braid-opt --braid-fuse-kernels --split-input-file %s | braid-opt --braid-fuse-kernels --split-input-file | FileCheck %s
+// RUN: braid-opt --braid-fuse-kernels="softmax=false bias-gelu=false transposes=false" --split-input-file %s | FileCheck %s --check-prefix=NONE
+// RUN: braid-opt --braid-fuse-kernels="transposes=false" --split-input-file %s | FileCheck %s --check-prefix=NOTRANSPOSE
+
+// Each option turns its folds off.
+// NONE-LABEL: func.func @attention
+// NONE: braid.scale
+// NONE-LABEL: func.func @bias_gelu
+// NONE: braid.bias_add
+// NONE-LABEL: func.func @attention_transposes
+// NONE: braid.transpose
+// NOTRANSPOSE-LABEL: func.func @attention
+// NOTRANSPOSE-NEXT: braid.softmax %arg0 dim = 3 {causal
+// NOTRANSPOSE-LABEL: func.func @attention_transposes
+// NOTRANSPOSE-COUNT-4: braid.transpose
 
 // Attention's scale and causal mask fold into the softmax, their gradients
 // into its backward; the ops between are gone.
@@ -131,4 +145,80 @@ func.func @bias_kept(%mm: tensor<8x16xf32>, %b: tensor<16xf32>)
   %d5 = braid.gelu_backward %mm, %h5 : tensor<8x16xf32>
   return %y, %r, %y2, %d2, %y4, %y3, %d5, %mm : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>,
       tensor<8x16xf32>, tensor<4x32xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// Attention's forward as AOT autograd writes it: head transposes around
+// batched matmuls over [batch x heads]. The matmuls take the [batch, heads]
+// dimensions back, and every transpose folds: q and k are read where the
+// projection wrote them, the output is written in [batch, seq, heads].
+// CHECK-LABEL: func.func @attention_transposes
+// CHECK-NOT: braid.transpose
+// CHECK: %[[S:.*]] = braid.matmul %arg0, %arg1 {lhs_permutation = array<i64: 0, 2, 1, 3>, rhs_permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32> -> tensor<2x4x8x8xf32>
+// CHECK: %[[O:.*]] = braid.matmul %[[S]], %arg2 {result_permutation = array<i64: 0, 2, 1, 3>, rhs_permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x8x8xf32>, tensor<2x8x4x16xf32> -> tensor<2x8x4x16xf32>
+// CHECK-NEXT: %[[Y:.*]] = braid.reshape %[[O]] : tensor<2x8x4x16xf32> -> tensor<16x64xf32>
+// CHECK-NEXT: return %[[S]], %[[Y]]
+func.func @attention_transposes(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>,
+                                %v: tensor<2x8x4x16xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<16x64xf32>) {
+  %tq = braid.transpose %q permutation = [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %tk = braid.transpose %k permutation = [0, 2, 3, 1] : tensor<2x8x4x16xf32> -> tensor<2x4x16x8xf32>
+  %q3 = braid.reshape %tq : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+  %k3 = braid.reshape %tk : tensor<2x4x16x8xf32> -> tensor<8x16x8xf32>
+  %s3 = braid.matmul %q3, %k3 : tensor<8x8x16xf32>, tensor<8x16x8xf32> -> tensor<8x8x8xf32>
+  %s = braid.reshape %s3 : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  %tv = braid.transpose %v permutation = [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %p3 = braid.reshape %s : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+  %v3 = braid.reshape %tv : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+  %o3 = braid.matmul %p3, %v3 : tensor<8x8x8xf32>, tensor<8x8x16xf32> -> tensor<8x8x16xf32>
+  %o = braid.reshape %o3 : tensor<8x8x16xf32> -> tensor<2x4x8x16xf32>
+  %to = braid.transpose %o permutation = [0, 2, 1, 3] : tensor<2x4x8x16xf32> -> tensor<2x8x4x16xf32>
+  %y = braid.reshape %to : tensor<2x8x4x16xf32> -> tensor<16x64xf32>
+  return %s, %y : tensor<2x4x8x8xf32>, tensor<16x64xf32>
+}
+
+// -----
+
+// The key gradient's transpose moves the product's last dimension: it is
+// written with its rows of unit stride. A flattened operand that no
+// reshape made gets a reshape (a view); a merged result another op reads
+// gets one back.
+// CHECK-LABEL: func.func @gradient_transposes
+// CHECK: %[[G:.*]] = braid.reshape %arg1 : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+// CHECK-NEXT: %[[DK:.*]] = braid.matmul %arg0, %[[G]] {lhs_permutation = array<i64: 0, 2, 1, 3>, result_permutation = array<i64: 0, 3, 1, 2>, transpose_a} : tensor<2x8x4x16xf32>, tensor<2x4x8x8xf32> -> tensor<2x8x4x16xf32>
+// CHECK: %[[M:.*]] = braid.matmul %arg0, %arg2 {lhs_permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>
+// CHECK-NEXT: %[[M3:.*]] = braid.reshape %[[M]] : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+// CHECK-NEXT: braid.relu %[[M3]]
+func.func @gradient_transposes(%q: tensor<2x8x4x16xf32>, %g: tensor<8x8x8xf32>,
+                               %kt: tensor<2x4x16x8xf32>)
+    -> (tensor<2x8x4x16xf32>, tensor<8x8x8xf32>) {
+  %tq = braid.transpose %q permutation = [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %q3 = braid.reshape %tq : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+  %dk3 = braid.matmul %q3, %g {transpose_a} : tensor<8x8x16xf32>, tensor<8x8x8xf32> -> tensor<8x16x8xf32>
+  %dk4 = braid.reshape %dk3 : tensor<8x16x8xf32> -> tensor<2x4x16x8xf32>
+  %dk = braid.transpose %dk4 permutation = [0, 3, 1, 2] : tensor<2x4x16x8xf32> -> tensor<2x8x4x16xf32>
+  %kt3 = braid.reshape %kt : tensor<2x4x16x8xf32> -> tensor<8x16x8xf32>
+  %m3 = braid.matmul %q3, %kt3 : tensor<8x8x16xf32>, tensor<8x16x8xf32> -> tensor<8x8x8xf32>
+  %r = braid.relu %m3 : tensor<8x8x8xf32>
+  return %dk, %r : tensor<2x8x4x16xf32>, tensor<8x8x8xf32>
+}
+
+// -----
+
+// Transposes that stay: one another op reads too, one that moves the
+// operand's last dimension to the front, and one of a product another op
+// reads.
+// CHECK-LABEL: func.func @transposes_kept
+// CHECK-COUNT-3: braid.transpose
+func.func @transposes_kept(%a: tensor<4x8xf32>, %b: tensor<2x3x4xf32>, %r: tensor<4x3x5xf32>,
+                           %w: tensor<8x4xf32>)
+    -> (tensor<8x8xf32>, tensor<8x4xf32>, tensor<4x2x5xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %t = braid.transpose %a permutation = [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  %m = braid.matmul %t, %a : tensor<8x4xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+  %u = braid.transpose %b permutation = [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+  %c = braid.matmul %u, %r : tensor<4x2x3xf32>, tensor<4x3x5xf32> -> tensor<4x2x5xf32>
+  %p = braid.matmul %a, %w : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  %pt = braid.transpose %p permutation = [1, 0] : tensor<4x4xf32> -> tensor<4x4xf32>
+  return %m, %t, %c, %p, %pt : tensor<8x8xf32>, tensor<8x4xf32>, tensor<4x2x5xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }

@@ -791,3 +791,43 @@ func.func @gelu_backward_bias_type(%a: tensor<4x8xf32>, %b: tensor<8xbf16>) {
   %0 = braid.gelu_backward %a, %a, %b : tensor<4x8xf32>, tensor<8xbf16>
   return
 }
+
+// -----
+
+func.func @matmul_permutation_rank(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @below {{'braid.matmul' op lhs_permutation has 2 entries for rank 3}}
+  %0 = braid.matmul %a, %b {lhs_permutation = array<i64: 1, 0>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_permutation_repeats(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @below {{'braid.matmul' op rhs_permutation 0x0x2 is not a permutation of 3 dimensions}}
+  %0 = braid.matmul %a, %b {rhs_permutation = array<i64: 0, 0, 2>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_permutation_no_unit_stride(%a: tensor<4x3x2xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @below {{'braid.matmul' op lhs_permutation must put the operand's last dimension at one of the last two places, but is 2x1x0}}
+  %0 = braid.matmul %a, %b {lhs_permutation = array<i64: 2, 1, 0>} : tensor<4x3x2xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_permutation(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @below {{'braid.matmul' op result_permutation must store one of the product's last two dimensions last, but is 1x2x0}}
+  %0 = braid.matmul %a, %b {result_permutation = array<i64: 1, 2, 0>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<3x5x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_permuted_shape(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @below {{'braid.matmul' op result has shape 2x3x5, expected 3x2x5}}
+  %0 = braid.matmul %a, %b {result_permutation = array<i64: 1, 0, 2>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
+  return
+}

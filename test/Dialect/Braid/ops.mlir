@@ -27,6 +27,8 @@ func.func @compute(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>,
   %1 = braid.matmul %a, %bt {transpose_b} : tensor<8x16xf32>, tensor<32x16xf32> -> tensor<8x32xf32>
   // CHECK: %[[V_2:[a-z0-9_]+]] = braid.matmul %[[V_A]], %[[V_X]] {transpose_a} : tensor<8x16xf32>, tensor<8x16xf32> -> tensor<16x16xf32>
   %2 = braid.matmul %a, %x {transpose_a} : tensor<8x16xf32>, tensor<8x16xf32> -> tensor<16x16xf32>
+  // CHECK: braid.matmul %[[V_Q]], %[[V_K]] {lhs_permutation = array<i64: 0, 2, 1, 3>, result_permutation = array<i64: 0, 2, 1, 3>, rhs_permutation = array<i64: 0, 2, 3, 1>} : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x4xf32>
+  %perm = braid.matmul %q, %k {lhs_permutation = array<i64: 0, 2, 1, 3>, rhs_permutation = array<i64: 0, 2, 3, 1>, result_permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x4xf32>
   // CHECK: %[[V_3:[a-z0-9_]+]] = braid.matmul %[[V_Q]], %[[V_K]] {transpose_b} : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
   %3 = braid.matmul %q, %k {transpose_b} : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
   // CHECK: %[[V_4:[a-z0-9_]+]] = braid.matmul %[[V_Q]], %[[V_A]] : tensor<2x4x8x8xf32>, tensor<8x16xf32> -> tensor<2x4x8x16xf32>

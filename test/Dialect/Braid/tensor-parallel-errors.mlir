@@ -12,6 +12,17 @@ func.func @no_rule(%x: tensor<4x8xf32> {braid.sharding = #braid.sharding<split 1
 // -----
 
 shard.grid @world(shape = 1x2)
+// A matmul that reads an operand through a permutation (braid-fuse-kernels
+// runs after the tensor-parallel pass) has no rule for a split one.
+func.func @permuted_matmul(%x: tensor<8x4xf32> {braid.sharding = #braid.sharding<split 0>}, %w: tensor<8x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @below {{'braid.matmul' has no tensor-parallel rule for operand #0 (argument #0) split 0}}
+  %y = braid.matmul %x, %w {lhs_permutation = array<i64: 1, 0>} : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 1x2)
 // A folded causal mask mixes the rows of the last two dimensions too: a
 // split of the queries has no rule.
 func.func @causal_rows(%x: tensor<2x8x8xf32> {braid.sharding = #braid.sharding<split 1>}) -> tensor<2x8x8xf32> {

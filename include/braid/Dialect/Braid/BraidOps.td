@@ -125,9 +125,29 @@ def Braid_MatmulOp : Braid_ComputeOp<"matmul"> {
     %y = braid.matmul %x, %w {transpose_b}
         : tensor<64x784xf32>, tensor<1024x784xf32> -> tensor<64x1024xf32>
     ```
+
+    `lhs_permutation` and `rhs_permutation` read an operand through a
+    transpose (as braid.transpose's `permutation`: dimension d of what the
+    product sees is dimension `permutation[d]` of the operand), before
+    `transpose_a`/`transpose_b`; `result_permutation` writes the product
+    transposed (the result is braid.transpose of the product). braid-fuse-
+    kernels folds attention's head transposes into them, so that BLAS reads
+    and writes the tensors where they are instead of a copy. Each matrix must
+    keep a dimension of unit stride: an operand permutation puts the
+    operand's last dimension at one of the last two places, and a result
+    permutation stores one of the product's last two dimensions last.
+
+    ```mlir
+    // q [batch, seq, heads, 64] read as [batch, heads, seq, 64]
+    %s = braid.matmul %q, %k {lhs_permutation = array<i64: 0, 2, 1, 3>, rhs_permutation = array<i64: 0, 2, 3, 1>}
+        : tensor<8x512x12x64xf32>, tensor<8x512x12x64xf32> -> tensor<8x12x512x512xf32>
+    ```
   }];
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs,
-                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       OptionalAttr<DenseI64ArrayAttr>:$lhs_permutation,
+                       OptionalAttr<DenseI64ArrayAttr>:$rhs_permutation,
+                       OptionalAttr<DenseI64ArrayAttr>:$result_permutation);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)

@@ -262,7 +262,7 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
 }
 
 def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
-  let summary = "Fold attention's scale and mask into softmax, and a bias into gelu";
+  let summary = "Fold scales, masks, biases and transposes into the kernels that read them";
   let description = [{
     Attention scores are scaled, masked and normalized by three ops, each a
     pass over a `[batch, heads, seq, seq]` tensor, and the backward mirrors
@@ -273,7 +273,8 @@ def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
     backward's. The folded ops must have no other use. The result is bit
     for bit that of the ops folded (the kernels compute the same float
     operations in the same order), and the tensors between them are gone
-    from the memory plan:
+    from the memory plan (the same holds for the bias folded into gelu
+    below):
     ```mlir
     %s = braid.scale %scores by 1.250000e-01 : tensor<8x12x64x64xf32>
     %m = braid.causal_mask %s fill = 0xFFF0000000000000 : tensor<8x12x64x64xf32>
@@ -315,9 +316,42 @@ def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
     ```
     The bias's own gradient (a braid.reduce_sum of the gelu_backward's
     result) is unchanged.
+
+    A `braid.transpose` that only matmuls read folds into their
+    `lhs_permutation`/`rhs_permutation`, and one that is a matmul's only
+    reader into its `result_permutation`, where each matrix keeps a
+    unit-stride dimension (BLAS then reads and writes the tensor where it
+    is). Attention's batched matmuls over `[batch x heads]`, which AOT
+    autograd writes between reshapes, first take the `[batch, heads]`
+    dimensions back (reshapes, which move nothing, take the other operand
+    and the result to and from the merged form where needed), so that the
+    head transposes fold:
+    ```mlir
+    %tq = braid.transpose %q permutation = [0, 2, 1, 3] : tensor<8x64x12x64xf32> -> tensor<8x12x64x64xf32>
+    %q3 = braid.reshape %tq : tensor<8x12x64x64xf32> -> tensor<96x64x64xf32>
+    ...
+    %s3 = braid.matmul %q3, %k3 : tensor<96x64x64xf32>, tensor<96x64x64xf32> -> tensor<96x64x64xf32>
+    ```
+    becomes
+    ```mlir
+    %s = braid.matmul %q, %k {lhs_permutation = array<i64: 0, 2, 1, 3>, rhs_permutation = array<i64: 0, 2, 3, 1>}
+        : tensor<8x64x12x64xf32>, tensor<8x64x12x64xf32> -> tensor<8x12x64x64xf32>
+    ```
+    The product is the same; BLAS may take another path for a transposed
+    operand, so the result can differ in the last bits.
+
+    The options turn each kind of fold off.
     braid-compile runs it after the parallelism passes and before the
     overlap passes (`--fuse=false` turns it off).
   }];
+  let options = [
+    Option<"softmax", "softmax", "bool", /*default=*/"true",
+           "Fold scales and causal masks into softmax and its backward">,
+    Option<"biasGelu", "bias-gelu", "bool", /*default=*/"true",
+           "Fold a bias_add into the gelu and gelu_backward that read it">,
+    Option<"transposes", "transposes", "bool", /*default=*/"true",
+           "Fold transposes into the matmuls that read or write them">
+  ];
   let statistics = [
     Statistic<"foldedOps", "folded-ops", "Ops folded into another">
   ];

@@ -77,7 +77,19 @@ static LogicalResult verifyShape(Operation *op, StringRef name, Value value,
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
-/// The batch, M, K, N sizes of a matmul; assumes a verified op.
+/// `shape` read through `perm` (dimension d is shape[perm[d]]), or as it is.
+static SmallVector<int64_t>
+permutedShape(ArrayRef<int64_t> shape, std::optional<ArrayRef<int64_t>> perm) {
+  if (!perm)
+    return SmallVector<int64_t>(shape);
+  SmallVector<int64_t> out;
+  for (int64_t p : *perm)
+    out.push_back(shape[p]);
+  return out;
+}
+
+/// The batch, M, K, N sizes of a matmul, from the operands as the product
+/// sees them (through their permutations); assumes a verified op.
 namespace {
 struct MatmulSizes {
   SmallVector<int64_t> batch;
@@ -86,8 +98,10 @@ struct MatmulSizes {
 } // namespace
 
 static MatmulSizes getMatmulSizes(MatmulOp op) {
-  ArrayRef<int64_t> a = tensorType(op.getLhs()).getShape();
-  ArrayRef<int64_t> b = tensorType(op.getRhs()).getShape();
+  SmallVector<int64_t> a =
+      permutedShape(tensorType(op.getLhs()).getShape(), op.getLhsPermutation());
+  SmallVector<int64_t> b =
+      permutedShape(tensorType(op.getRhs()).getShape(), op.getRhsPermutation());
   MatmulSizes s;
   s.batch.assign(a.begin(), a.end() - 2);
   int64_t a0 = a[a.size() - 2], a1 = a[a.size() - 1];
@@ -97,6 +111,35 @@ static MatmulSizes getMatmulSizes(MatmulOp op) {
   s.rhsK = op.getTransposeB() ? b1 : b0;
   s.n = op.getTransposeB() ? b0 : b1;
   return s;
+}
+
+/// Checks matmul permutation `name` of a rank-`rank` value: a permutation
+/// whose matrices keep a unit-stride dimension (an operand's last dimension
+/// at one of the last two places; the result's last dimension one of the
+/// product's last two).
+static LogicalResult verifyMatmulPermutation(MatmulOp op, StringRef name,
+                                             ArrayRef<int64_t> perm,
+                                             int64_t rank, bool result) {
+  if (int64_t(perm.size()) != rank)
+    return op.emitOpError()
+           << name << " has " << perm.size() << " entries for rank " << rank;
+  SmallVector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return op.emitOpError()
+             << name << " " << shapeString(perm) << " is not a permutation of "
+             << rank << " dimensions";
+    seen[p] = true;
+  }
+  if (result && perm.back() != rank - 1 && perm.back() != rank - 2)
+    return op.emitOpError()
+           << name << " must store one of the product's last two dimensions "
+           << "last, but is " << shapeString(perm);
+  if (!result && perm[rank - 1] != rank - 1 && perm[rank - 2] != rank - 1)
+    return op.emitOpError()
+           << name << " must put the operand's last dimension at one of the "
+           << "last two places, but is " << shapeString(perm);
+  return success();
 }
 
 LogicalResult MatmulOp::verify() {
@@ -111,8 +154,20 @@ LogicalResult MatmulOp::verify() {
       failed(
           verifySameElementType(*this, "lhs", getLhs(), "result", getResult())))
     return failure();
-  ArrayRef<int64_t> aBatch = a.getShape().drop_back(2);
-  ArrayRef<int64_t> bBatch = b.getShape().drop_back(2);
+  if (auto perm = getLhsPermutation())
+    if (failed(verifyMatmulPermutation(*this, "lhs_permutation", *perm,
+                                       a.getRank(), false)))
+      return failure();
+  if (auto perm = getRhsPermutation())
+    if (failed(verifyMatmulPermutation(*this, "rhs_permutation", *perm,
+                                       b.getRank(), false)))
+      return failure();
+  SmallVector<int64_t> aShape =
+      permutedShape(a.getShape(), getLhsPermutation());
+  SmallVector<int64_t> bShape =
+      permutedShape(b.getShape(), getRhsPermutation());
+  ArrayRef<int64_t> aBatch = ArrayRef<int64_t>(aShape).drop_back(2);
+  ArrayRef<int64_t> bBatch = ArrayRef<int64_t>(bShape).drop_back(2);
   if (b.getRank() != 2 && aBatch != bBatch)
     return emitOpError() << "batch dimensions " << shapeString(aBatch)
                          << " of lhs and " << shapeString(bBatch)
@@ -124,6 +179,12 @@ LogicalResult MatmulOp::verify() {
   SmallVector<int64_t> expected(s.batch);
   expected.push_back(s.m);
   expected.push_back(s.n);
+  if (auto perm = getResultPermutation()) {
+    if (failed(verifyMatmulPermutation(*this, "result_permutation", *perm,
+                                       expected.size(), true)))
+      return failure();
+    expected = permutedShape(expected, *perm);
+  }
   return verifyShape(*this, "result", getResult(), expected);
 }
 

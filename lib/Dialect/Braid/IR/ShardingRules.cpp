@@ -126,6 +126,10 @@ LogicalResult MatmulOp::propagateSharding(Shardings s, Results &out) {
     return all(*this, partial(*this), out);
   if (a.isPartial() || b.isPartial())
     return failure();
+  // A split read through a permutation has no rule yet: braid-fuse-kernels,
+  // which writes permutations, runs after braid-tensor-parallel.
+  if (getLhsPermutation() || getRhsPermutation() || getResultPermutation())
+    return failure();
   // Contraction over a split dimension: each rank's product is a part of
   // the sum (a row-parallel matmul).
   if (a.isSplitAlong(kA) && b.isSplitAlong(kB) &&

@@ -13,6 +13,7 @@
 #include "braid/Dialect/Braid/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include "llvm/Support/Debug.h"
@@ -54,19 +55,189 @@ struct FuseKernelsPass : public braid::impl::FuseKernelsBase<FuseKernelsPass> {
     SmallVector<SoftmaxBackwardOp> backward;
     SmallVector<BiasAddOp> biases;
     getOperation().walk([&](Operation *op) {
-      if (auto softmax = dyn_cast<SoftmaxOp>(op))
-        forward.push_back(softmax);
+      if (auto forwardOp = dyn_cast<SoftmaxOp>(op))
+        forward.push_back(forwardOp);
       else if (auto grad = dyn_cast<SoftmaxBackwardOp>(op))
         backward.push_back(grad);
       else if (auto bias = dyn_cast<BiasAddOp>(op))
         biases.push_back(bias);
     });
-    for (SoftmaxOp softmax : forward)
-      foldIntoSoftmax(softmax);
-    for (SoftmaxBackwardOp grad : backward)
-      foldIntoSoftmaxBackward(grad);
-    for (BiasAddOp bias : biases)
-      foldIntoGelu(bias);
+    if (softmax) {
+      for (SoftmaxOp op : forward)
+        foldIntoSoftmax(op);
+      for (SoftmaxBackwardOp grad : backward)
+        foldIntoSoftmaxBackward(grad);
+    }
+    if (biasGelu)
+      for (BiasAddOp bias : biases)
+        foldIntoGelu(bias);
+    if (!transposes)
+      return;
+    // Batched matmuls over [batch x heads] flattened into one dimension
+    // first take the two back, so that the head transposes around them
+    // fold.
+    SmallVector<MatmulOp> matmuls;
+    getOperation().walk([&](MatmulOp matmul) { matmuls.push_back(matmul); });
+    for (MatmulOp matmul : matmuls)
+      unflattenBatch(matmul);
+    SmallVector<TransposeOp> permutes;
+    getOperation().walk(
+        [&](TransposeOp transpose) { permutes.push_back(transpose); });
+    for (TransposeOp transpose : permutes)
+      if (!foldIntoMatmulOperands(transpose))
+        foldIntoMatmulResult(transpose);
+  }
+
+  /// The leading dimensions `value` had before a braid.reshape merged them
+  /// into its first one (the last two kept), or none.
+  static std::optional<SmallVector<int64_t>> mergedBatch(Value value) {
+    auto reshape = value.getDefiningOp<ReshapeOp>();
+    if (!reshape)
+      return std::nullopt;
+    ArrayRef<int64_t> to = cast<RankedTensorType>(value.getType()).getShape();
+    ArrayRef<int64_t> from =
+        cast<RankedTensorType>(reshape.getInput().getType()).getShape();
+    if (to.size() != 3 || from.size() < 4 ||
+        to.take_back(2) != from.take_back(2))
+      return std::nullopt;
+    return SmallVector<int64_t>(from.drop_back(2));
+  }
+
+  /// A batched matmul of [b x h, m, k] operands that reshapes merged from
+  /// [b, h, m, k] (attention's bmm as AOT autograd writes it) becomes the
+  /// matmul of the [b, h, ...] values, when a transpose is among them, so
+  /// that the transpose can fold. Reshapes (views, which move nothing) take
+  /// the other operand and the result to and from the merged form where
+  /// nothing else does.
+  void unflattenBatch(MatmulOp matmul) {
+    auto type = cast<RankedTensorType>(matmul.getType());
+    if (type.getRank() != 3 || matmul.getLhsPermutation() ||
+        matmul.getRhsPermutation() || matmul.getResultPermutation())
+      return;
+    std::optional<SmallVector<int64_t>> batch = mergedBatch(matmul.getLhs());
+    if (!batch)
+      batch = mergedBatch(matmul.getRhs());
+    if (!batch)
+      return;
+    auto splitType = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(*batch);
+      llvm::append_range(shape, t.getShape().take_back(2));
+      return RankedTensorType::get(shape, t.getElementType());
+    };
+    // An operand's [b, h, ...] form: the reshape's input, or a new reshape.
+    auto source = [&](Value v) -> Value {
+      if (auto reshape = v.getDefiningOp<ReshapeOp>())
+        if (reshape.getInput().getType() == splitType(v))
+          return reshape.getInput();
+      return nullptr;
+    };
+    Value lhs = source(matmul.getLhs());
+    Value rhs = cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2
+                    ? matmul.getRhs()
+                    : source(matmul.getRhs());
+    RankedTensorType resultType = splitType(matmul.getResult());
+    // Worth it only where a transpose is to fold.
+    auto transposed = [](Value v) {
+      return v && v.getDefiningOp<TransposeOp>();
+    };
+    bool resultTransposed = llvm::any_of(matmul->getUsers(), [&](Operation *u) {
+      auto reshape = dyn_cast<ReshapeOp>(u);
+      return reshape && reshape.getType() == resultType &&
+             llvm::any_of(reshape->getUsers(),
+                          [](Operation *w) { return isa<TransposeOp>(w); });
+    });
+    if (!transposed(lhs) && !transposed(rhs) && !resultTransposed)
+      return;
+    OpBuilder builder(matmul);
+    auto reshape = [&](Value v, Type to) -> Value {
+      auto op = ReshapeOp::create(builder, matmul.getLoc(), to, v);
+      if (Attribute stream = matmul->getAttr(BraidDialect::kStreamAttrName))
+        op->setAttr(BraidDialect::kStreamAttrName, stream);
+      return op.getResult();
+    };
+    if (!lhs)
+      lhs = reshape(matmul.getLhs(), splitType(matmul.getLhs()));
+    if (!rhs)
+      rhs = reshape(matmul.getRhs(), splitType(matmul.getRhs()));
+    auto split = cast<MatmulOp>(builder.clone(*matmul));
+    split->setOperands({lhs, rhs});
+    split.getResult().setType(resultType);
+    // Readers of the merged result: a reshape to [b, h, ...] reads the new
+    // one instead; anything else, a reshape back.
+    Value merged;
+    for (OpOperand &use :
+         llvm::make_early_inc_range(matmul.getResult().getUses())) {
+      auto user = dyn_cast<ReshapeOp>(use.getOwner());
+      if (user && user.getType() == resultType) {
+        user.getResult().replaceAllUsesWith(split.getResult());
+        user.erase();
+        continue;
+      }
+      if (!merged) {
+        builder.setInsertionPointAfter(split);
+        merged = reshape(split.getResult(), type);
+      }
+      use.set(merged);
+    }
+    llvm::SmallSetVector<Operation *, 2> defs;
+    for (Value operand : matmul->getOperands())
+      if (auto def = operand.getDefiningOp<ReshapeOp>())
+        defs.insert(def);
+    matmul.erase();
+    for (Operation *def : defs)
+      if (def->use_empty())
+        def->erase();
+  }
+
+  /// transpose -> matmul operands: every reader a matmul that reads the
+  /// operand where it is, through `lhs_permutation`/`rhs_permutation`.
+  bool foldIntoMatmulOperands(TransposeOp transpose) {
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    int64_t rank = perm.size();
+    // BLAS needs a unit-stride dimension in each matrix (MatmulOp's
+    // verifier says the same).
+    if (rank < 2 || (perm[rank - 1] != rank - 1 && perm[rank - 2] != rank - 1))
+      return false;
+    Value result = transpose.getResult();
+    if (result.use_empty())
+      return false;
+    for (OpOperand &use : result.getUses()) {
+      auto matmul = dyn_cast<MatmulOp>(use.getOwner());
+      if (!matmul || !sameStream(matmul, transpose) ||
+          (use.getOperandNumber() == 0 ? matmul.getLhsPermutation()
+                                       : matmul.getRhsPermutation()))
+        return false;
+    }
+    for (OpOperand &use : llvm::make_early_inc_range(result.getUses())) {
+      auto matmul = cast<MatmulOp>(use.getOwner());
+      if (use.getOperandNumber() == 0)
+        matmul.setLhsPermutation(perm);
+      else
+        matmul.setRhsPermutation(perm);
+      use.set(transpose.getInput());
+    }
+    transpose.erase();
+    ++foldedOps;
+    return true;
+  }
+
+  /// matmul -> transpose: the product written transposed, through
+  /// `result_permutation`, when the transpose stores one of the product's
+  /// last two dimensions last and is the product's only reader.
+  void foldIntoMatmulResult(TransposeOp transpose) {
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    int64_t rank = perm.size();
+    auto matmul = transpose.getInput().getDefiningOp<MatmulOp>();
+    if (!matmul || rank < 2 ||
+        (perm.back() != rank - 1 && perm.back() != rank - 2) ||
+        matmul.getResultPermutation() || !foldsInto(matmul, transpose))
+      return;
+    matmul.setResultPermutation(perm);
+    matmul.getResult().setType(transpose.getType());
+    transpose.getResult().replaceAllUsesWith(matmul.getResult());
+    transpose.erase();
+    ++foldedOps;
   }
 
   /// bias_add -> (reshape ->) gelu and gelu_backward: the sum's only
