@@ -2,7 +2,9 @@
 # pool of threads (CpuParallel.h) and BLAS gets as many. Arrays large
 # enough to be split (256 x 1024) through gelu, its backward, softmax over
 # rows and columns, log_softmax, braid.unary, add, mul, scale, bias_add,
-# softmax's backward, layer norm, the causal mask and AdamW: the results with 2
+# softmax's backward, layer norm and its backward, reductions over the
+# leading and the trailing dimension, transpose, slice, broadcast, the
+# causal mask, AdamW and SGD: the results with 2
 # and 3 threads equal those with 1 bit for bit (each element is computed
 # alike, whichever thread takes it), and those of one thread are right
 # (numpy, float64). The profile's header says how many threads ran, and a
@@ -67,6 +69,29 @@ def main():
     s.op("%%r:3 = braid.layer_norm %s, %s, %s eps = 1.000000e-05 : %s, tensor<1024xf32> -> "
          "tensor<256xf32>" % (s.input(x), s.input(gamma), s.input(beta), t),
          [(xd - mu) * rs * gamma + beta, mu.reshape(256), rs.reshape(256)], tol=1e-4)
+    # Layer norm's backward: dx by rows, gamma's and beta's gradients by
+    # columns, each summed over the rows in order.
+    dy = randn(rng, *shape)
+    xhat = (xd - mu) * rs
+    dyg = dy.astype(np.float64) * gamma
+    dxr = rs * (dyg - dyg.mean(axis=1, keepdims=True)
+                - xhat * (dyg * xhat).mean(axis=1, keepdims=True))
+    s.op("%%r:3 = braid.layer_norm_backward %s, %s, %s, %s, %s : %s, tensor<256xf32>, "
+         "tensor<1024xf32>" % (s.input(dy), s.input(x), s.input(mu.reshape(256).astype(np.float32)),
+                               s.input(rs.reshape(256).astype(np.float32)), s.input(gamma), t),
+         [dxr, (dy * xhat).sum(axis=0), dy.sum(axis=0)], tol=1e-4)
+    # Reductions over the leading and the trailing dimension, and the
+    # strided copies.
+    s.op("%%r = braid.reduce_sum %s dims = [0] : %s -> tensor<1024xf32>" % (s.input(x), t),
+         [xd.sum(axis=0)], tol=1e-4)
+    s.op("%%r = braid.reduce_sum %s dims = [1] : %s -> tensor<256xf32>" % (s.input(x), t),
+         [xd.sum(axis=1)], tol=1e-4)
+    s.op("%%r = braid.transpose %s permutation = [1, 0] : %s -> tensor<1024x256xf32>" % (
+        s.input(x), t), [x.T])
+    s.op("%%r = braid.slice %s offsets = [0, 512] : %s -> tensor<256x512xf32>" % (
+        s.input(x), t), [x[:, 512:]])
+    s.op("%%r = braid.broadcast %s dims = [0] : tensor<1024xf32> -> %s" % (
+        s.input(bias), t), [np.broadcast_to(bias, shape)])
     sq = randn(rng, 64, 64, 64)
     s.op("%%r = braid.causal_mask %s fill = -1.000000e+09 : tensor<64x64x64xf32>" % s.input(sq),
          [np.where(np.triu(np.ones((64, 64), bool), 1), -1e9, sq)])
@@ -80,6 +105,14 @@ def main():
          "weight_decay = %e : %s, tensor<f32>" % (
              s.input(p), s.input(g), s.input(m), s.input(v), s.input(step), lr, b1, b2, eps,
              wd, t), [npar, nm, nv], tol=1e-4)
+
+    buf = randn(rng, *shape)
+    mom, sgd_lr, sgd_wd = 0.9, 0.01, 0.1
+    gi = g.astype(np.float64) + sgd_wd * p
+    nb = mom * buf + gi
+    s.op("%%r:2 = braid.sgd %s, %s, %s lr = %e momentum = %e weight_decay = %e {nesterov} : %s" % (
+        s.input(p), s.input(g), s.input(buf), sgd_lr, mom, sgd_wd, t),
+        [p - sgd_lr * (gi + mom * nb), nb], tol=1e-5)
 
     mlir, plan, data = (os.path.join(out, n) for n in ("threads.mlir", "threads.plan",
                                                         "threads.npz"))

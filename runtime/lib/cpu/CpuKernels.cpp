@@ -150,22 +150,27 @@ void reduce(const Args &a, bool mean, const std::vector<int64_t> &dims) {
     ++lead;
   while (trail < rank && reduced[rank - 1 - trail])
     ++trail;
+  // The first two split the outputs over the kernel's threads, each summed
+  // in order: the same bits on any number of threads.
   if (lead == dims.size() && outN > 0) {
     int64_t rows = product(x.shape, 0, lead);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *row = in + r * outN;
-      for (int64_t o = 0; o < outN; ++o)
-        acc[o] += row[o];
-    }
+    int64_t grain = std::max<int64_t>(16, kGrain / std::max<int64_t>(rows, 1));
+    parallelFor(outN, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *row = in + r * outN;
+        for (int64_t o = begin; o < end; ++o)
+          acc[o] += row[o];
+      }
+    });
   } else if (trail == dims.size() && outN > 0) {
     int64_t run = product(x.shape, rank - trail, rank);
-    for (int64_t o = 0; o < outN; ++o) {
+    forRows(outN, run, [&](int64_t o) {
       const float *row = in + o * run;
       double s = 0;
       for (int64_t k = 0; k < run; ++k)
         s += row[k];
       acc[o] = s;
-    }
+    });
   } else {
     gather(x.shape, outStrides, 0,
            [&](int64_t i, int64_t o) { acc[o] += in[i]; });
@@ -443,9 +448,30 @@ void gatherView(const Args &a) {
   };
   if (rows.empty())
     return copyRow(dst, src + view.base * size);
-  gather(rows, rowStrides, view.base, [&](int64_t o, int64_t i) {
-    copyRow(dst + o * len * size, src + i * size);
-  });
+  // Rows split over the kernel's threads, each piece from its first row's
+  // coordinates on.
+  int64_t count = product(rows, 0, rows.size());
+  parallelFor(count, std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)),
+              [&](int64_t begin, int64_t end) {
+                std::vector<int64_t> coord(rows.size());
+                int64_t i = view.base;
+                for (size_t d = rows.size(), r = size_t(begin); d-- > 0;) {
+                  coord[d] = int64_t(r) % rows[d];
+                  r /= size_t(rows[d]);
+                  i += coord[d] * rowStrides[d];
+                }
+                for (int64_t o = begin; o < end; ++o) {
+                  copyRow(dst + o * len * size, src + i * size);
+                  for (size_t d = rows.size(); d-- > 0;) {
+                    if (++coord[d] < rows[d]) {
+                      i += rowStrides[d];
+                      break;
+                    }
+                    i -= rowStrides[d] * (rows[d] - 1);
+                    coord[d] = 0;
+                  }
+                }
+              });
 }
 
 void concat(const Args &a) {

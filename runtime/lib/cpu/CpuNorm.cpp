@@ -4,7 +4,8 @@
 // any dimension (exponentials through CpuVectorMath.h), with the scale and
 // causal mask braid-fuse-kernels folds into them, layer norm over the
 // trailing dimensions. Sums accumulate in double; rows are split over the
-// kernel's threads (CpuParallel.h), never inside a row.
+// kernel's threads (CpuParallel.h), never inside a row, and layer norm's
+// weight gradients by columns, each summed over the rows in order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -177,8 +178,9 @@ void layerNormBackward(const Args &a) {
   const float *dy = a.in(0), *x = a.in(1), *mean = a.in(2), *rstd = a.in(3),
               *g = a.in(4);
   float *dx = a.out(0), *dg = a.out(1), *db = a.out(2);
-  std::vector<double> dgAcc(d, 0.0), dbAcc(d, 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
+  // dx row by row; gamma's and beta's gradients column by column, each
+  // summed over the rows in order: the same bits on any number of threads.
+  auto rowGrad = [&](int64_t r, double *dgAcc, double *dbAcc) {
     double mu = mean[r], rs = rstd[r];
     double sumDyG = 0, sumDyGXhat = 0;
     for (int64_t k = 0; k < d; ++k) {
@@ -186,14 +188,35 @@ void layerNormBackward(const Args &a) {
       double dyg = double(dy[r * d + k]) * g[k];
       sumDyG += dyg;
       sumDyGXhat += dyg * xhat;
-      dgAcc[k] += double(dy[r * d + k]) * xhat;
-      dbAcc[k] += dy[r * d + k];
+      if (dgAcc) {
+        dgAcc[k] += double(dy[r * d + k]) * xhat;
+        dbAcc[k] += dy[r * d + k];
+      }
     }
     for (int64_t k = 0; k < d; ++k) {
       double xhat = (x[r * d + k] - mu) * rs;
       double dyg = double(dy[r * d + k]) * g[k];
       dx[r * d + k] = float(rs * (dyg - sumDyG / d - xhat * sumDyGXhat / d));
     }
+  };
+  std::vector<double> dgAcc(d, 0.0), dbAcc(d, 0.0);
+  if (cpuThreads() == 1 || rows * d < 2 * kGrain) {
+    // One pass over the rows.
+    for (int64_t r = 0; r < rows; ++r)
+      rowGrad(r, dgAcc.data(), dbAcc.data());
+  } else {
+    forRows(rows, d, [&](int64_t r) { rowGrad(r, nullptr, nullptr); });
+    int64_t grain = std::max<int64_t>(16, kGrain / std::max<int64_t>(rows, 1));
+    parallelFor(d, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = 0; r < rows; ++r) {
+        double mu = mean[r], rs = rstd[r];
+        for (int64_t k = begin; k < end; ++k) {
+          double xhat = (x[r * d + k] - mu) * rs;
+          dgAcc[k] += double(dy[r * d + k]) * xhat;
+          dbAcc[k] += dy[r * d + k];
+        }
+      }
+    });
   }
   for (int64_t k = 0; k < d; ++k) {
     dg[k] = float(dgAcc[k]);
