@@ -222,3 +222,18 @@ func.func @transposes_kept(%a: tensor<4x8xf32>, %b: tensor<2x3x4xf32>, %r: tenso
   %pt = braid.transpose %p permutation = [1, 0] : tensor<4x4xf32> -> tensor<4x4xf32>
   return %m, %t, %c, %p, %pt : tensor<8x8xf32>, tensor<8x4xf32>, tensor<4x2x5xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A batched matmul between reshapes with no transpose to fold is left as
+// it is.
+// CHECK-LABEL: func.func @bmm_kept
+// CHECK-NEXT: braid.reshape
+// CHECK-NEXT: braid.reshape
+// CHECK-NEXT: braid.matmul {{.*}} : tensor<8x8x16xf32>, tensor<8x16x8xf32> -> tensor<8x8x8xf32>
+func.func @bmm_kept(%a: tensor<2x4x8x16xf32>, %b: tensor<2x4x16x8xf32>) -> tensor<8x8x8xf32> {
+  %a3 = braid.reshape %a : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+  %b3 = braid.reshape %b : tensor<2x4x16x8xf32> -> tensor<8x16x8xf32>
+  %m = braid.matmul %a3, %b3 : tensor<8x8x16xf32>, tensor<8x16x8xf32> -> tensor<8x8x8xf32>
+  return %m : tensor<8x8x8xf32>
+}
