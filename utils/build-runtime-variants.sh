@@ -24,6 +24,6 @@ variant() {
   fi
   ninja -C "$dir" -j"$jobs" $targets
 }
-variant asan "braid-run braid-executor-test" -DBRAID_RUNTIME_SANITIZE=address,undefined
-variant tsan "braid-run braid-executor-test braid-tsan-self-test" -DBRAID_RUNTIME_SANITIZE=thread
+variant asan "braid-run braid-executor-test braid-device-backend-test" -DBRAID_RUNTIME_SANITIZE=address,undefined
+variant tsan "braid-run braid-executor-test braid-device-backend-test braid-tsan-self-test" -DBRAID_RUNTIME_SANITIZE=thread
 variant fuzz "braid-plan-fuzzer" -DBRAID_RUNTIME_FUZZ=ON

@@ -1,6 +1,11 @@
 # Trains the tiny GPT and MLP for 20 steps on one GPU (cuda backend, one
 # rank: NCCL needs a GPU per rank) with the overlapped and the naive plan,
-# and compares with the cpu backend.
+# and compares with the cpu backend by train.py's rules: step 1's loss
+# within 1e-6 relative; final parameters within 1e-5 relative (MLP, SGD) and
+# 1e-4 (GPT, AdamW), except the attention key bias, whose true gradient is
+# exactly zero (softmax ignores a constant added to a row of scores): AdamW
+# turns its rounding noise into lr-sized steps in any two summation orders
+# (cuBLAS's and OpenBLAS's), so it is only checked to stay at noise level.
 #
 # REQUIRES: gpu, cuda-backend, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
@@ -16,6 +21,10 @@ import braidtest  # noqa: E402
 
 MODELS = ("mlp", "gpt")
 VARIANTS = (("naive", ["--no-overlap"]), ("overlap", ["--comm-streams=2"]))
+STEPS = 20
+# The key third of the first block's fused q/k/v bias (the tiny GPT's width
+# is 64).
+KEY_BIAS = ("h0.attn.c_attn.bias", slice(64, 128))
 
 
 def compile_plans(out, model):
@@ -41,26 +50,45 @@ def main():
         plans = compile_plans(out, model)
         if compile_only:
             continue
-        finals = {}
+        finals, first_losses = {}, {}
         for variant, _ in VARIANTS:
             plan = plans[variant]
             for backend in ("cpu", "cuda"):
                 save = plan.replace(".plan", "-%s.npz" % backend)
                 p = braidtest.braid_run(plan, backend=backend,
-                                        args=["--steps", "20", "--save", save])
+                                        args=["--steps", str(STEPS), "--save", save])
                 losses = braidtest.losses(p.stdout)
-                ok = len(losses) == 20 and losses[-1] < 0.95 * losses[0]
+                ok = len(losses) == STEPS and losses[-1] < 0.95 * losses[0]
+                first_losses[(variant, backend)] = losses[0] if losses else float("nan")
                 print("%s %s %s %s: loss %.4f -> %.4f" % (
                     "ok  " if ok else "FAIL", model, variant, backend, losses[0], losses[-1]))
                 failures += not ok
                 with np.load(save) as f:
                     finals[(variant, backend)] = {k: f[k] for k in f.files if k != "loss"}
         for variant, _ in VARIANTS:
+            la, lb = first_losses[(variant, "cuda")], first_losses[(variant, "cpu")]
+            ldiff = abs(la - lb) / abs(lb)
+            ok = ldiff <= 1e-6
+            print("%s %s %s: step 1 losses differ by %.2e (at most 1e-06)" % (
+                "ok  " if ok else "FAIL", model, variant, ldiff))
+            failures += not ok
             a, b = finals[(variant, "cuda")], finals[(variant, "cpu")]
+            if model == "gpt":
+                name, part = KEY_BIAS
+                for params in (a, b):
+                    key = params[name][part]
+                    drift = np.abs(key).max()
+                    ok = drift < 3e-4 * STEPS
+                    print("%s gpt %s: the key bias only drifts (max %.2e)" % (
+                        "ok  " if ok else "FAIL", variant, drift))
+                    failures += not ok
+                    params[name] = params[name].copy()
+                    params[name][part] = 0
+            tol = 1e-5 if model == "mlp" else 1e-4
             diff = max(braidtest.max_rel_diff(a[k], b[k]) for k in b)
-            ok = diff <= 1e-3
-            print("%s %s %s: cuda vs cpu parameters differ by %.2e" % (
-                "ok  " if ok else "FAIL", model, variant, diff))
+            ok = diff <= tol
+            print("%s %s %s: cuda vs cpu parameters differ by %.2e (at most %.0e)" % (
+                "ok  " if ok else "FAIL", model, variant, diff, tol))
             failures += not ok
     if compile_only:
         return

@@ -18,6 +18,11 @@ Executor::Executor(const Plan &plan, Backend &backend)
     for (const Instr &i : s.instrs)
       if (i.kind == InstrKind::CollectiveStart)
         futureStarts[i.future] = &i;
+  if (backend.ordersCollectives()) {
+    std::vector<const Instr *> order = collectiveOrder(plan);
+    for (size_t k = 0; k < order.size(); ++k)
+      tickets[order[k]] = k;
+  }
   for (unsigned s = 0; s < plan.streams.size(); ++s)
     threads.emplace_back([this, s] { worker(s); });
 }
@@ -49,6 +54,15 @@ void Executor::runStep() {
 
 void Executor::worker(unsigned stream) {
   uint64_t seen = 0;
+  try {
+    backend.startThread(stream);
+  } catch (...) {
+    // Reported by the first step, which every stream then stops.
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!error)
+      error = std::current_exception();
+    failed = true;
+  }
   for (;;) {
     uint64_t current;
     {
@@ -101,6 +115,68 @@ void Executor::waitFor(unsigned stream, const std::atomic<uint64_t> &flag,
   }
 }
 
+void Executor::issue(unsigned stream, const Instr &instr, uint64_t current) {
+  // A ticket: the collectives before it in collectiveOrder, over all the
+  // steps so far, have been issued. Every step issues each collective once
+  // (a failed step ends the executor), so the count is exact.
+  uint64_t ticket = 0;
+  bool ordered = !tickets.empty();
+  if (ordered) {
+    ticket = (current - 1) * tickets.size() + tickets.at(&instr);
+    waitFor(stream, issued, ticket);
+  }
+  if (instr.kind == InstrKind::Collective) {
+    backend.collective(stream, instr);
+  } else {
+    backend.startCollective(stream, instr);
+    signal(*futures[instr.future], current);
+  }
+  if (ordered)
+    signal(issued, ticket + 1);
+}
+
+std::vector<const Instr *> braid::rt::collectiveOrder(const Plan &plan) {
+  size_t streams = plan.streams.size();
+  std::vector<size_t> next(streams, 0);
+  std::vector<bool> recorded(plan.numEvents, false),
+      started(plan.numFutures, false);
+  std::vector<const Instr *> order;
+  for (;;) {
+    bool moved = false, finished = true;
+    for (size_t s = 0; s < streams; ++s) {
+      const std::vector<Instr> &instrs = plan.streams[s].instrs;
+      if (next[s] == instrs.size())
+        continue;
+      finished = false;
+      const Instr &i = instrs[next[s]];
+      if ((i.kind == InstrKind::WaitEvent && !recorded.at(i.event)) ||
+          (i.kind == InstrKind::Wait && !started.at(i.future)))
+        continue;
+      if (i.kind == InstrKind::RecordEvent)
+        recorded.at(i.event) = true;
+      if (i.kind == InstrKind::CollectiveStart)
+        started.at(i.future) = true;
+      if (i.kind == InstrKind::Collective ||
+          i.kind == InstrKind::CollectiveStart)
+        order.push_back(&i);
+      ++next[s];
+      moved = true;
+    }
+    if (finished)
+      return order;
+    if (!moved) {
+      std::string blocked;
+      for (size_t s = 0; s < streams; ++s)
+        if (next[s] < plan.streams[s].instrs.size())
+          blocked += std::string(blocked.empty() ? "" : ", ") +
+                     plan.streams[s].name() + " at " +
+                     plan.streams[s].instrs[next[s]].describe();
+      throw PlanError("the plan's streams wait on each other in a cycle: " +
+                      blocked);
+    }
+  }
+}
+
 void Executor::runStream(unsigned stream, uint64_t current) {
   for (const Instr &instr : plan.streams[stream].instrs) {
     if (failed)
@@ -110,11 +186,8 @@ void Executor::runStream(unsigned stream, uint64_t current) {
       backend.kernel(stream, instr);
       break;
     case InstrKind::Collective:
-      backend.collective(stream, instr);
-      break;
     case InstrKind::CollectiveStart:
-      backend.startCollective(stream, instr);
-      signal(*futures[instr.future], current);
+      issue(stream, instr, current);
       break;
     case InstrKind::Wait:
       waitFor(stream, *futures[instr.future], current);

@@ -428,6 +428,7 @@ int main(int argc, char **argv) {
         BackendOptions options;
         options.timeoutSeconds = o.timeout;
         options.localRank = localRank;
+        options.localRanks = localRanks;
         options.checkMemory = o.checkMemory;
         options.profile = o.profile;
         options.threads =

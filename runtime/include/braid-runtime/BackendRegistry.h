@@ -27,8 +27,10 @@ namespace braid::rt {
 struct BackendOptions {
   MPI_Comm world = MPI_COMM_WORLD;
   double timeoutSeconds = 300;
-  /// The rank's index among the ranks of its node (picks a GPU).
+  /// The rank's index among the ranks of its node (picks a GPU), and how
+  /// many ranks the node runs.
   int localRank = 0;
+  int localRanks = 1;
   /// --check-memory (the cpu backend's memory checker).
   bool checkMemory = false;
   /// --profile (the cpu backend times each kernel: KernelProfile.h).

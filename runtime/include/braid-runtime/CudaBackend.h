@@ -1,9 +1,18 @@
 //===- CudaBackend.h - the cuda backend -------------------------*- C++ -*-===//
+//
+// The cuda backend is a DeviceBackend (DeviceBackend.h) over a Device made
+// of CUDA streams and events, cuBLAS, braid's CUDA kernels and NCCL, with
+// one communicator per (device group, stream) bootstrapped through MPI. One
+// process per GPU: a rank takes the GPU of its local rank, and a node with
+// more ranks than GPUs is refused. Registered as "cuda" in builds that have
+// CUDA and NCCL.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef BRAID_RUNTIME_CUDABACKEND_H
 #define BRAID_RUNTIME_CUDABACKEND_H
 
-#include "braid-runtime/Executor.h"
+#include "braid-runtime/Device.h"
 
 #include <mpi.h>
 
@@ -11,35 +20,8 @@
 
 namespace braid::rt {
 
-/// CUDA streams and events, cuBLAS, braid's CUDA kernels, NCCL with one
-/// communicator per (device group, stream), bootstrapped through MPI. One
-/// process per GPU: a rank takes GPU (local rank mod GPU count).
-class CudaBackend : public Backend {
-public:
-  /// Throws if there is no usable GPU. `localRank` is the rank's index among
-  /// the ranks of its node; it picks the GPU.
-  CudaBackend(MPI_Comm world, double timeoutSeconds, int localRank);
-  ~CudaBackend() override;
-
-  const char *name() const override { return "cuda"; }
-  void prepare(const Plan &plan) override;
-  void connect() override;
-  void kernel(unsigned stream, const Instr &instr) override;
-  void collective(unsigned stream, const Instr &instr) override;
-  void startCollective(unsigned stream, const Instr &instr) override;
-  void waitCollective(unsigned stream, const Instr &start) override;
-  void recordEvent(unsigned stream, int event) override;
-  void waitEvent(unsigned stream, int event) override;
-  void synchronize() override;
-  void read(const Buffer &buffer, void *dst) override;
-  void write(const Buffer &buffer, const void *src) override;
-  void copy(const Buffer &dst, const Buffer &src) override;
-
-  struct State;
-
-private:
-  std::unique_ptr<State> state;
-};
+/// The CUDA device; its communicators split `world`.
+std::unique_ptr<Device> createCudaDevice(MPI_Comm world);
 
 } // namespace braid::rt
 

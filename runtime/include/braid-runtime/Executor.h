@@ -19,6 +19,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -48,6 +49,15 @@ public:
   /// After every rank has prepared: make the communicators (collective
   /// calls, in plan order on every rank).
   virtual void connect() {}
+  /// Called once on each stream's thread, before that thread runs anything
+  /// (the cuda backend makes the rank's GPU the thread's current device:
+  /// a new host thread starts on device 0).
+  virtual void startThread(unsigned stream) {}
+  /// Whether the executor must issue every collective in collectiveOrder's
+  /// order, the same on every rank, instead of as each stream reaches it.
+  /// NCCL calls on several communicators from several host threads at once
+  /// are not safe, and their order must match across ranks.
+  virtual bool ordersCollectives() const { return false; }
   virtual void kernel(unsigned stream, const Instr &instr) = 0;
   /// A synchronous collective.
   virtual void collective(unsigned stream, const Instr &instr) = 0;
@@ -72,6 +82,14 @@ public:
   virtual KernelProfile *kernelProfile() { return nullptr; }
 };
 
+/// The plan's collectives in one order that keeps each stream's order and
+/// every cross-stream dependency (a wait_event after its record_event, a
+/// wait after its start): the streams' instructions taken round-robin, one
+/// at a time from each stream that can go on. It depends on the plan alone,
+/// so every rank derives the same order. Throws PlanError when the streams
+/// wait on each other in a cycle.
+std::vector<const Instr *> collectiveOrder(const Plan &plan);
+
 class Executor {
 public:
   Executor(const Plan &plan, Backend &backend);
@@ -89,12 +107,19 @@ private:
   void waitFor(unsigned stream, const std::atomic<uint64_t> &flag,
                uint64_t step);
   void signal(std::atomic<uint64_t> &flag, uint64_t step);
+  /// Issues collective `instr` (its turn first, when the backend orders
+  /// collectives).
+  void issue(unsigned stream, const Instr &instr, uint64_t step);
 
   const Plan &plan;
   Backend &backend;
   std::vector<std::thread> threads;
   std::vector<std::unique_ptr<std::atomic<uint64_t>>> events, futures;
   std::vector<const Instr *> futureStarts;
+  /// With Backend::ordersCollectives: each collective's place in
+  /// collectiveOrder, and how many collectives have been issued in all.
+  std::map<const Instr *, uint64_t> tickets;
+  std::atomic<uint64_t> issued{0};
 
   std::mutex mutex;
   std::condition_variable wake, done;

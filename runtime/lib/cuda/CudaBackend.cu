@@ -1,12 +1,17 @@
-//===- CudaBackend.cu - CUDA streams, cuBLAS, NCCL ------------------------===//
+//===- CudaBackend.cu - the Device over CUDA, cuBLAS and NCCL -------------===//
 //
-// The executor's stream threads enqueue work on one CUDA stream each; events
-// are CUDA events; a collective is an NCCL call (NcclCommunicator, issued by
-// issueCollective) on the communicator of its (device group, stream), and
-// its wait makes the waiting stream wait on an event recorded after the
-// call. NCCL communicators are bootstrapped by
-// broadcasting the unique id over the group's MPI communicator. The step's
-// end polls the streams against the watchdog's deadline.
+// CUDA streams and events by index, braid's CUDA kernels with a cuBLAS
+// handle per stream, copies with cudaMemcpyAsync, and NCCL communicators
+// bootstrapped by broadcasting the unique id over the group's MPI
+// communicator. What the backend does with them (which thread selects the
+// GPU, how launches are checked, the order of the NCCL calls, the deadline)
+// is DeviceBackend's, tested on the host with a fake device.
+//
+// Before the first CUDA call, unless the user set them: CUDA_MODULE_LOADING
+// =EAGER loads every kernel when the context is made (lazy loading, the
+// default since CUDA 12.2, can stall step 1 while NCCL kernels run on other
+// streams), and NCCL_RUNTIME_CONNECT=0 connects a communicator's peers in
+// ncclCommInitRank instead of inside its first collective.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,13 +19,13 @@
 #include "NcclCommunicator.h"
 #include "braid-runtime/BackendRegistry.h"
 #include "braid-runtime/CudaBackend.h"
-#include "braid-runtime/Watchdog.h"
+#include "braid-runtime/DeviceBackend.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <map>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -34,119 +39,6 @@ void cudaCheck(cudaError_t error, const std::string &what) {
     throw KernelError("cuda: " + what + ": " + cudaGetErrorString(error));
 }
 
-} // namespace
-
-struct CudaBackend::State {
-  MPI_Comm world;
-  int rank = 0;
-  int device = 0;
-  double timeout;
-  const Plan *plan = nullptr;
-  uint8_t *arena = nullptr;
-  int *errorFlag = nullptr;
-  std::vector<cudaStream_t> streams;
-  std::vector<cublasHandle_t> blas;
-  std::vector<cudaEvent_t> events, futureEvents;
-  std::map<std::pair<int, unsigned>, std::unique_ptr<NcclCommunicator>> comms;
-};
-
-CudaBackend::CudaBackend(MPI_Comm world, double timeoutSeconds, int localRank)
-    : state(std::make_unique<State>()) {
-  state->world = world;
-  state->timeout = timeoutSeconds;
-  MPI_Comm_rank(world, &state->rank);
-  int count = 0;
-  cudaError_t error = cudaGetDeviceCount(&count);
-  if (error != cudaSuccess || count == 0)
-    throw std::runtime_error(
-        std::string("the cuda backend found no usable GPU: ") +
-        (error != cudaSuccess ? cudaGetErrorString(error) : "0 devices"));
-  // The rank's index among the ranks of its node picks its GPU.
-  state->device = localRank % count;
-  cudaCheck(cudaSetDevice(state->device), "cudaSetDevice");
-}
-
-CudaBackend::~CudaBackend() {
-  if (!state)
-    return;
-  state->comms.clear();
-  for (cublasHandle_t h : state->blas)
-    cublasDestroy(h);
-  for (cudaEvent_t e : state->events)
-    cudaEventDestroy(e);
-  for (cudaEvent_t e : state->futureEvents)
-    cudaEventDestroy(e);
-  for (cudaStream_t s : state->streams)
-    cudaStreamDestroy(s);
-  cudaFree(state->arena);
-  cudaFree(state->errorFlag);
-}
-
-void CudaBackend::prepare(const Plan &plan) {
-  checkComputeTypes(plan, "cuda", /*half=*/false);
-  State &s = *state;
-  s.plan = &plan;
-  cudaCheck(cudaMalloc(&s.arena, plan.arenaBytes ? plan.arenaBytes : 256),
-            "allocating the arena of " + std::to_string(plan.arenaBytes) +
-                " bytes");
-  cudaCheck(cudaMemset(s.arena, 0, plan.arenaBytes), "clearing the arena");
-  cudaCheck(cudaMalloc(&s.errorFlag, sizeof(int)), "cudaMalloc");
-  cudaCheck(cudaMemset(s.errorFlag, 0, sizeof(int)), "cudaMemset");
-  for (size_t i = 0; i < plan.streams.size(); ++i) {
-    cudaStream_t stream;
-    cudaCheck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-              "cudaStreamCreate");
-    s.streams.push_back(stream);
-    cublasHandle_t handle;
-    if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
-      throw KernelError("cuda: cublasCreate failed");
-    cublasSetStream(handle, stream);
-    s.blas.push_back(handle);
-  }
-  auto newEvent = [] {
-    cudaEvent_t e;
-    cudaCheck(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
-              "cudaEventCreate");
-    return e;
-  };
-  for (uint32_t e = 0; e < plan.numEvents; ++e)
-    s.events.push_back(newEvent());
-  for (uint32_t f = 0; f < plan.numFutures; ++f)
-    s.futureEvents.push_back(newEvent());
-}
-
-void CudaBackend::connect() {
-  State &s = *state;
-  const Plan &plan = *s.plan;
-  // NCCL communicators in plan order on every rank, bootstrapped by
-  // broadcasting the unique id over the group's MPI communicator.
-  forEachCommunicator(plan, [&](int group, unsigned stream) {
-    int64_t color, index;
-    plan.groups[group].locate(s.rank, color, index);
-    MPI_Comm comm;
-    MPI_Comm_split(s.world, int(color), int(index), &comm);
-    int size = 0;
-    MPI_Comm_size(comm, &size);
-    ncclUniqueId id;
-    if (index == 0)
-      ncclCheck(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
-    MPI_Comm_free(&comm);
-    ncclComm_t nccl;
-    ncclCheck(ncclCommInitRank(&nccl, size, id, int(index)),
-              "ncclCommInitRank");
-    s.comms[{group, stream}] = std::make_unique<NcclCommunicator>(
-        nccl, s.streams[stream], int(index), size);
-  });
-}
-
-void CudaBackend::kernel(unsigned stream, const Instr &instr) {
-  launchCudaKernel(*state->plan, instr, state->arena, state->streams[stream],
-                   state->blas[stream], state->errorFlag);
-}
-
-namespace {
-
 /// Stream-ordered copies and staging memory on one CUDA stream: what is
 /// enqueued after the NCCL call runs after it, so `afterwards` runs at
 /// once; the staging memory is freed in stream order at the end.
@@ -158,9 +50,9 @@ public:
       cudaFreeAsync(p, stream);
   }
   void copy(uint8_t *dst, const uint8_t *src, uint64_t bytes) override {
-    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-                              stream),
-              "copying a collective's input");
+    cudaCheck(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream),
+        "copying a collective's input");
   }
   void upload(uint8_t *dst, const void *src, uint64_t bytes) override {
     // From pageable memory: returns once `src` has been read.
@@ -187,82 +79,183 @@ private:
   std::vector<void *> buffers;
 };
 
+class CudaDevice : public Device {
+public:
+  explicit CudaDevice(MPI_Comm world) : world(world) {
+    setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
+    setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+  }
+  ~CudaDevice() override {
+    for (cublasHandle_t h : blas)
+      cublasDestroy(h);
+    for (cudaEvent_t e : events)
+      cudaEventDestroy(e);
+    for (cudaStream_t s : streams)
+      cudaStreamDestroy(s);
+    for (void *p : memory)
+      cudaFree(p);
+    for (void *p : hostMemory)
+      cudaFreeHost(p);
+  }
+
+  const char *name() const override { return "cuda"; }
+
+  int count() override {
+    int n = 0;
+    cudaError_t error = cudaGetDeviceCount(&n);
+    if (error != cudaSuccess || n == 0)
+      throw std::runtime_error(
+          std::string("the cuda backend found no usable GPU: ") +
+          (error != cudaSuccess ? cudaGetErrorString(error) : "0 devices"));
+    return n;
+  }
+
+  void select(int device) override {
+    cudaCheck(cudaSetDevice(device),
+              "making GPU " + std::to_string(device) + " current");
+  }
+
+  uint8_t *allocate(uint64_t bytes) override {
+    void *p = nullptr;
+    cudaCheck(cudaMalloc(&p, bytes),
+              "allocating " + std::to_string(bytes) + " bytes of GPU memory");
+    memory.push_back(p);
+    return static_cast<uint8_t *>(p);
+  }
+
+  uint8_t *allocateHost(uint64_t bytes) override {
+    void *p = nullptr;
+    cudaCheck(cudaMallocHost(&p, bytes), "allocating " + std::to_string(bytes) +
+                                             " bytes of pinned memory");
+    hostMemory.push_back(p);
+    return static_cast<uint8_t *>(p);
+  }
+
+  void create(unsigned streamCount, unsigned eventCount) override {
+    for (unsigned i = 0; i < streamCount; ++i) {
+      cudaStream_t stream;
+      cudaCheck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                "cudaStreamCreate");
+      streams.push_back(stream);
+      cublasHandle_t handle;
+      if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
+        throw KernelError("cuda: cublasCreate failed");
+      cublasSetStream(handle, stream);
+      blas.push_back(handle);
+    }
+    for (unsigned i = 0; i < eventCount; ++i) {
+      cudaEvent_t e;
+      cudaCheck(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                "cudaEventCreate");
+      events.push_back(e);
+    }
+    void *flag = nullptr;
+    cudaCheck(cudaMalloc(&flag, sizeof(int)), "cudaMalloc");
+    memory.push_back(flag);
+    errorFlag = static_cast<int *>(flag);
+    cudaCheck(cudaMemsetAsync(errorFlag, 0, sizeof(int), streams[0]),
+              "clearing the error flag");
+    cudaCheck(cudaStreamSynchronize(streams[0]), "clearing the error flag");
+  }
+
+  void launch(const Plan &plan, const Instr &instr, uint8_t *arena,
+              unsigned stream) override {
+    launchCudaKernel(plan, instr, arena, streams[stream], blas[stream],
+                     errorFlag);
+  }
+
+  std::string launchError() override {
+    cudaError_t error = cudaGetLastError();
+    return error == cudaSuccess ? "" : cudaGetErrorString(error);
+  }
+
+  void copy(void *dst, const void *src, uint64_t bytes,
+            unsigned stream) override {
+    cudaCheck(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, streams[stream]),
+        "copying " + std::to_string(bytes) + " bytes");
+  }
+
+  void fill(uint8_t *dst, uint8_t value, uint64_t bytes,
+            unsigned stream) override {
+    cudaCheck(cudaMemsetAsync(dst, value, bytes, streams[stream]),
+              "clearing " + std::to_string(bytes) + " bytes");
+  }
+
+  void record(unsigned event, unsigned stream) override {
+    cudaCheck(cudaEventRecord(events[event], streams[stream]),
+              "cudaEventRecord");
+  }
+
+  void wait(unsigned stream, unsigned event) override {
+    cudaCheck(cudaStreamWaitEvent(streams[stream], events[event], 0),
+              "cudaStreamWaitEvent");
+  }
+
+  bool done(unsigned stream) override {
+    cudaError_t e = cudaStreamQuery(streams[stream]);
+    if (e == cudaErrorNotReady)
+      return false;
+    cudaCheck(e, "running the step");
+    return true;
+  }
+
+  bool reached(unsigned event) override {
+    cudaError_t e = cudaEventQuery(events[event]);
+    if (e == cudaErrorNotReady)
+      return false;
+    cudaCheck(e, "running the step");
+    return true;
+  }
+
+  void synchronize(unsigned stream) override {
+    cudaCheck(cudaStreamSynchronize(streams[stream]), "cudaStreamSynchronize");
+  }
+
+  std::unique_ptr<CollectiveMemory> collectiveMemory(unsigned stream) override {
+    return std::make_unique<StreamStaging>(streams[stream]);
+  }
+
+  std::unique_ptr<DeviceComm> connect(int group, int64_t color, int64_t index,
+                                      int64_t size, unsigned stream) override {
+    MPI_Comm comm;
+    MPI_Comm_split(world, int(color), int(index), &comm);
+    ncclUniqueId id;
+    if (index == 0)
+      ncclCheck(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
+    MPI_Comm_free(&comm);
+    ncclComm_t nccl;
+    ncclCheck(ncclCommInitRank(&nccl, int(size), id, int(index)),
+              "ncclCommInitRank");
+    return std::make_unique<NcclCommunicator>(nccl, streams[stream], int(index),
+                                              int(size));
+  }
+
+  bool indexError() override {
+    int flag = 0;
+    cudaCheck(cudaMemcpyAsync(&flag, errorFlag, sizeof(int),
+                              cudaMemcpyDeviceToHost, streams[0]),
+              "reading the error flag");
+    cudaCheck(cudaMemsetAsync(errorFlag, 0, sizeof(int), streams[0]),
+              "clearing the error flag");
+    cudaCheck(cudaStreamSynchronize(streams[0]), "reading the error flag");
+    return flag != 0;
+  }
+
+private:
+  MPI_Comm world;
+  std::vector<cudaStream_t> streams;
+  std::vector<cublasHandle_t> blas;
+  std::vector<cudaEvent_t> events;
+  std::vector<void *> memory, hostMemory;
+  int *errorFlag = nullptr;
+};
+
 } // namespace
 
-void CudaBackend::startCollective(unsigned stream, const Instr &instr) {
-  State &s = *state;
-  cudaStream_t cs = s.streams[stream];
-  {
-    StreamStaging staging(cs);
-    issueCollective(*s.plan, instr, s.arena,
-                    *s.comms.at({instr.group, stream}), staging);
-  }
-  if (instr.kind == InstrKind::CollectiveStart)
-    cudaCheck(cudaEventRecord(s.futureEvents[instr.future], cs),
-              "cudaEventRecord");
-}
-
-void CudaBackend::collective(unsigned stream, const Instr &instr) {
-  // In stream order: the NCCL call is enqueued on the same stream.
-  startCollective(stream, instr);
-}
-
-void CudaBackend::waitCollective(unsigned stream, const Instr &start) {
-  cudaCheck(cudaStreamWaitEvent(state->streams[stream],
-                                state->futureEvents[start.future], 0),
-            "cudaStreamWaitEvent");
-}
-
-void CudaBackend::recordEvent(unsigned stream, int event) {
-  cudaCheck(cudaEventRecord(state->events[event], state->streams[stream]),
-            "cudaEventRecord");
-}
-
-void CudaBackend::waitEvent(unsigned stream, int event) {
-  cudaCheck(
-      cudaStreamWaitEvent(state->streams[stream], state->events[event], 0),
-      "cudaStreamWaitEvent");
-}
-
-void CudaBackend::synchronize() {
-  State &s = *state;
-  // Poll rather than block, so that a hung NCCL call becomes an error.
-  Watchdog watchdog(MPI_COMM_SELF, s.timeout);
-  Instr end;
-  end.location = "the end of the step on the GPU streams";
-  for (cudaStream_t stream : s.streams)
-    watchdog.poll(end, 0, {}, [&] {
-      cudaError_t e = cudaStreamQuery(stream);
-      if (e == cudaErrorNotReady)
-        return false;
-      cudaCheck(e, "running the step");
-      return true;
-    });
-  int flag = 0;
-  cudaCheck(cudaMemcpy(&flag, s.errorFlag, sizeof(int), cudaMemcpyDeviceToHost),
-            "reading the error flag");
-  if (flag)
-    throw KernelError("a label or token id was out of range in this step");
-}
-
-void CudaBackend::read(const Buffer &buffer, void *dst) {
-  cudaCheck(cudaMemcpy(dst, state->arena + buffer.offset, buffer.bytes,
-                       cudaMemcpyDeviceToHost),
-            "reading '" + buffer.name + "'");
-}
-
-void CudaBackend::write(const Buffer &buffer, const void *src) {
-  cudaCheck(cudaMemcpy(state->arena + buffer.offset, src, buffer.bytes,
-                       cudaMemcpyHostToDevice),
-            "writing '" + buffer.name + "'");
-}
-
-void CudaBackend::copy(const Buffer &dst, const Buffer &src) {
-  if (dst.offset == src.offset)
-    return;
-  cudaCheck(cudaMemcpy(state->arena + dst.offset, state->arena + src.offset,
-                       dst.bytes, cudaMemcpyDeviceToDevice),
-            "copying '" + src.name + "'");
+std::unique_ptr<Device> braid::rt::createCudaDevice(MPI_Comm world) {
+  return std::make_unique<CudaDevice>(world);
 }
 
 void braid::rt::registerCudaBackend() {
@@ -274,7 +267,12 @@ void braid::rt::registerCudaBackend() {
           throw std::runtime_error(
               "--profile is a cpu backend option (cuda kernels run "
               "asynchronously; time them with the CUDA tools)");
-        return std::make_unique<CudaBackend>(o.world, o.timeoutSeconds,
-                                             o.localRank);
+        DeviceBackend::Options options;
+        options.timeoutSeconds = o.timeoutSeconds;
+        MPI_Comm_rank(o.world, &options.worldRank);
+        options.localRank = o.localRank;
+        options.localRanks = o.localRanks;
+        return std::make_unique<DeviceBackend>(createCudaDevice(o.world),
+                                               options);
       });
 }

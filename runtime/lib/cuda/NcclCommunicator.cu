@@ -9,7 +9,8 @@
 using namespace braid;
 using namespace braid::rt;
 
-ncclDataType_t braid::rt::ncclType(DType dtype) {
+ncclDataType_t braid::rt::ncclType(DType dtype,
+                                   const ops::ReductionKind *reduction) {
   switch (dtype) {
   case DType::F32:
     return ncclFloat32;
@@ -20,13 +21,20 @@ ncclDataType_t braid::rt::ncclType(DType dtype) {
   case DType::F64:
     return ncclFloat64;
   case DType::I1:
+    // Booleans as bytes: moved, or reduced by max (or) and min (and); a sum
+    // or mean of bytes would not be a boolean.
+    if (reduction && (*reduction == ops::ReductionKind::Sum ||
+                      *reduction == ops::ReductionKind::Avg))
+      throw CommError("nccl: cannot sum or average i1 (booleans); reduce "
+                      "them with max or min");
     return ncclUint8;
   case DType::I32:
     return ncclInt32;
   case DType::I64:
     return ncclInt64;
   }
-  return ncclFloat32;
+  throw CommError("nccl: no NCCL type for dtype number " +
+                  std::to_string(int(dtype)));
 }
 
 void braid::rt::ncclCheck(ncclResult_t result, const char *what) {
@@ -57,12 +65,37 @@ size_t bytesOf(int64_t count, DType dtype) {
 
 } // namespace
 
-NcclCommunicator::~NcclCommunicator() { ncclCommDestroy(comm); }
+NcclCommunicator::~NcclCommunicator() {
+  if (comm)
+    ncclCommDestroy(comm);
+}
+
+std::string NcclCommunicator::asyncError() {
+  if (!comm)
+    return "";
+  ncclResult_t async = ncclSuccess;
+  ncclResult_t result = ncclCommGetAsyncError(comm, &async);
+  if (result != ncclSuccess)
+    return std::string("ncclCommGetAsyncError failed: ") +
+           ncclGetErrorString(result);
+  if (async == ncclSuccess || async == ncclInProgress)
+    return "";
+  std::string detail = ncclGetLastError(comm);
+  return std::string(ncclGetErrorString(async)) +
+         (detail.empty() ? "" : " (" + detail + ")");
+}
+
+void NcclCommunicator::abort() {
+  if (comm)
+    ncclCommAbort(comm);
+  comm = nullptr;
+}
 
 void NcclCommunicator::allReduce(void *buffer, int64_t count, DType dtype,
                                  ops::ReductionKind reduction) {
-  ncclCheck(ncclAllReduce(buffer, buffer, size_t(count), ncclType(dtype),
-                          ncclOp(reduction), comm, stream),
+  ncclCheck(ncclAllReduce(buffer, buffer, size_t(count),
+                          ncclType(dtype, &reduction), ncclOp(reduction), comm,
+                          stream),
             "ncclAllReduce");
 }
 
@@ -70,7 +103,8 @@ void NcclCommunicator::reduceScatter(const void *input, void *output,
                                      int64_t outputCount, DType dtype,
                                      ops::ReductionKind reduction) {
   ncclCheck(ncclReduceScatter(input, output, size_t(outputCount),
-                              ncclType(dtype), ncclOp(reduction), comm, stream),
+                              ncclType(dtype, &reduction), ncclOp(reduction),
+                              comm, stream),
             "ncclReduceScatter");
 }
 

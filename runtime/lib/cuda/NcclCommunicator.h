@@ -1,26 +1,31 @@
 //===- NcclCommunicator.h - the Communicator over NCCL ----------*- C++ -*-===//
 //
 // NCCL calls on one NCCL communicator (a device group, for one stream),
-// enqueued on that stream: a collective completes in stream order.
+// enqueued on that stream: a collective completes in stream order. Its
+// asynchronous error is ncclCommGetAsyncError with ncclGetLastError's
+// detail; abort is ncclCommAbort.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_RUNTIME_LIB_CUDA_NCCLCOMMUNICATOR_H
 #define BRAID_RUNTIME_LIB_CUDA_NCCLCOMMUNICATOR_H
 
-#include "braid-runtime/Communicator.h"
+#include "braid-runtime/Device.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 namespace braid::rt {
 
-/// The NCCL type of each dtype.
-ncclDataType_t ncclType(DType dtype);
+/// The NCCL type of each dtype; `reduction` (null for a collective that
+/// only moves data) rejects what NCCL cannot reduce as braid means it (a
+/// sum or mean of booleans). Throws CommError naming the dtype.
+ncclDataType_t ncclType(DType dtype,
+                        const ops::ReductionKind *reduction = nullptr);
 /// A failed NCCL call as a CommError naming `what`.
 void ncclCheck(ncclResult_t result, const char *what);
 
-class NcclCommunicator : public Communicator {
+class NcclCommunicator : public DeviceComm {
 public:
   NcclCommunicator(ncclComm_t comm, cudaStream_t stream, int rank, int size)
       : comm(comm), stream(stream), index(rank), ranks(size) {}
@@ -45,6 +50,8 @@ public:
                 int to, int from) override;
   void groupStart() override;
   void groupEnd() override;
+  std::string asyncError() override;
+  void abort() override;
 
 private:
   ncclComm_t comm;
