@@ -2,8 +2,12 @@
 //
 // The elementwise ops (arithmetic, activations, braid.unary and braid.pow,
 // their backward, braid.where) as grid-stride loops, with the semantics of
-// the cpu kernels (CpuKernels.cpp): each element is computed in double and
-// rounded to float. Shapes were checked when the plan was loaded.
+// the cpu kernels (CpuKernels.cpp). GELU and its backward, the
+// activation of every GPT's MLP, compute in float (as PyTorch's CUDA
+// kernels and the cpu backend's vector math do), as named functors whose
+// PTX cuda-ptx.py checks for FP64; the rarer ops compute each element in
+// double and round it to float. Shapes were checked when the plan was
+// loaded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,26 +25,48 @@ using namespace braid::rt;
 
 namespace {
 
-__device__ double geluOf(double x, bool tanhApprox) {
-  if (tanhApprox) {
-    const double c = 0.7978845608028654; // sqrt(2 / pi)
-    return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
-  }
-  return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+// sqrt(2 / pi), 0.044715, 1 / sqrt(2), 1 / sqrt(2 pi): GELU's constants.
+constexpr float kGeluC = 0.7978845608028654f, kGeluA = 0.044715f,
+                kRsqrt2 = 0.7071067811865476f, kRsqrt2Pi = 0.3989422804014327f;
+
+__device__ float geluOf(float x, bool tanhApprox) {
+  if (tanhApprox)
+    return 0.5f * x * (1.0f + tanhf(kGeluC * (x + kGeluA * x * x * x)));
+  return 0.5f * x * (1.0f + erff(x * kRsqrt2));
 }
 
-__device__ double geluGrad(double x, bool tanhApprox) {
+__device__ float geluGrad(float x, bool tanhApprox) {
   if (tanhApprox) {
-    const double c = 0.7978845608028654;
-    double u = c * (x + 0.044715 * x * x * x);
-    double t = tanh(u);
-    return 0.5 * (1.0 + t) +
-           0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
+    float t = tanhf(kGeluC * (x + kGeluA * x * x * x));
+    return 0.5f * (1.0f + t) +
+           0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * x * x);
   }
-  double cdf = 0.5 * (1.0 + erf(x * 0.7071067811865476));
-  double pdf = exp(-0.5 * x * x) * 0.3989422804014327;
-  return cdf + x * pdf;
+  float cdf = 0.5f * (1.0f + erff(x * kRsqrt2));
+  return cdf + x * expf(-0.5f * x * x) * kRsqrt2Pi;
 }
+
+/// y = gelu(x + bias) (the bias along the last dimension, `c` wide, where
+/// braid-fuse-kernels folded one in).
+struct GeluForward {
+  const float *x, *bias;
+  float *y;
+  int64_t c;
+  bool approx;
+  __device__ void operator()(int64_t i) const {
+    y[i] = geluOf(bias ? x[i] + bias[i % c] : x[i], approx);
+  }
+};
+
+/// y = g * gelu'(s + bias).
+struct GeluBackward {
+  const float *g, *s, *bias;
+  float *y;
+  int64_t c;
+  bool approx;
+  __device__ void operator()(int64_t i) const {
+    y[i] = g[i] * geluGrad(bias ? s[i] + bias[i % c] : s[i], approx);
+  }
+};
 
 __device__ double sigmoidOf(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -111,42 +137,42 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
+  case Opcode::Gelu: {
+    const float *bias = instr.operands.size() == 2 ? in(1) : nullptr;
+    int64_t c = outBuf(0).shape.empty() ? 1 : outBuf(0).shape.back();
+    forEach(n, stream,
+            GeluForward{in(0), bias, out(0), c,
+                        instr.as<ops::GeluAttrs>().approximate_tanh});
+    return;
+  }
+  case Opcode::GeluBackward: {
+    const float *bias = instr.operands.size() == 3 ? in(2) : nullptr;
+    int64_t c = outBuf(0).shape.empty() ? 1 : outBuf(0).shape.back();
+    forEach(n, stream,
+            GeluBackward{in(0), in(1), bias, out(0), c,
+                         instr.as<ops::GeluBackwardAttrs>().approximate_tanh});
+    return;
+  }
   case Opcode::Scale:
   case Opcode::Cast:
-  case Opcode::Relu:
-  case Opcode::Gelu: {
+  case Opcode::Relu: {
     const float *x = in(0);
     float *y = out(0);
     float factor =
         op == Opcode::Scale ? float(instr.as<ops::ScaleAttrs>().factor) : 1.0f;
-    bool approx =
-        op == Opcode::Gelu && instr.as<ops::GeluAttrs>().approximate_tanh;
-    int kind = op == Opcode::Relu ? 1 : op == Opcode::Gelu ? 2 : 0;
-    // A gelu's folded bias (braid-fuse-kernels), along the last dimension.
-    const float *bias =
-        op == Opcode::Gelu && instr.operands.size() == 2 ? in(1) : nullptr;
-    int64_t c = outBuf(0).shape.empty() ? 1 : outBuf(0).shape.back();
+    bool relu = op == Opcode::Relu;
     forEach(n, stream, [=] __device__(int64_t i) {
-      float v = bias ? x[i] + bias[i % c] : x[i];
+      float v = x[i];
       // relu as PyTorch's: NaN stays NaN (only x <= 0 is cut).
-      y[i] = kind == 1   ? (v <= 0 ? 0.0f : v)
-             : kind == 2 ? float(geluOf(v, approx))
-                         : v * factor;
+      y[i] = relu ? (v <= 0 ? 0.0f : v) : v * factor;
     });
     return;
   }
-  case Opcode::ReluBackward:
-  case Opcode::GeluBackward: {
+  case Opcode::ReluBackward: {
     const float *g = in(0), *s = in(1);
     float *y = out(0);
-    bool relu = op == Opcode::ReluBackward;
-    bool approx = !relu && instr.as<ops::GeluBackwardAttrs>().approximate_tanh;
-    const float *bias = !relu && instr.operands.size() == 3 ? in(2) : nullptr;
-    int64_t c = outBuf(0).shape.empty() ? 1 : outBuf(0).shape.back();
-    forEach(n, stream, [=] __device__(int64_t i) {
-      float v = bias ? s[i] + bias[i % c] : s[i];
-      y[i] = relu ? (v <= 0 ? 0.0f : g[i]) : float(g[i] * geluGrad(v, approx));
-    });
+    forEach(n, stream,
+            [=] __device__(int64_t i) { y[i] = s[i] <= 0 ? 0.0f : g[i]; });
     return;
   }
   case Opcode::BiasAdd: {

@@ -20,6 +20,11 @@ void launchCudaKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
 void launchElementwiseKernel(const Plan &plan, const Instr &instr,
                              uint8_t *arena, cudaStream_t stream);
 
+/// The row-wise ops and reductions, as one block of threads per row with
+/// FP32 arithmetic (CudaReductions.cu).
+void launchReductionKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
+                           cudaStream_t stream, int *errorFlag);
+
 /// braid.attention and its backward (CudaAttention.cu).
 void launchAttentionKernel(const Plan &plan, const Instr &instr, uint8_t *arena,
                            cudaStream_t stream);
