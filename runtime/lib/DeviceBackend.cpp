@@ -49,6 +49,21 @@ void DeviceBackend::prepare(const Plan &p) {
           i.kind == InstrKind::CollectiveStart)
         collectiveEvents[&i] = events++;
   device->create(std::max<unsigned>(1, p.streams.size()), events);
+  if (options.profile) {
+    profile = std::make_unique<KernelProfile>(
+        p.streams.size(),
+        std::string(device->name()) +
+            " backend, each kernel's device time between events on its "
+            "stream (streams overlap: kernels may add up to more than the "
+            "step)");
+    for (unsigned s = 0; s < p.streams.size(); ++s)
+      for (const Instr &i : p.streams[s].instrs)
+        if (i.kind == InstrKind::Kernel) {
+          kernelTimers[&i] = unsigned(timedKernels.size());
+          timedKernels.push_back({&i, s});
+        }
+    device->createTimers(2 * unsigned(timedKernels.size()));
+  }
   arena = device->allocate(p.arenaBytes ? p.arenaBytes : 256);
   scratch = device->allocate(256);
   device->fill(arena, 0, p.arenaBytes, transferStream);
@@ -80,7 +95,12 @@ void DeviceBackend::connect() {
 void DeviceBackend::startThread(unsigned) { device->select(deviceId); }
 
 void DeviceBackend::kernel(unsigned stream, const Instr &instr) {
+  unsigned timer = profile ? 2 * kernelTimers.at(&instr) : 0;
+  if (profile)
+    device->recordTimer(timer, stream);
   device->launch(*plan, instr, arena, stream);
+  if (profile)
+    device->recordTimer(timer + 1, stream);
   std::string error = device->launchError();
   if (!error.empty())
     throw KernelError(std::string(device->name()) + ": launching " +
@@ -202,6 +222,10 @@ void DeviceBackend::synchronize() {
     std::lock_guard<std::mutex> lock(mutex);
     issued.clear();
   }
+  // The stream threads are idle between steps: their entries are free.
+  for (size_t k = 0; profile && k < timedKernels.size(); ++k)
+    profile->add(timedKernels[k].second, timedKernels[k].first->opcode,
+                 device->elapsed(unsigned(2 * k), unsigned(2 * k + 1)));
   if (device->indexError())
     throw KernelError("a label or token id was out of range in this step");
 }

@@ -259,6 +259,32 @@ static void testWatchdog() {
   }
 }
 
+/// --profile: each kernel's device time, by op.
+static void testProfile() {
+  uint32_t x, y, z;
+  PlanBuilder b = threeStreams(x, y, z);
+  DeviceBackend::Options options;
+  options.profile = true;
+  Rig rig(options, [](FakeDevice &d) { d.launchMicros = 300; });
+  rig.backend->prepare(b.plan);
+  rig.backend->connect();
+  Executor executor(b.plan, *rig.backend);
+  for (int step = 0; step < 5; ++step)
+    executor.runStep();
+  KernelProfile *profile = rig.backend->kernelProfile();
+  std::vector<KernelProfile::Entry> totals =
+      profile ? profile->totals() : std::vector<KernelProfile::Entry>{};
+  EXPECT(totals.size() == 1 && totals[0].opcode == Opcode::Scale &&
+             totals[0].calls == 15 && totals[0].seconds >= 15 * 300e-6 &&
+             totals[0].seconds < 1.0,
+         "the profile holds %zu ops (%llu calls, %.6f s)", totals.size(),
+         totals.empty() ? 0ull : (unsigned long long)totals[0].calls,
+         totals.empty() ? 0.0 : totals[0].seconds);
+  std::string report = profile ? profile->report(5, 0.01) : "";
+  EXPECT(contains(report, "profile: fake backend, each kernel's device time"),
+         "the report reads: %s", report.c_str());
+}
+
 /// Where each instruction of `plan` is: its stream.
 static unsigned streamOf(const Plan &plan, const Instr *instr) {
   for (unsigned s = 0; s < plan.streams.size(); ++s)
@@ -390,6 +416,7 @@ int main(int argc, char **argv) {
   testTooManyRanks();
   testWarmUp();
   testWatchdog();
+  testProfile();
   for (int i = 1; i < argc; ++i)
     testOrder(argv[i]);
   std::printf("device backend tests: %d failed\n", failures.load());

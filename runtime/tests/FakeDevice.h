@@ -182,6 +182,8 @@ public:
       lastError() = "too many resources requested for launch (injected)";
       return;
     }
+    if (launchMicros)
+      std::this_thread::sleep_for(std::chrono::microseconds(launchMicros));
     if (runKernels)
       runCpuKernel(plan, instr, arena);
   }
@@ -241,6 +243,18 @@ public:
     return comm;
   }
   bool indexError() override { return false; }
+  void createTimers(unsigned count) override {
+    timers = std::vector<std::chrono::steady_clock::time_point>(count);
+  }
+  void recordTimer(unsigned timer, unsigned) override {
+    timers.at(timer) = std::chrono::steady_clock::now();
+  }
+  double elapsed(unsigned from, unsigned to) override {
+    return std::chrono::duration<double>(timers.at(to) - timers.at(from))
+        .count();
+  }
+  /// Slept in each launch (so that a kernel takes time).
+  int launchMicros = 0;
 
   /// How many communicators were made, and how many of them aborted.
   std::pair<int, int> aborted() {
@@ -304,6 +318,7 @@ private:
   std::vector<int> selects;
   std::vector<RecordingComm *> comms;
   std::atomic<int> commCalls{0};
+  std::vector<std::chrono::steady_clock::time_point> timers;
 };
 
 } // namespace braid::rt

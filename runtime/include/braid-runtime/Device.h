@@ -85,6 +85,13 @@ public:
   /// Whether a kernel found a label or token id out of range since the last
   /// call (which clears it). Called with every stream idle.
   virtual bool indexError() = 0;
+
+  /// --profile: makes timers 0 to `count` - 1 (CUDA events that keep
+  /// time), records one on `stream`, and gives the seconds between two
+  /// recorded timers once both have completed.
+  virtual void createTimers(unsigned count) = 0;
+  virtual void recordTimer(unsigned timer, unsigned stream) = 0;
+  virtual double elapsed(unsigned from, unsigned to) = 0;
 };
 
 } // namespace braid::rt

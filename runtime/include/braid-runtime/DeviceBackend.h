@@ -37,6 +37,9 @@ public:
     /// This rank in the world, and among the ranks of its node.
     int worldRank = 0;
     int localRank = 0, localRanks = 1;
+    /// --profile: each kernel's device time, between two timers recorded on
+    /// its stream around it, added to its op at the end of the step.
+    bool profile = false;
   };
 
   /// Takes device `localRank` of the node. Throws when the node has fewer
@@ -61,6 +64,7 @@ public:
   void read(const Buffer &buffer, void *dst) override;
   void write(const Buffer &buffer, const void *src) override;
   void copy(const Buffer &dst, const Buffer &src) override;
+  KernelProfile *kernelProfile() override { return profile.get(); }
 
 private:
   /// Issues `instr` and records the event that marks its completion.
@@ -88,6 +92,10 @@ private:
   /// (recorded after it is issued; a start's future is its event).
   std::map<const Instr *, unsigned> collectiveEvents;
   std::map<std::pair<int, unsigned>, std::unique_ptr<DeviceComm>> comms;
+  /// --profile: each kernel's pair of timers (2k, 2k + 1) and stream.
+  std::unique_ptr<KernelProfile> profile;
+  std::map<const Instr *, unsigned> kernelTimers;
+  std::vector<std::pair<const Instr *, unsigned>> timedKernels;
   std::mutex mutex;
   /// The collectives issued this step, in order.
   std::vector<const Instr *> issued;

@@ -90,6 +90,8 @@ public:
       cublasDestroy(h);
     for (cudaEvent_t e : events)
       cudaEventDestroy(e);
+    for (cudaEvent_t e : timers)
+      cudaEventDestroy(e);
     for (cudaStream_t s : streams)
       cudaStreamDestroy(s);
     for (void *p : memory)
@@ -232,6 +234,26 @@ public:
                                               int(size));
   }
 
+  void createTimers(unsigned count) override {
+    for (unsigned i = 0; i < count; ++i) {
+      cudaEvent_t e;
+      cudaCheck(cudaEventCreate(&e), "cudaEventCreate");
+      timers.push_back(e);
+    }
+  }
+
+  void recordTimer(unsigned timer, unsigned stream) override {
+    cudaCheck(cudaEventRecord(timers[timer], streams[stream]),
+              "cudaEventRecord");
+  }
+
+  double elapsed(unsigned from, unsigned to) override {
+    float ms = 0;
+    cudaCheck(cudaEventElapsedTime(&ms, timers[from], timers[to]),
+              "cudaEventElapsedTime");
+    return ms / 1e3;
+  }
+
   bool indexError() override {
     int flag = 0;
     cudaCheck(cudaMemcpyAsync(&flag, errorFlag, sizeof(int),
@@ -247,7 +269,7 @@ private:
   MPI_Comm world;
   std::vector<cudaStream_t> streams;
   std::vector<cublasHandle_t> blas;
-  std::vector<cudaEvent_t> events;
+  std::vector<cudaEvent_t> events, timers;
   std::vector<void *> memory, hostMemory;
   int *errorFlag = nullptr;
 };
@@ -263,15 +285,12 @@ void braid::rt::registerCudaBackend() {
       "cuda", [](const BackendOptions &o) -> std::unique_ptr<Backend> {
         if (o.checkMemory)
           throw std::runtime_error("--check-memory is a cpu backend option");
-        if (o.profile)
-          throw std::runtime_error(
-              "--profile is a cpu backend option (cuda kernels run "
-              "asynchronously; time them with the CUDA tools)");
         DeviceBackend::Options options;
         options.timeoutSeconds = o.timeoutSeconds;
         MPI_Comm_rank(o.world, &options.worldRank);
         options.localRank = o.localRank;
         options.localRanks = o.localRanks;
+        options.profile = o.profile;
         return std::make_unique<DeviceBackend>(createCudaDevice(o.world),
                                                options);
       });
