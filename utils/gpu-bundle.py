@@ -6,6 +6,7 @@ usage: /usr/bin/python3 utils/gpu-bundle.py OUT_DIR
 
 Writes OUT_DIR/bundle.tar.xz holding
   bin/braid-run            this build's braid-run (with the cuda backend)
+  bin/braid-gpu-bench      GEMM rates, bandwidth and launch times
   lib/                     the shared libraries it needs beyond glibc and CUDA
   openmpi/{lib,share}      OpenMPI's components and help files, relocated
   plans/                   a plan cache (BRAID_PLAN_CACHE) with every plan that
@@ -64,6 +65,10 @@ def main():
     if not os.path.exists(run):
         sys.exit("gpu-bundle: %s is missing: build first (utils/build.sh)" % run)
     shutil.copy(run, os.path.join(stage, "bin"))
+    bench = os.path.join(BIN, "braid-gpu-bench")
+    if not os.path.exists(bench):
+        sys.exit("gpu-bundle: %s is missing: build first (utils/build.sh)" % bench)
+    shutil.copy(bench, os.path.join(stage, "bin"))
 
     libs = {}
 
@@ -73,6 +78,7 @@ def main():
                 libs[name] = resolved
 
     add_deps(run)
+    add_deps(bench)
     components = []
     for f in sorted(os.listdir(OMPI_COMPONENTS)):
         path = os.path.join(OMPI_COMPONENTS, f)
@@ -98,6 +104,7 @@ def main():
         subprocess.run([sys.executable, os.path.join(tests, cmd[0])] + cmd[1:],
                        env=env, check=True)
     sys.path.insert(0, os.path.join(tests, "Inputs"))
+    sys.path.insert(0, os.path.join(ROOT, "python"))
     os.environ.update(env)
     import braidtest
     for name, args in timing_models():
