@@ -285,6 +285,57 @@ static void testProfile() {
          "the report reads: %s", report.c_str());
 }
 
+/// collectiveOrder by hand: round-robin over the streams, a stream that
+/// waits skipped until what it waits for has been issued; a cycle refused.
+static void testCollectiveOrder() {
+  PlanBuilder b(1, 2);
+  uint32_t x = b.buffer(4);
+  int f0 = b.start(1, {x}, {x}), f1 = b.start(1, {x}, {x});
+  int e = b.record(0);
+  b.waitEvent(2, e);
+  int f2 = b.start(2, {x}, {x}), f3 = b.start(2, {x}, {x});
+  for (int f : {f0, f1, f2, f3})
+    b.wait(0, f);
+  std::vector<const Instr *> order = collectiveOrder(b.plan);
+  std::vector<int> futures;
+  for (const Instr *i : order)
+    futures.push_back(i->future);
+  // Round 1: the event, f0, comm 1's wait for the event; round 2: f1
+  // and f2; round 3: f3.
+  EXPECT((futures == std::vector<int>{f0, f1, f2, f3}),
+         "with a wait: %zu collectives, order %d %d %d %d", futures.size(),
+         futures.size() > 0 ? futures[0] : -1,
+         futures.size() > 1 ? futures[1] : -1,
+         futures.size() > 2 ? futures[2] : -1,
+         futures.size() > 3 ? futures[3] : -1);
+  b.plan.streams[2].instrs.erase(b.plan.streams[2].instrs.begin());
+  futures.clear();
+  for (const Instr *i : collectiveOrder(b.plan))
+    futures.push_back(i->future);
+  EXPECT((futures == std::vector<int>{f0, f2, f1, f3}),
+         "round-robin: order %d %d %d %d", futures.size() > 0 ? futures[0] : -1,
+         futures.size() > 1 ? futures[1] : -1,
+         futures.size() > 2 ? futures[2] : -1,
+         futures.size() > 3 ? futures[3] : -1);
+
+  PlanBuilder c(2, 0);
+  int e0 = c.plan.numEvents++, e1 = c.plan.numEvents++;
+  c.waitEvent(0, e1);
+  c.add(0, Opcode::RecordEvent, {}, {}).event = e0;
+  c.waitEvent(1, e0);
+  c.add(1, Opcode::RecordEvent, {}, {}).event = e1;
+  std::string message;
+  try {
+    collectiveOrder(c.plan);
+  } catch (const PlanError &err) {
+    message = err.what();
+  }
+  EXPECT(message == "the plan's streams wait on each other in a cycle: "
+                    "compute 0 at 'wait_event' at test, compute 1 at "
+                    "'wait_event' at test",
+         "a cycle read: '%s'", message.c_str());
+}
+
 /// Where each instruction of `plan` is: its stream.
 static unsigned streamOf(const Plan &plan, const Instr *instr) {
   for (unsigned s = 0; s < plan.streams.size(); ++s)
@@ -417,6 +468,7 @@ int main(int argc, char **argv) {
   testWarmUp();
   testWatchdog();
   testProfile();
+  testCollectiveOrder();
   for (int i = 1; i < argc; ++i)
     testOrder(argv[i]);
   std::printf("device backend tests: %d failed\n", failures.load());
