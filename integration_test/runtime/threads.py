@@ -4,7 +4,9 @@
 # rows and columns, log_softmax, braid.unary, add, mul, scale, bias_add,
 # softmax's backward, layer norm and its backward, reductions over the
 # leading and the trailing dimension, transpose, slice, broadcast, the
-# causal mask, AdamW and SGD: the results with 2
+# causal mask, AdamW and SGD, and batched matmuls of attention's size (the
+# batch split over the threads, heads read through permutations): the
+# results with 2
 # and 3 threads equal those with 1 bit for bit (each element is computed
 # alike, whichever thread takes it), and those of one thread are right
 # (numpy, float64). The profile's header says how many threads ran, and a
@@ -95,6 +97,19 @@ def main():
     sq = randn(rng, 64, 64, 64)
     s.op("%%r = braid.causal_mask %s fill = -1.000000e+09 : tensor<64x64x64xf32>" % s.input(sq),
          [np.where(np.triu(np.ones((64, 64), bool), 1), -1e9, sq)])
+    # Batched matmuls of attention's size: the batch split over the threads,
+    # each product one single-threaded BLAS call; the heads read in place
+    # through the permutations braid-fuse-kernels writes.
+    qa, ka = randn(rng, 4, 64, 8, 32), randn(rng, 4, 64, 8, 32)
+    s.op("%%r = braid.matmul %s, %s {lhs_permutation = array<i64: 0, 2, 1, 3>, "
+         "rhs_permutation = array<i64: 0, 2, 3, 1>} : tensor<4x64x8x32xf32>, "
+         "tensor<4x64x8x32xf32> -> tensor<4x8x64x64xf32>" % (s.input(qa), s.input(ka)),
+         [qa.astype(np.float64).transpose(0, 2, 1, 3) @ ka.astype(np.float64).transpose(0, 2, 3, 1)],
+         tol=1e-4)
+    pa, va = randn(rng, 32, 64, 64), randn(rng, 32, 64, 32)
+    s.op("%%r = braid.matmul %s, %s : tensor<32x64x64xf32>, tensor<32x64x32xf32> -> "
+         "tensor<32x64x32xf32>" % (s.input(pa), s.input(va)),
+         [pa.astype(np.float64) @ va.astype(np.float64)], tol=1e-4)
     p, m, v = randn(rng, *shape), randn(rng, *shape), np.abs(randn(rng, *shape))
     step = np.array(3.0, np.float32)
     lr, b1, b2, eps, wd = 0.01, 0.9, 0.95, 1e-8, 0.1

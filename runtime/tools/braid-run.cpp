@@ -17,6 +17,7 @@
 #include "RunOptions.h"
 
 #include "braid-runtime/BackendRegistry.h"
+#include "braid-runtime/CpuBackend.h"
 #include "braid-runtime/Executor.h"
 #include "braid-runtime/HalfFloat.h"
 #include "braid-runtime/Npz.h"
@@ -317,6 +318,14 @@ void runCarry(Backend &backend, const Plan &plan,
 } // namespace
 
 int main(int argc, char **argv) {
+  // Before anything else (no thread, no MPI yet): OpenBLAS chose its
+  // kernels when it loaded; where it fell back to generic ones on a CPU it
+  // does not know, run again with the right ones (CpuBackend.h). If the
+  // exec fails, go on with the slow kernels.
+  if (const char *core = betterOpenblasCore()) {
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    execv("/proc/self/exe", argv);
+  }
   registerBuiltinBackends();
   Options o = parseOptions(argc, argv);
   if (o.dump) {

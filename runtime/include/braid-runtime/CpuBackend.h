@@ -12,8 +12,22 @@
 
 #include <map>
 #include <memory>
+#include <string>
 
 namespace braid::rt {
+
+/// The OPENBLAS_CORETYPE that braid-run should run with, or null to run as
+/// it is. OpenBLAS (Debian's DYNAMIC_ARCH build, 0.3.21) picks its kernels
+/// by CPU model when it loads and falls back to Prescott's SSE3 kernels on
+/// models it does not know: on an Emerald Rapids Xeon (family 6, model 207)
+/// sgemm runs 4x slower than with its SkylakeX kernels. Where OpenBLAS took
+/// a pre-AVX2 core on a CPU with AVX-512 (SkylakeX) or AVX2 and FMA
+/// (Haswell), this names the better one; it is null where the user set
+/// OPENBLAS_CORETYPE. The variable is read when the library loads, so
+/// braid-run sets it and runs itself again before anything else.
+const char *betterOpenblasCore();
+/// The kernels OpenBLAS uses ("SkylakeX"), for the profile's header.
+std::string openblasCore();
 
 /// Kernels on the stream threads (BLAS for matmul), collectives over MPI.
 class CpuBackend : public Backend {

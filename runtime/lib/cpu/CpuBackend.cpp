@@ -62,7 +62,8 @@ void CpuBackend::prepare(const Plan &p) {
   if (profiling)
     profile = std::make_unique<KernelProfile>(
         p.streams.size(), std::string("cpu backend, ") + vectorMath().name +
-                              " vector math, " + std::to_string(cpuThreads()) +
+                              " vector math, OpenBLAS " + openblasCore() +
+                              " kernels, " + std::to_string(cpuThreads()) +
                               " thread" + (cpuThreads() == 1 ? "" : "s") +
                               " per kernel");
   uint64_t bytes = (p.arenaBytes + 63) / 64 * 64;

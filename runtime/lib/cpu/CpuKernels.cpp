@@ -110,18 +110,33 @@ void matmul(const Args &a) {
   if (g.m == 0 || g.n == 0)
     return;
   const float *left = a.in(g.left), *right = a.in(1 - g.left);
-  for (int64_t i = 0; i < g.batch; ++i) {
+  auto product = [&](int64_t i) {
     float *out = a.out(0) + g.outOffset[i];
     if (g.k == 0) {
       for (int64_t r = 0; r < g.m; ++r)
         std::fill(out + r * g.ldc, out + r * g.ldc + g.n, 0.0f);
-      continue;
+      return;
     }
     cblas_sgemm(CblasRowMajor, g.transLeft ? CblasTrans : CblasNoTrans,
                 g.transRight ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f,
                 left + g.leftOffset[i], g.ldLeft, right + g.rightOffset[i],
                 g.ldRight, 0.0f, out, g.ldc);
+  };
+  // A batch of small products (attention's, a call per head) runs on one
+  // thread each inside OpenBLAS, which threads a call only above m n k =
+  // 4 x 65536 (GEMM_MULTITHREAD_THRESHOLD x SMP_THRESHOLD_MIN): split the
+  // batch over the kernel's threads instead. Each product is still one
+  // single-threaded call, so the bits are those of one thread.
+  if (g.batch > 1 && cpuThreads() > 1 &&
+      g.m * g.n * g.k <= (int64_t(4) << 16)) {
+    parallelFor(g.batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        product(i);
+    });
+    return;
   }
+  for (int64_t i = 0; i < g.batch; ++i)
+    product(i);
 }
 
 void reduce(const Args &a, bool mean, const std::vector<int64_t> &dims) {

@@ -1,11 +1,14 @@
 //===- CpuParallel.cpp - the cpu backend's threads per kernel -------------===//
 
 #include "CpuParallel.h"
+#include "braid-runtime/CpuBackend.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -111,4 +114,35 @@ void braid::rt::parallelFor(int64_t n, int64_t grain,
   }
   pool->run(int(pieces),
             [&](int p) { fn(n * p / pieces, n * (p + 1) / pieces); });
+}
+
+std::string braid::rt::openblasCore() {
+  const char *name = openblas_get_corename();
+  return name ? name : "unknown";
+}
+
+const char *braid::rt::betterOpenblasCore() {
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return nullptr;
+  // The cores OpenBLAS falls back to, or older than AVX2: its kernels for
+  // a CPU it recognizes are left alone.
+  static const char *const generic[] = {
+      "Prescott", "Core2",       "Penryn", "Dunnington", "Nehalem",
+      "Atom",     "Sandybridge", "Katmai", "Coppermine", "Northwood"};
+  std::string core = openblasCore();
+  bool fallback = false;
+  for (const char *g : generic)
+    fallback |= strcasecmp(core.c_str(), g) == 0;
+  if (!fallback)
+    return nullptr;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+#endif
+  return nullptr;
 }
