@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid-runtime/DeviceBackend.h"
+#include "Expect.h"
 #include "FakeDevice.h"
 #include "TestBackend.h"
 
@@ -24,18 +25,6 @@
 
 using namespace braid;
 using namespace braid::rt;
-
-static std::atomic<int> failures{0};
-
-#define EXPECT(cond, ...)                                                      \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::printf("FAIL %s:%d: ", __FILE__, __LINE__);                         \
-      std::printf(__VA_ARGS__);                                                \
-      std::printf("\n");                                                       \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
 
 static bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
@@ -471,6 +460,7 @@ int main(int argc, char **argv) {
   testCollectiveOrder();
   for (int i = 1; i < argc; ++i)
     testOrder(argv[i]);
-  std::printf("device backend tests: %d failed\n", failures.load());
+  int failures = expectFailures().load();
+  std::printf("device backend tests: %d failed\n", failures);
   return failures ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Expect.h"
 #include "TestBackend.h"
 
 #include <cstdio>
@@ -15,18 +16,6 @@
 
 using namespace braid;
 using namespace braid::rt;
-
-static int failures = 0;
-
-#define EXPECT(cond, ...)                                                      \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::printf("FAIL %s:%d: ", __FILE__, __LINE__);                         \
-      std::printf(__VA_ARGS__);                                                \
-      std::printf("\n");                                                       \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
 
 static float readFloat(TestBackend &backend, const Plan &plan, uint32_t id,
                        size_t index = 0) {
@@ -148,6 +137,7 @@ int main() {
   testFutures();
   testErrors();
   testRing();
+  int failures = expectFailures().load();
   std::printf("executor tests: %d failed\n", failures);
   return failures ? 1 : 0;
 }

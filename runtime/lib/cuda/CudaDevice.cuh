@@ -56,6 +56,30 @@ inline Dims toDims(const std::vector<int64_t> &v, const Instr &instr) {
   return dims;
 }
 
+/// One instruction's buffers in the arena, as the kernel files read them:
+/// operand and result `i`'s Buffer, its f32 data, and a shard op's rank
+/// index (a tensor<i64> read on the device).
+struct CudaArgs {
+  const Plan &plan;
+  const Instr &instr;
+  uint8_t *arena;
+  const Buffer &inBuf(size_t i) const {
+    return plan.buffers[instr.operands[i]];
+  }
+  const Buffer &outBuf(size_t i) const {
+    return plan.buffers[instr.results[i]];
+  }
+  const float *in(size_t i) const {
+    return reinterpret_cast<const float *>(arena + inBuf(i).offset);
+  }
+  float *out(size_t i) const {
+    return reinterpret_cast<float *>(arena + outBuf(i).offset);
+  }
+  const int64_t *rankIndex(size_t i) const {
+    return reinterpret_cast<const int64_t *>(arena + inBuf(i).offset);
+  }
+};
+
 /// Threads of a row-wise kernel's block.
 constexpr int kRowThreads = 256;
 

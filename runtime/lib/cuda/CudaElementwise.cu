@@ -104,27 +104,16 @@ __device__ double unaryGrad(int kind, double g, double s) {
 
 void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
                                         uint8_t *arena, cudaStream_t stream) {
-  auto inBuf = [&](size_t i) -> const Buffer & {
-    return plan.buffers[instr.operands[i]];
-  };
-  auto in = [&](size_t i) {
-    return reinterpret_cast<const float *>(arena + inBuf(i).offset);
-  };
-  auto outBuf = [&](size_t i) -> const Buffer & {
-    return plan.buffers[instr.results[i]];
-  };
-  auto out = [&](size_t i) {
-    return reinterpret_cast<float *>(arena + outBuf(i).offset);
-  };
+  const CudaArgs args{plan, instr, arena};
   const Opcode op = instr.opcode;
-  int64_t n = outBuf(0).numElements();
+  int64_t n = args.outBuf(0).numElements();
   switch (op) {
   case Opcode::Add:
   case Opcode::Sub:
   case Opcode::Mul:
   case Opcode::Div: {
-    const float *a = in(0), *b = in(1);
-    float *y = out(0);
+    const float *a = args.in(0), *b = args.in(1);
+    float *y = args.out(0);
     int kind = op == Opcode::Add   ? 0
                : op == Opcode::Sub ? 1
                : op == Opcode::Mul ? 2
@@ -138,26 +127,26 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::Gelu: {
-    const float *bias = instr.operands.size() == 2 ? in(1) : nullptr;
-    int64_t c = outBuf(0).shape.empty() ? 1 : outBuf(0).shape.back();
+    const float *bias = instr.operands.size() == 2 ? args.in(1) : nullptr;
+    int64_t c = args.outBuf(0).shape.empty() ? 1 : args.outBuf(0).shape.back();
     forEach(n, stream,
-            GeluForward{in(0), bias, out(0), c,
+            GeluForward{args.in(0), bias, args.out(0), c,
                         instr.as<ops::GeluAttrs>().approximate_tanh});
     return;
   }
   case Opcode::GeluBackward: {
-    const float *bias = instr.operands.size() == 3 ? in(2) : nullptr;
-    int64_t c = outBuf(0).shape.empty() ? 1 : outBuf(0).shape.back();
+    const float *bias = instr.operands.size() == 3 ? args.in(2) : nullptr;
+    int64_t c = args.outBuf(0).shape.empty() ? 1 : args.outBuf(0).shape.back();
     forEach(n, stream,
-            GeluBackward{in(0), in(1), bias, out(0), c,
+            GeluBackward{args.in(0), args.in(1), bias, args.out(0), c,
                          instr.as<ops::GeluBackwardAttrs>().approximate_tanh});
     return;
   }
   case Opcode::Scale:
   case Opcode::Cast:
   case Opcode::Relu: {
-    const float *x = in(0);
-    float *y = out(0);
+    const float *x = args.in(0);
+    float *y = args.out(0);
     float factor =
         op == Opcode::Scale ? float(instr.as<ops::ScaleAttrs>().factor) : 1.0f;
     bool relu = op == Opcode::Relu;
@@ -169,30 +158,30 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::ReluBackward: {
-    const float *g = in(0), *s = in(1);
-    float *y = out(0);
+    const float *g = args.in(0), *s = args.in(1);
+    float *y = args.out(0);
     forEach(n, stream,
             [=] __device__(int64_t i) { y[i] = s[i] <= 0 ? 0.0f : g[i]; });
     return;
   }
   case Opcode::BiasAdd: {
-    const float *x = in(0), *b = in(1);
-    float *y = out(0);
-    int64_t c = inBuf(1).numElements();
+    const float *x = args.in(0), *b = args.in(1);
+    float *y = args.out(0);
+    int64_t c = args.inBuf(1).numElements();
     forEach(n, stream, [=] __device__(int64_t i) { y[i] = x[i] + b[i % c]; });
     return;
   }
   case Opcode::Unary: {
-    const float *x = in(0);
-    float *y = out(0);
+    const float *x = args.in(0);
+    float *y = args.out(0);
     int kind = int(instr.as<ops::UnaryAttrs>().kind);
     forEach(n, stream,
             [=] __device__(int64_t i) { y[i] = float(unaryOf(kind, x[i])); });
     return;
   }
   case Opcode::UnaryBackward: {
-    const float *g = in(0), *s = in(1);
-    float *y = out(0);
+    const float *g = args.in(0), *s = args.in(1);
+    float *y = args.out(0);
     int kind = int(instr.as<ops::UnaryBackwardAttrs>().kind);
     forEach(n, stream, [=] __device__(int64_t i) {
       y[i] = float(unaryGrad(kind, g[i], s[i]));
@@ -200,8 +189,8 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::Pow: {
-    const float *x = in(0);
-    float *y = out(0);
+    const float *x = args.in(0);
+    float *y = args.out(0);
     double e = instr.as<ops::PowAttrs>().exponent;
     forEach(n, stream, [=] __device__(int64_t i) {
       y[i] = e == 2.0 ? x[i] * x[i] : float(pow(double(x[i]), e));
@@ -209,18 +198,18 @@ void braid::rt::launchElementwiseKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::Where: {
-    const uint8_t *c = arena + inBuf(0).offset;
-    const float *a = in(1), *b = in(2);
-    float *y = out(0);
+    const uint8_t *c = arena + args.inBuf(0).offset;
+    const float *a = args.in(1), *b = args.in(2);
+    float *y = args.out(0);
     forEach(n, stream,
             [=] __device__(int64_t i) { y[i] = c[i] ? a[i] : b[i]; });
     return;
   }
   case Opcode::DropoutMask: {
     const auto &attrs = instr.as<ops::DropoutMaskAttrs>();
-    const float *step = in(0);
+    const float *step = args.in(0);
     const int64_t *rank =
-        reinterpret_cast<const int64_t *>(arena + inBuf(1).offset);
+        reinterpret_cast<const int64_t *>(arena + args.inBuf(1).offset);
     uint8_t *mask = arena + plan.buffers[instr.results[0]].offset;
     uint32_t seed = uint32_t(attrs.seed), site = uint32_t(attrs.stream);
     double keep = attrs.keep;

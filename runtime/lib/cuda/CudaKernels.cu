@@ -79,32 +79,17 @@ struct UpdateScalars {
 void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
                                  uint8_t *arena, cudaStream_t stream,
                                  cublasHandle_t blas, int *errorFlag) {
-  auto inBuf = [&](size_t i) -> const Buffer & {
-    return plan.buffers[instr.operands[i]];
-  };
-  auto outBuf = [&](size_t i) -> const Buffer & {
-    return plan.buffers[instr.results[i]];
-  };
-  auto in = [&](size_t i) {
-    return reinterpret_cast<const float *>(arena + inBuf(i).offset);
-  };
-  auto out = [&](size_t i) {
-    return reinterpret_cast<float *>(arena + outBuf(i).offset);
-  };
-  // A shard op's rank index (a tensor<i64>, read on the device).
-  auto rankIndex = [&](size_t i) {
-    return reinterpret_cast<const int64_t *>(arena + inBuf(i).offset);
-  };
+  const CudaArgs args{plan, instr, arena};
   const Opcode op = instr.opcode;
-  int64_t n = instr.results.empty() ? 0 : outBuf(0).numElements();
+  int64_t n = instr.results.empty() ? 0 : args.outBuf(0).numElements();
   // An update's operands after its `fixed` ones: the scheduled learning
   // rate where it has no lr attribute, then the gradient scale if any.
   auto updateScalars = [&](std::optional<double> lr, size_t fixed) {
     UpdateScalars s;
     size_t next = fixed;
     s.lrConstant = lr.value_or(0.0);
-    s.lrPtr = lr ? nullptr : in(next++);
-    s.scalePtr = instr.operands.size() > next ? in(next) : nullptr;
+    s.lrPtr = lr ? nullptr : args.in(next++);
+    s.scalePtr = instr.operands.size() > next ? args.in(next) : nullptr;
     return s;
   };
 
@@ -116,8 +101,8 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     if (g.k == 0) {
       for (int64_t i = 0; i < g.batch; ++i)
         check(cudaMemset2DAsync(
-                  out(0) + g.outOffset[i], size_t(g.ldc) * sizeof(float), 0,
-                  size_t(g.n) * sizeof(float), size_t(g.m), stream),
+                  args.out(0) + g.outOffset[i], size_t(g.ldc) * sizeof(float),
+                  0, size_t(g.n) * sizeof(float), size_t(g.m), stream),
               instr);
       return;
     }
@@ -135,7 +120,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     int64_t sa = stride(g.leftOffset), sb = stride(g.rightOffset),
             sc = stride(g.outOffset);
     bool uniform = sa >= 0 && sb >= 0 && sc >= 0;
-    const float *left = in(g.left), *right = in(1 - g.left);
+    const float *left = args.in(g.left), *right = args.in(1 - g.left);
     float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < (uniform ? 1 : g.batch); ++i) {
       cublasStatus_t status = cublasSgemmStridedBatched(
@@ -143,7 +128,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
           g.transLeft ? CUBLAS_OP_T : CUBLAS_OP_N, int(g.n), int(g.m), int(g.k),
           &one, right + g.rightOffset[i], int(g.ldRight), uniform ? sb : 0,
           left + g.leftOffset[i], int(g.ldLeft), uniform ? sa : 0, &zero,
-          out(0) + g.outOffset[i], int(g.ldc), uniform ? sc : 0,
+          args.out(0) + g.outOffset[i], int(g.ldc), uniform ? sc : 0,
           uniform ? int(g.batch) : 1);
       if (status != CUBLAS_STATUS_SUCCESS)
         throw KernelError(instr.describe() + ": cuBLAS failed (status " +
@@ -191,10 +176,10 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   case Opcode::SumSquares:
     return launchReductionKernel(plan, instr, arena, stream, errorFlag);
   case Opcode::CausalMask: {
-    int64_t s = inBuf(0).shape.back();
+    int64_t s = args.inBuf(0).shape.back();
     float fill = float(instr.as<ops::CausalMaskAttrs>().fill);
-    const float *x = in(0);
-    float *y = out(0);
+    const float *x = args.in(0);
+    float *y = args.out(0);
     forEach(n, stream, [=] __device__(int64_t i) {
       int64_t col = i % s, row = (i / s) % s;
       y[i] = col > row ? fill : x[i];
@@ -205,17 +190,18 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     const auto &attrs = instr.as<ops::ShardSliceAttrs>();
     uint64_t rows = 1;
     for (int64_t d = 0; d < attrs.dim; ++d)
-      rows *= inBuf(0).shape[d];
-    if (!rows || !outBuf(0).bytes)
+      rows *= args.inBuf(0).shape[d];
+    if (!rows || !args.outBuf(0).bytes)
       return;
-    uint64_t piece = outBuf(0).bytes / rows, pitch = inBuf(0).bytes / rows;
+    uint64_t piece = args.outBuf(0).bytes / rows,
+             pitch = args.inBuf(0).bytes / rows;
     int64_t parts = attrs.parts;
-    const uint8_t *src = arena + inBuf(0).offset;
-    const int64_t *index = rankIndex(1);
-    uint8_t *dst = arena + outBuf(0).offset;
+    const uint8_t *src = arena + args.inBuf(0).offset;
+    const int64_t *index = args.rankIndex(1);
+    uint8_t *dst = arena + args.outBuf(0).offset;
     int *flag = errorFlag;
     // A byte a thread: any element type.
-    forEach(int64_t(outBuf(0).bytes), stream, [=] __device__(int64_t i) {
+    forEach(int64_t(args.outBuf(0).bytes), stream, [=] __device__(int64_t i) {
       if (*index < 0 || *index >= parts) {
         atomicExch(flag, 1);
         return;
@@ -226,13 +212,13 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::EmbeddingShard: {
-    int64_t vocab = inBuf(0).shape[0], dim = inBuf(0).shape[1];
+    int64_t vocab = args.inBuf(0).shape[0], dim = args.inBuf(0).shape[1];
     int64_t parts = instr.as<ops::EmbeddingShardAttrs>().parts;
-    const float *table = in(0);
-    const uint8_t *ids = arena + inBuf(1).offset;
-    bool wide = inBuf(1).dtype == DType::I64;
-    const int64_t *index = rankIndex(2);
-    float *y = out(0);
+    const float *table = args.in(0);
+    const uint8_t *ids = arena + args.inBuf(1).offset;
+    bool wide = args.inBuf(1).dtype == DType::I64;
+    const int64_t *index = args.rankIndex(2);
+    float *y = args.out(0);
     int *flag = errorFlag;
     forEach(n, stream, [=] __device__(int64_t i) {
       int64_t id = loadIndex(ids, wide, i / dim);
@@ -247,11 +233,11 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::Embedding: {
-    int64_t vocab = inBuf(0).shape[0], dim = inBuf(0).shape[1];
-    const float *table = in(0);
-    const uint8_t *ids = arena + inBuf(1).offset;
-    bool wide = inBuf(1).dtype == DType::I64;
-    float *y = out(0);
+    int64_t vocab = args.inBuf(0).shape[0], dim = args.inBuf(0).shape[1];
+    const float *table = args.in(0);
+    const uint8_t *ids = arena + args.inBuf(1).offset;
+    bool wide = args.inBuf(1).dtype == DType::I64;
+    float *y = args.out(0);
     int *flag = errorFlag;
     forEach(n, stream, [=] __device__(int64_t i) {
       int64_t id = loadIndex(ids, wide, i / dim);
@@ -267,9 +253,10 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   case Opcode::Reshape: {
     // Nothing to move where the memory plan gave the result its operand's
     // bytes (a view: Braid_View).
-    if (outBuf(0).offset != inBuf(0).offset)
-      check(cudaMemcpyAsync(arena + outBuf(0).offset, arena + inBuf(0).offset,
-                            outBuf(0).bytes, cudaMemcpyDeviceToDevice, stream),
+    if (args.outBuf(0).offset != args.inBuf(0).offset)
+      check(cudaMemcpyAsync(arena + args.outBuf(0).offset,
+                            arena + args.inBuf(0).offset, args.outBuf(0).bytes,
+                            cudaMemcpyDeviceToDevice, stream),
             instr);
     return;
   }
@@ -277,21 +264,21 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   case Opcode::Broadcast:
   case Opcode::Slice: {
     StridedView view = getStridedView(plan, instr);
-    return gather(inBuf(0), outBuf(0), arena, view.strides, view.base, instr,
-                  stream);
+    return gather(args.inBuf(0), args.outBuf(0), arena, view.strides, view.base,
+                  instr, stream);
   }
   case Opcode::Concat: {
-    const Buffer &y = outBuf(0);
+    const Buffer &y = args.outBuf(0);
     int64_t dim = instr.as<ops::ConcatAttrs>().dim;
     unsigned size = dtypeBytes(y.dtype);
     int64_t outer = product(y.shape, 0, dim);
     int64_t inner = product(y.shape, dim + 1, y.shape.size()) * size;
     int64_t outRow = y.shape[dim] * inner, at = 0;
     for (size_t i = 0; i < instr.operands.size(); ++i) {
-      int64_t row = inBuf(i).shape[dim] * inner;
+      int64_t row = args.inBuf(i).shape[dim] * inner;
       if (row && outer)
         check(cudaMemcpy2DAsync(arena + y.offset + at, outRow,
-                                arena + inBuf(i).offset, row, row, outer,
+                                arena + args.inBuf(i).offset, row, row, outer,
                                 cudaMemcpyDeviceToDevice, stream),
               instr);
       at += row;
@@ -300,21 +287,21 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   }
   case Opcode::Constant: {
     const auto &data = instr.as<ops::ConstantAttrs>().value;
-    check(cudaMemcpyAsync(arena + outBuf(0).offset, data.data(), data.size(),
-                          cudaMemcpyHostToDevice, stream),
+    check(cudaMemcpyAsync(arena + args.outBuf(0).offset, data.data(),
+                          data.size(), cudaMemcpyHostToDevice, stream),
           instr);
     return;
   }
   case Opcode::Fill: {
     float v = float(instr.as<ops::FillAttrs>().value);
-    float *y = out(0);
+    float *y = args.out(0);
     forEach(n, stream, [=] __device__(int64_t i) { y[i] = v; });
     return;
   }
   case Opcode::ClipCoefficient: {
     double maxNorm = instr.as<ops::ClipCoefficientAttrs>().max_norm;
-    const float *s = in(0);
-    float *y = out(0);
+    const float *s = args.in(0);
+    float *y = args.out(0);
     forEach(1, stream, [=] __device__(int64_t) {
       double c = maxNorm / (sqrt(double(s[0])) + 1e-6);
       y[0] = float(isnan(c) ? c : fmin(c, 1.0));
@@ -327,8 +314,8 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     double mom = attrs.momentum, wd = attrs.weight_decay;
     double damp = attrs.dampening;
     bool nesterov = attrs.nesterov;
-    const float *p = in(0), *g = in(1), *buf = in(2);
-    float *np = out(0), *nbuf = out(1);
+    const float *p = args.in(0), *g = args.in(1), *buf = args.in(2);
+    float *np = args.out(0), *nbuf = args.out(1);
     forEach(n, stream, [=] __device__(int64_t i) {
       double lr = scalars.lr();
       double gi = scalars.scale() * g[i] + wd * p[i];
@@ -344,9 +331,9 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     UpdateScalars scalars = updateScalars(attrs.lr, 5);
     double b1 = attrs.beta1, b2 = attrs.beta2, eps = attrs.eps;
     double wd = attrs.weight_decay;
-    const float *p = in(0), *g = in(1), *m = in(2), *v = in(3),
-                *stepPtr = in(4);
-    float *np = out(0), *nm = out(1), *nv = out(2);
+    const float *p = args.in(0), *g = args.in(1), *m = args.in(2),
+                *v = args.in(3), *stepPtr = args.in(4);
+    float *np = args.out(0), *nm = args.out(1), *nv = args.out(2);
     forEach(n, stream, [=] __device__(int64_t i) {
       double lr = scalars.lr();
       double step = stepPtr[0];

@@ -262,30 +262,16 @@ __device__ void combineShards(const float *stats, int64_t parts, int64_t rows,
 void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
                                       uint8_t *arena, cudaStream_t stream,
                                       int *errorFlag) {
-  auto inBuf = [&](size_t i) -> const Buffer & {
-    return plan.buffers[instr.operands[i]];
-  };
-  auto outBuf = [&](size_t i) -> const Buffer & {
-    return plan.buffers[instr.results[i]];
-  };
-  auto in = [&](size_t i) {
-    return reinterpret_cast<const float *>(arena + inBuf(i).offset);
-  };
-  auto out = [&](size_t i) {
-    return reinterpret_cast<float *>(arena + outBuf(i).offset);
-  };
-  auto rankIndex = [&](size_t i) {
-    return reinterpret_cast<const int64_t *>(arena + inBuf(i).offset);
-  };
+  const CudaArgs args{plan, instr, arena};
   const Opcode op = instr.opcode;
-  int64_t n = instr.results.empty() ? 0 : outBuf(0).numElements();
+  int64_t n = instr.results.empty() ? 0 : args.outBuf(0).numElements();
   int *flag = errorFlag;
   Scratch scratch(stream, instr);
 
   switch (op) {
   case Opcode::ReduceSum:
   case Opcode::ReduceMean: {
-    const Buffer &x = inBuf(0);
+    const Buffer &x = args.inBuf(0);
     std::vector<bool> reduced(x.shape.size(), false);
     bool mean = op == Opcode::ReduceMean;
     for (int64_t d : mean ? instr.as<ops::ReduceMeanAttrs>().dims
@@ -304,8 +290,8 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     }
     int64_t count = product(redShape, 0, redShape.size());
     float divisor = mean && count ? float(count) : 1.0f;
-    const float *src = in(0);
-    float *y = out(0);
+    const float *src = args.in(0);
+    float *y = args.out(0);
     if (prefix) {
       // Over the leading dimensions (a bias gradient): a column sum of a
       // [count, n] matrix.
@@ -344,7 +330,7 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
   case Opcode::LogSoftmax:
   case Opcode::SoftmaxBackward:
   case Opcode::LogSoftmaxBackward: {
-    const auto &shape = inBuf(0).shape;
+    const auto &shape = args.inBuf(0).shape;
     bool log = op == Opcode::LogSoftmax || op == Opcode::LogSoftmaxBackward;
     bool backward =
         op == Opcode::SoftmaxBackward || op == Opcode::LogSoftmaxBackward;
@@ -356,8 +342,8 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
                       : instr.as<ops::LogSoftmaxBackwardAttrs>().dim;
     int64_t outer = product(shape, 0, dim), size = shape[dim],
             inner = product(shape, dim + 1, shape.size());
-    const float *a = in(0), *b = backward ? in(1) : nullptr;
-    float *y = out(0);
+    const float *a = args.in(0), *b = backward ? args.in(1) : nullptr;
+    float *y = args.out(0);
     bool safe = op == Opcode::Softmax && instr.as<ops::SoftmaxAttrs>().safe;
     // The scale and causal mask braid-fuse-kernels folds in (a causal
     // softmax runs along the last dimension: inner is 1).
@@ -417,11 +403,11 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::LayerNorm: {
-    int64_t d = inBuf(1).numElements();
-    int64_t rows = d ? inBuf(0).numElements() / d : 0;
+    int64_t d = args.inBuf(1).numElements();
+    int64_t rows = d ? args.inBuf(0).numElements() / d : 0;
     float eps = float(instr.as<ops::LayerNormAttrs>().epsilon);
-    const float *x = in(0), *g = in(1), *b = in(2);
-    float *y = out(0), *mean = out(1), *rstd = out(2);
+    const float *x = args.in(0), *g = args.in(1), *b = args.in(2);
+    float *y = args.out(0), *mean = args.out(1), *rstd = args.out(2);
     forEachRow(rows, stream, [=] __device__(int64_t r) {
       const float *row = x + r * d;
       float mu = 0.0f, var = 0.0f;
@@ -442,11 +428,11 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::LayerNormBackward: {
-    int64_t d = inBuf(4).numElements();
-    int64_t rows = d ? inBuf(1).numElements() / d : 0;
-    const float *dy = in(0), *x = in(1), *mean = in(2), *rstd = in(3),
-                *g = in(4);
-    float *dx = out(0), *dg = out(1), *db = out(2);
+    int64_t d = args.inBuf(4).numElements();
+    int64_t rows = d ? args.inBuf(1).numElements() / d : 0;
+    const float *dy = args.in(0), *x = args.in(1), *mean = args.in(2),
+                *rstd = args.in(3), *g = args.in(4);
+    float *dx = args.out(0), *dg = args.out(1), *db = args.out(2);
     forEachRow(rows, stream, [=] __device__(int64_t r) {
       float mu = mean[r], rs = rstd[r], sumDyG = 0.0f, sumDyGXhat = 0.0f;
       for (int64_t k = threadIdx.x; k < d; k += blockDim.x) {
@@ -482,7 +468,7 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     bool logits =
         op == Opcode::CrossEntropy || op == Opcode::CrossEntropyBackward;
     size_t xi = backward ? 1 : 0, li = backward ? 2 : 1;
-    int64_t rows = inBuf(xi).shape[0], classes = inBuf(xi).shape[1];
+    int64_t rows = args.inBuf(xi).shape[0], classes = args.inBuf(xi).shape[1];
     auto [reduction, ignoreIndex] =
         op == Opcode::NllLoss
             ? std::pair(instr.as<ops::NllLossAttrs>().reduction,
@@ -499,10 +485,10 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     bool mean = reduction == ops::LossReduction::Mean;
     bool ignores = ignoreIndex.has_value();
     int64_t ignore = ignoreIndex.value_or(0);
-    const float *x = in(xi), *grad = backward ? in(0) : nullptr;
-    const uint8_t *labels = arena + inBuf(li).offset;
-    bool wide = inBuf(li).dtype == DType::I64;
-    float *y = out(0);
+    const float *x = args.in(xi), *grad = backward ? args.in(0) : nullptr;
+    const uint8_t *labels = arena + args.inBuf(li).offset;
+    bool wide = args.inBuf(li).dtype == DType::I64;
+    float *y = args.out(0);
     float *count = scratch.get<float>(1);
     float *rowLoss = backward ? nullptr : scratch.get<float>(rows);
     float *taken = backward ? nullptr : scratch.get<float>(rows);
@@ -553,17 +539,17 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::CrossEntropyShardStats: {
-    int64_t rows = inBuf(0).shape[0], classes = inBuf(0).shape[1];
+    int64_t rows = args.inBuf(0).shape[0], classes = args.inBuf(0).shape[1];
     int64_t parts = instr.as<ops::CrossEntropyShardStatsAttrs>().parts;
     std::optional<int64_t> ignoreIndex =
         instr.as<ops::CrossEntropyShardStatsAttrs>().ignore_index;
     bool ignores = ignoreIndex.has_value();
     int64_t ignore = ignoreIndex.value_or(0);
-    const float *x = in(0);
-    const uint8_t *labels = arena + inBuf(1).offset;
-    bool wide = inBuf(1).dtype == DType::I64;
-    const int64_t *index = rankIndex(2);
-    float *stats = out(0);
+    const float *x = args.in(0);
+    const uint8_t *labels = arena + args.inBuf(1).offset;
+    bool wide = args.inBuf(1).dtype == DType::I64;
+    const int64_t *index = args.rankIndex(2);
+    float *stats = args.out(0);
     forEachRow(rows, stream, [=] __device__(int64_t r) {
       int64_t label = loadIndex(labels, wide, r);
       if (ignores && label == ignore) {
@@ -598,8 +584,8 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
   case Opcode::CrossEntropyShardBackward: {
     bool backward = op == Opcode::CrossEntropyShardBackward;
     size_t si = backward ? 3 : 0;
-    int64_t parts = inBuf(si).shape[0], rows = inBuf(si).shape[1];
-    int64_t classes = backward ? inBuf(1).shape[1] : 0;
+    int64_t parts = args.inBuf(si).shape[0], rows = args.inBuf(si).shape[1];
+    int64_t classes = backward ? args.inBuf(1).shape[1] : 0;
     ops::LossReduction reduction =
         backward ? instr.as<ops::CrossEntropyShardBackwardAttrs>().reduction
                  : instr.as<ops::CrossEntropyShardLossAttrs>().reduction;
@@ -609,13 +595,13 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
                  : std::nullopt;
     bool ignores = ignoreIndex.has_value();
     int64_t ignore = ignoreIndex.value_or(0);
-    const float *stats = in(si);
-    const float *x = backward ? in(1) : nullptr,
-                *grad = backward ? in(0) : nullptr;
-    const uint8_t *labels = backward ? arena + inBuf(2).offset : nullptr;
-    bool wide = backward && inBuf(2).dtype == DType::I64;
-    const int64_t *index = backward ? rankIndex(4) : nullptr;
-    float *y = out(0);
+    const float *stats = args.in(si);
+    const float *x = backward ? args.in(1) : nullptr,
+                *grad = backward ? args.in(0) : nullptr;
+    const uint8_t *labels = backward ? arena + args.inBuf(2).offset : nullptr;
+    bool wide = backward && args.inBuf(2).dtype == DType::I64;
+    const int64_t *index = backward ? args.rankIndex(4) : nullptr;
+    float *y = args.out(0);
     if (!backward) {
       float *rowLoss = scratch.get<float>(rows),
             *taken = scratch.get<float>(rows);
@@ -653,21 +639,21 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     return;
   }
   case Opcode::EmbeddingBackward: {
-    int64_t vocab = outBuf(0).shape[0], dim = outBuf(0).shape[1];
-    bool wide = inBuf(1).dtype == DType::I64;
-    return embeddingBackward(in(0), arena + inBuf(1).offset, wide,
-                             inBuf(1).numElements(), vocab, dim, out(0),
-                             outBuf(0).bytes, false, 1, nullptr, flag, stream,
-                             scratch, instr);
+    int64_t vocab = args.outBuf(0).shape[0], dim = args.outBuf(0).shape[1];
+    bool wide = args.inBuf(1).dtype == DType::I64;
+    return embeddingBackward(args.in(0), arena + args.inBuf(1).offset, wide,
+                             args.inBuf(1).numElements(), vocab, dim,
+                             args.out(0), args.outBuf(0).bytes, false, 1,
+                             nullptr, flag, stream, scratch, instr);
   }
   case Opcode::EmbeddingShardBackward: {
-    int64_t vocab = outBuf(0).shape[0], dim = outBuf(0).shape[1];
-    bool wide = inBuf(1).dtype == DType::I64;
-    return embeddingBackward(in(0), arena + inBuf(1).offset, wide,
-                             inBuf(1).numElements(), vocab, dim, out(0),
-                             outBuf(0).bytes, true,
+    int64_t vocab = args.outBuf(0).shape[0], dim = args.outBuf(0).shape[1];
+    bool wide = args.inBuf(1).dtype == DType::I64;
+    return embeddingBackward(args.in(0), arena + args.inBuf(1).offset, wide,
+                             args.inBuf(1).numElements(), vocab, dim,
+                             args.out(0), args.outBuf(0).bytes, true,
                              instr.as<ops::EmbeddingShardBackwardAttrs>().parts,
-                             rankIndex(2), flag, stream, scratch, instr);
+                             args.rankIndex(2), flag, stream, scratch, instr);
   }
   case Opcode::SumSquares: {
     // Each operand in chunks of 64 K elements, a block each, then the
@@ -675,12 +661,12 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     constexpr int64_t chunk = 1 << 16;
     int64_t chunks = 0;
     for (size_t i = 0; i < instr.operands.size(); ++i)
-      chunks += (inBuf(i).numElements() + chunk - 1) / chunk;
+      chunks += (args.inBuf(i).numElements() + chunk - 1) / chunk;
     float *partial = scratch.get<float>(chunks);
     int64_t first = 0;
     for (size_t i = 0; i < instr.operands.size(); ++i) {
-      const float *x = in(i);
-      int64_t size = inBuf(i).numElements();
+      const float *x = args.in(i);
+      int64_t size = args.inBuf(i).numElements();
       int64_t pieces = (size + chunk - 1) / chunk;
       float *into = partial + first;
       forEachRow(pieces, stream, [=] __device__(int64_t p) {
@@ -694,7 +680,7 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
       });
       first += pieces;
     }
-    float *y = out(0);
+    float *y = args.out(0);
     forEachRow(1, stream, [=] __device__(int64_t) {
       float sum = 0.0f;
       for (int64_t p = threadIdx.x; p < chunks; p += blockDim.x)
