@@ -1,10 +1,13 @@
 //===- BraidOps.cpp - braid operations --------------------------*- C++ -*-===//
 //
-// Verifiers, type inference and costs of the braid ops.
+// Verifiers, type inference and costs of the braid ops, but for the data
+// movement ops (BraidDataMovementOps.cpp), the optimizer ops
+// (BraidOptimizerOps.cpp) and attention (BraidAttentionOps.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/BraidOps.h"
+#include "VerifierUtils.h"
 #include "braid-common/DeviceGroup.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -23,55 +26,6 @@ using namespace braid;
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-static RankedTensorType tensorType(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
-
-static uint64_t numElements(Value value) {
-  return getNumElements(value.getType());
-}
-
-/// Prints a shape as `8x128x768` (`scalar` for rank 0).
-static std::string shapeString(ArrayRef<int64_t> shape) {
-  if (shape.empty())
-    return "scalar";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  llvm::interleave(shape, os, "x");
-  return s;
-}
-
-/// Checks that `dim` indexes a dimension of a rank-`rank` tensor.
-static LogicalResult verifyDimIndex(Operation *op, StringRef what, int64_t dim,
-                                    int64_t rank) {
-  if (dim < 0 || dim >= rank)
-    return op->emitOpError()
-           << what << " " << dim << " is out of range for rank " << rank;
-  return success();
-}
-
-/// Checks that two values have the same element type.
-static LogicalResult verifySameElementType(Operation *op, StringRef aName,
-                                           Value a, StringRef bName, Value b) {
-  Type ta = getElementTypeOrSelf(a.getType());
-  Type tb = getElementTypeOrSelf(b.getType());
-  if (ta != tb)
-    return op->emitOpError()
-           << aName << " element type " << ta << " differs from " << bName
-           << " element type " << tb;
-  return success();
-}
-
-/// Checks that `value` has shape `expected`.
-static LogicalResult verifyShape(Operation *op, StringRef name, Value value,
-                                 ArrayRef<int64_t> expected) {
-  ArrayRef<int64_t> actual = tensorType(value).getShape();
-  if (actual != expected)
-    return op->emitOpError() << name << " has shape " << shapeString(actual)
-                             << ", expected " << shapeString(expected);
-  return success();
-}
 
 //===----------------------------------------------------------------------===//
 // MatmulOp
@@ -507,13 +461,6 @@ uint64_t CrossEntropyBackwardOp::getFlops() {
   return 6 * numElements(getInput());
 }
 
-/// Checks that a shard op's `parts` is positive.
-static LogicalResult verifyParts(Operation *op, int64_t parts) {
-  if (parts < 1)
-    return op->emitOpError() << "parts must be positive, but is " << parts;
-  return success();
-}
-
 /// Checks `stats` against `[P, N, 3]` summaries of `rows` rows (P == 1 for
 /// one shard's).
 static LogicalResult verifyShardStats(Operation *op, Value stats, int64_t rows,
@@ -615,249 +562,6 @@ uint64_t EmbeddingShardOp::getBytesRead() {
          getTensorBytes(getIds().getType());
 }
 uint64_t EmbeddingShardBackwardOp::getFlops() { return numElements(getGrad()); }
-
-//===----------------------------------------------------------------------===//
-// Shape and data movement
-//===----------------------------------------------------------------------===//
-
-LogicalResult ShardSliceOp::verify() {
-  if (failed(verifyParts(*this, getParts())) ||
-      failed(verifySameElementType(*this, "input", getInput(), "result",
-                                   getResult())))
-    return failure();
-  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
-  int64_t dim = getDim();
-  if (dim < 0 || dim >= int64_t(in.size()))
-    return emitOpError() << "dim " << dim << " is out of range for rank "
-                         << in.size();
-  if (in[dim] % getParts())
-    return emitOpError() << "dimension " << dim << " of size " << in[dim]
-                         << " does not divide into " << getParts() << " parts";
-  SmallVector<int64_t> expected(in);
-  expected[dim] /= getParts();
-  return verifyShape(*this, "result", getResult(), expected);
-}
-
-uint64_t ShardSliceOp::getFlops() { return 0; }
-uint64_t ShardSliceOp::getBytesRead() {
-  // Only the piece is read.
-  return getTensorBytes(getResult().getType());
-}
-
-LogicalResult ReshapeOp::verify() {
-  if (failed(verifySameElementType(*this, "input", getInput(), "result",
-                                   getResult())))
-    return failure();
-  if (numElements(getInput()) != numElements(getResult()))
-    return emitOpError() << "input has " << numElements(getInput())
-                         << " elements but result has "
-                         << numElements(getResult());
-  return success();
-}
-uint64_t ReshapeOp::getFlops() { return 0; }
-uint64_t ReshapeOp::getBytesRead() { return 0; }
-uint64_t ReshapeOp::getBytesWritten() { return 0; }
-
-LogicalResult TransposeOp::verify() {
-  ArrayRef<int64_t> shape = tensorType(getInput()).getShape();
-  ArrayRef<int64_t> perm = getPermutation();
-  if (perm.size() != shape.size())
-    return emitOpError() << "permutation has " << perm.size()
-                         << " entries for an input of rank " << shape.size();
-  SmallVector<bool> seen(shape.size(), false);
-  SmallVector<int64_t> expected;
-  for (int64_t p : perm) {
-    if (failed(verifyDimIndex(*this, "permutation entry", p, shape.size())))
-      return failure();
-    if (seen[p])
-      return emitOpError() << "permutation repeats dimension " << p;
-    seen[p] = true;
-    expected.push_back(shape[p]);
-  }
-  if (failed(verifySameElementType(*this, "input", getInput(), "result",
-                                   getResult())))
-    return failure();
-  return verifyShape(*this, "result", getResult(), expected);
-}
-uint64_t TransposeOp::getFlops() { return 0; }
-
-LogicalResult BroadcastOp::verify() {
-  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
-  ArrayRef<int64_t> out = tensorType(getResult()).getShape();
-  ArrayRef<int64_t> dims = getDims();
-  if (in.size() + dims.size() != out.size())
-    return emitOpError() << "input rank " << in.size() << " plus "
-                         << dims.size() << " new dimensions differs from "
-                         << "result rank " << out.size();
-  for (auto [i, dim] : llvm::enumerate(dims)) {
-    if (failed(verifyDimIndex(*this, "new dimension", dim, out.size())))
-      return failure();
-    if (i > 0 && dims[i - 1] >= dim)
-      return emitOpError() << "dims must be strictly increasing, but " << dim
-                           << " follows " << dims[i - 1];
-  }
-  SmallVector<int64_t> kept;
-  for (auto [i, size] : llvm::enumerate(out))
-    if (!llvm::is_contained(dims, static_cast<int64_t>(i)))
-      kept.push_back(size);
-  if (kept != SmallVector<int64_t>(in))
-    return emitOpError() << "result dimensions " << shapeString(kept)
-                         << " other than the new ones differ from the input "
-                         << "shape " << shapeString(in);
-  return verifySameElementType(*this, "input", getInput(), "result",
-                               getResult());
-}
-uint64_t BroadcastOp::getFlops() { return 0; }
-
-LogicalResult SliceOp::verify() {
-  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
-  ArrayRef<int64_t> out = tensorType(getResult()).getShape();
-  ArrayRef<int64_t> offsets = getOffsets();
-  SmallVector<int64_t> strides(in.size(), 1);
-  if (std::optional<ArrayRef<int64_t>> s = getStrides())
-    strides.assign(s->begin(), s->end());
-  if (out.size() != in.size())
-    return emitOpError() << "result rank " << out.size()
-                         << " differs from input rank " << in.size();
-  if (offsets.size() != in.size() || strides.size() != in.size())
-    return emitOpError() << "needs " << in.size()
-                         << " offsets and strides, one per dimension";
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (strides[d] < 1)
-      return emitOpError() << "stride " << strides[d] << " of dimension " << d
-                           << " must be positive";
-    if (offsets[d] < 0 ||
-        (out[d] > 0 && offsets[d] + (out[d] - 1) * strides[d] >= in[d]))
-      return emitOpError() << "dimension " << d << " reads from offset "
-                           << offsets[d] << " " << out[d]
-                           << " elements with stride " << strides[d]
-                           << ", past the input size " << in[d];
-  }
-  return verifySameElementType(*this, "input", getInput(), "result",
-                               getResult());
-}
-uint64_t SliceOp::getFlops() { return 0; }
-
-LogicalResult ConcatOp::verify() {
-  if (getInputs().empty())
-    return emitOpError() << "needs at least one input";
-  RankedTensorType result = tensorType(getResult());
-  // I64Attr accessors return uint64_t; read the dimension as signed.
-  int64_t dim = getDim();
-  if (failed(verifyDimIndex(*this, "dim", dim, result.getRank())))
-    return failure();
-  int64_t total = 0;
-  for (auto [i, input] : llvm::enumerate(getInputs())) {
-    RankedTensorType type = tensorType(input);
-    if (type.getRank() != result.getRank())
-      return emitOpError() << "input #" << i << " has rank " << type.getRank()
-                           << ", the result has rank " << result.getRank();
-    if (type.getElementType() != result.getElementType())
-      return emitOpError() << "input #" << i << " element type "
-                           << type.getElementType()
-                           << " differs from the result element type "
-                           << result.getElementType();
-    for (int64_t d = 0; d < result.getRank(); ++d)
-      if (d != dim && type.getDimSize(d) != result.getDimSize(d))
-        return emitOpError() << "input #" << i << " has size "
-                             << type.getDimSize(d) << " in dimension " << d
-                             << ", the result has " << result.getDimSize(d);
-    total += type.getDimSize(dim);
-  }
-  if (total != result.getDimSize(dim))
-    return emitOpError() << "inputs add up to " << total << " in dimension "
-                         << getDim() << ", the result has "
-                         << result.getDimSize(dim);
-  return success();
-}
-uint64_t ConcatOp::getFlops() { return 0; }
-
-OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
-uint64_t ConstantOp::getFlops() { return 0; }
-uint64_t FillOp::getFlops() { return 0; }
-
-//===----------------------------------------------------------------------===//
-// Optimizers
-//===----------------------------------------------------------------------===//
-
-/// An update's learning rate: the `lr` attribute or the `scheduled_lr`
-/// operand, exactly one, and a constant one non-negative.
-template <typename Op> static LogicalResult verifyLearningRate(Op op) {
-  std::optional<APFloat> lr = op.getLr();
-  if (lr && op.getScheduledLr())
-    return op.emitOpError() << "has both a constant lr and a scheduled lr "
-                               "operand; give one";
-  if (!lr && !op.getScheduledLr())
-    return op.emitOpError() << "has no learning rate: give lr = <constant> "
-                               "or lr = <scalar f32 operand>";
-  // As torch.optim: a rate of 0 is a valid update that changes nothing.
-  if (lr && !(lr->convertToDouble() >= 0))
-    return op.emitOpError()
-           << "lr must be non-negative, but is " << lr->convertToDouble();
-  return success();
-}
-
-LogicalResult SgdOp::verify() {
-  if (failed(verifyLearningRate(*this)))
-    return failure();
-  double momentum = getMomentum().convertToDouble();
-  double dampening = getDampening().convertToDouble();
-  double weightDecay = getWeightDecay().convertToDouble();
-  if (!(momentum >= 0))
-    return emitOpError() << "momentum must be non-negative, but is "
-                         << momentum;
-  if (!(weightDecay >= 0))
-    return emitOpError() << "weight_decay must be non-negative, but is "
-                         << weightDecay;
-  if (!(dampening >= 0 && dampening <= 1))
-    return emitOpError() << "dampening must be in [0, 1], but is " << dampening;
-  if (getNesterov() && (momentum <= 0 || dampening != 0))
-    return emitOpError() << "nesterov needs a positive momentum and zero "
-                            "dampening";
-  return success();
-}
-uint64_t SgdOp::getFlops() { return 6 * numElements(getParam()); }
-
-LogicalResult AdamWOp::verify() {
-  if (failed(verifyLearningRate(*this)))
-    return failure();
-  double beta1 = getBeta1().convertToDouble();
-  double beta2 = getBeta2().convertToDouble();
-  double eps = getEps().convertToDouble();
-  double weightDecay = getWeightDecay().convertToDouble();
-  if (!(beta1 >= 0 && beta1 < 1))
-    return emitOpError() << "beta1 must be in [0, 1), but is " << beta1;
-  if (!(beta2 >= 0 && beta2 < 1))
-    return emitOpError() << "beta2 must be in [0, 1), but is " << beta2;
-  if (!(eps > 0))
-    return emitOpError() << "eps must be positive, but is " << eps;
-  if (!(weightDecay >= 0))
-    return emitOpError() << "weight_decay must be non-negative, but is "
-                         << weightDecay;
-  return success();
-}
-uint64_t AdamWOp::getFlops() { return 12 * numElements(getParam()); }
-
-LogicalResult SumSquaresOp::verify() {
-  if (getInputs().empty())
-    return emitOpError() << "needs at least one input";
-  return success();
-}
-uint64_t SumSquaresOp::getFlops() {
-  uint64_t n = 0;
-  for (Value input : getInputs())
-    n += numElements(input);
-  return 2 * n;
-}
-
-LogicalResult ClipCoefficientOp::verify() {
-  double maxNorm = getMaxNorm().convertToDouble();
-  if (!(maxNorm > 0) || std::isinf(maxNorm))
-    return emitOpError() << "max_norm must be positive and finite, but is "
-                         << maxNorm;
-  return success();
-}
-uint64_t ClipCoefficientOp::getFlops() { return 4; }
 
 #include "CollectiveVerifiers.h"
 

@@ -1,0 +1,151 @@
+//===- BraidDataMovementOps.td - reshape, slice, ... -------*- tablegen -*-===//
+//
+// The ops that move data without arithmetic: braid.reshape, transpose,
+// broadcast, slice, shard_slice, concat, constant and fill. Included by
+// BraidOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_BRAIDDATAMOVEMENTOPS_TD
+#define BRAID_DIALECT_BRAID_BRAIDDATAMOVEMENTOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [Braid_View],
+                                      ["getBytesRead", "getBytesWritten"]> {
+  let opcode = 70;
+  let summary = "reinterpret the shape, keeping the elements in order";
+  let arguments = (ins Braid_Tensor:$input);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
+  let opcode = 71;
+  let summary = "permute the dimensions";
+  let description = [{
+    `result` dimension `i` is `input` dimension `permutation[i]`.
+
+    ```mlir
+    %t = braid.transpose %x permutation = [0, 2, 1, 3]
+        : tensor<8x128x12x64xf32> -> tensor<8x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $input `permutation` `=` $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_BroadcastOp : Braid_ComputeOp<"broadcast"> {
+  let opcode = 72;
+  let summary = "replicate a tensor along new dimensions";
+  let description = [{
+    `dims` lists, in increasing order, the result dimensions that the input
+    does not have; the other result dimensions are the input's, in order.
+    (The collective that sends one rank's tensor to the others is
+    `braid.collective_broadcast`.)
+
+    ```mlir
+    %b = braid.broadcast %v dims = [0] : tensor<768xf32> -> tensor<1024x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` `=` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_SliceOp : Braid_ComputeOp<"slice", [], [], ["localizeForSharding"]> {
+  let opcode = 73;
+  let summary = "a strided box of a tensor";
+  let description = [{
+    `result[i...] = input[offsets[k] + i[k] * strides[k] ...]`; the result
+    type gives the sizes. `strides` defaults to all ones.
+
+    ```mlir
+    %q = braid.slice %qkv offsets = [0, 0] : tensor<1024x2304xf32> -> tensor<1024x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_Tensor:$input, DenseI64ArrayAttr:$offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $input `offsets` `=` $offsets (`strides` `=` $strides^)? attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [],
+                                         ["getBytesRead"]> {
+  let opcode = 77;
+  let summary = "one rank's piece of a whole tensor";
+  let description = [{
+    Piece `index` of `input` cut into `parts` equal pieces along `dim`: what
+    rank `index` of a group holds of a value split along `dim`. A local
+    copy: braid-sequence-parallel cuts a whole value to a rank's tokens with
+    it (`index` is `braid.axis_index`).
+
+    ```mlir
+    %x = braid.shard_slice %resid, %index dim = 0 parts = 2
+        : tensor<1024x768xf32> -> tensor<512x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_Tensor:$input, Braid_RankIndexTensor:$index,
+                       I64Attr:$dim, I64Attr:$parts);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index `dim` `=` $dim `parts` `=` $parts attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
+  let opcode = 74;
+  let summary = "join tensors along one dimension";
+  let arguments = (ins Variadic<Braid_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` `=` $dim attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_ConstantOp : Braid_ComputeOp<"constant", [
+    ConstantLike, AllTypesMatch<["value", "result"]>]> {
+  let opcode = 75;
+  let summary = "a tensor of given elements";
+  let description = [{
+    ```mlir
+    %one = braid.constant dense<1.000000e+00> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+def Braid_FillOp : Braid_ComputeOp<"fill"> {
+  let opcode = 76;
+  let summary = "a tensor with every element equal to one number";
+  let description = [{
+    ```mlir
+    %z = braid.fill 0.000000e+00 : tensor<1024x768xf32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+#endif // BRAID_DIALECT_BRAID_BRAIDDATAMOVEMENTOPS_TD

@@ -1,0 +1,175 @@
+//===- BraidDataMovementOps.cpp - reshape, transpose, slice, ... -*- C++
+//-*-===//
+//
+// The verifiers and costs of the ops that move data without arithmetic
+// (BraidDataMovementOps.td): reshape, transpose, broadcast, slice,
+// shard_slice, concat, constant and fill.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VerifierUtils.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace braid;
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardSliceOp::verify() {
+  if (failed(verifyParts(*this, getParts())) ||
+      failed(verifySameElementType(*this, "input", getInput(), "result",
+                                   getResult())))
+    return failure();
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= int64_t(in.size()))
+    return emitOpError() << "dim " << dim << " is out of range for rank "
+                         << in.size();
+  if (in[dim] % getParts())
+    return emitOpError() << "dimension " << dim << " of size " << in[dim]
+                         << " does not divide into " << getParts() << " parts";
+  SmallVector<int64_t> expected(in);
+  expected[dim] /= getParts();
+  return verifyShape(*this, "result", getResult(), expected);
+}
+
+uint64_t ShardSliceOp::getFlops() { return 0; }
+uint64_t ShardSliceOp::getBytesRead() {
+  // Only the piece is read.
+  return getTensorBytes(getResult().getType());
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(verifySameElementType(*this, "input", getInput(), "result",
+                                   getResult())))
+    return failure();
+  if (numElements(getInput()) != numElements(getResult()))
+    return emitOpError() << "input has " << numElements(getInput())
+                         << " elements but result has "
+                         << numElements(getResult());
+  return success();
+}
+uint64_t ReshapeOp::getFlops() { return 0; }
+uint64_t ReshapeOp::getBytesRead() { return 0; }
+uint64_t ReshapeOp::getBytesWritten() { return 0; }
+
+LogicalResult TransposeOp::verify() {
+  ArrayRef<int64_t> shape = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> perm = getPermutation();
+  if (perm.size() != shape.size())
+    return emitOpError() << "permutation has " << perm.size()
+                         << " entries for an input of rank " << shape.size();
+  SmallVector<bool> seen(shape.size(), false);
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (failed(verifyDimIndex(*this, "permutation entry", p, shape.size())))
+      return failure();
+    if (seen[p])
+      return emitOpError() << "permutation repeats dimension " << p;
+    seen[p] = true;
+    expected.push_back(shape[p]);
+  }
+  if (failed(verifySameElementType(*this, "input", getInput(), "result",
+                                   getResult())))
+    return failure();
+  return verifyShape(*this, "result", getResult(), expected);
+}
+uint64_t TransposeOp::getFlops() { return 0; }
+
+LogicalResult BroadcastOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> out = tensorType(getResult()).getShape();
+  ArrayRef<int64_t> dims = getDims();
+  if (in.size() + dims.size() != out.size())
+    return emitOpError() << "input rank " << in.size() << " plus "
+                         << dims.size() << " new dimensions differs from "
+                         << "result rank " << out.size();
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (failed(verifyDimIndex(*this, "new dimension", dim, out.size())))
+      return failure();
+    if (i > 0 && dims[i - 1] >= dim)
+      return emitOpError() << "dims must be strictly increasing, but " << dim
+                           << " follows " << dims[i - 1];
+  }
+  SmallVector<int64_t> kept;
+  for (auto [i, size] : llvm::enumerate(out))
+    if (!llvm::is_contained(dims, static_cast<int64_t>(i)))
+      kept.push_back(size);
+  if (kept != SmallVector<int64_t>(in))
+    return emitOpError() << "result dimensions " << shapeString(kept)
+                         << " other than the new ones differ from the input "
+                         << "shape " << shapeString(in);
+  return verifySameElementType(*this, "input", getInput(), "result",
+                               getResult());
+}
+uint64_t BroadcastOp::getFlops() { return 0; }
+
+LogicalResult SliceOp::verify() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> out = tensorType(getResult()).getShape();
+  ArrayRef<int64_t> offsets = getOffsets();
+  SmallVector<int64_t> strides(in.size(), 1);
+  if (std::optional<ArrayRef<int64_t>> s = getStrides())
+    strides.assign(s->begin(), s->end());
+  if (out.size() != in.size())
+    return emitOpError() << "result rank " << out.size()
+                         << " differs from input rank " << in.size();
+  if (offsets.size() != in.size() || strides.size() != in.size())
+    return emitOpError() << "needs " << in.size()
+                         << " offsets and strides, one per dimension";
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (strides[d] < 1)
+      return emitOpError() << "stride " << strides[d] << " of dimension " << d
+                           << " must be positive";
+    if (offsets[d] < 0 ||
+        (out[d] > 0 && offsets[d] + (out[d] - 1) * strides[d] >= in[d]))
+      return emitOpError() << "dimension " << d << " reads from offset "
+                           << offsets[d] << " " << out[d]
+                           << " elements with stride " << strides[d]
+                           << ", past the input size " << in[d];
+  }
+  return verifySameElementType(*this, "input", getInput(), "result",
+                               getResult());
+}
+uint64_t SliceOp::getFlops() { return 0; }
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  RankedTensorType result = tensorType(getResult());
+  // I64Attr accessors return uint64_t; read the dimension as signed.
+  int64_t dim = getDim();
+  if (failed(verifyDimIndex(*this, "dim", dim, result.getRank())))
+    return failure();
+  int64_t total = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    RankedTensorType type = tensorType(input);
+    if (type.getRank() != result.getRank())
+      return emitOpError() << "input #" << i << " has rank " << type.getRank()
+                           << ", the result has rank " << result.getRank();
+    if (type.getElementType() != result.getElementType())
+      return emitOpError() << "input #" << i << " element type "
+                           << type.getElementType()
+                           << " differs from the result element type "
+                           << result.getElementType();
+    for (int64_t d = 0; d < result.getRank(); ++d)
+      if (d != dim && type.getDimSize(d) != result.getDimSize(d))
+        return emitOpError() << "input #" << i << " has size "
+                             << type.getDimSize(d) << " in dimension " << d
+                             << ", the result has " << result.getDimSize(d);
+    total += type.getDimSize(dim);
+  }
+  if (total != result.getDimSize(dim))
+    return emitOpError() << "inputs add up to " << total << " in dimension "
+                         << getDim() << ", the result has "
+                         << result.getDimSize(dim);
+  return success();
+}
+uint64_t ConcatOp::getFlops() { return 0; }
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+uint64_t ConstantOp::getFlops() { return 0; }
+uint64_t FillOp::getFlops() { return 0; }

@@ -1,0 +1,81 @@
+//===- VerifierUtils.h - checks the braid op verifiers share ----*- C++ -*-===//
+//
+// The small checks and shape helpers that the verifiers of more than one
+// op file use (BraidOps.cpp, BraidDataMovementOps.cpp,
+// BraidOptimizerOps.cpp), each defined once here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_LIB_DIALECT_BRAID_IR_VERIFIERUTILS_H
+#define BRAID_LIB_DIALECT_BRAID_IR_VERIFIERUTILS_H
+
+#include "braid/Dialect/Braid/BraidOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <string>
+
+namespace braid {
+
+using namespace mlir;
+
+inline RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+inline uint64_t numElements(Value value) {
+  return getNumElements(value.getType());
+}
+
+/// Prints a shape as `8x128x768` (`scalar` for rank 0).
+inline std::string shapeString(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+/// Checks that `dim` indexes a dimension of a rank-`rank` tensor.
+inline LogicalResult verifyDimIndex(Operation *op, StringRef what, int64_t dim,
+                                    int64_t rank) {
+  if (dim < 0 || dim >= rank)
+    return op->emitOpError()
+           << what << " " << dim << " is out of range for rank " << rank;
+  return success();
+}
+
+/// Checks that two values have the same element type.
+inline LogicalResult verifySameElementType(Operation *op, StringRef aName,
+                                           Value a, StringRef bName, Value b) {
+  Type ta = getElementTypeOrSelf(a.getType());
+  Type tb = getElementTypeOrSelf(b.getType());
+  if (ta != tb)
+    return op->emitOpError()
+           << aName << " element type " << ta << " differs from " << bName
+           << " element type " << tb;
+  return success();
+}
+
+/// Checks that `value` has shape `expected`.
+inline LogicalResult verifyShape(Operation *op, StringRef name, Value value,
+                                 ArrayRef<int64_t> expected) {
+  ArrayRef<int64_t> actual = tensorType(value).getShape();
+  if (actual != expected)
+    return op->emitOpError() << name << " has shape " << shapeString(actual)
+                             << ", expected " << shapeString(expected);
+  return success();
+}
+
+/// Checks that a shard op's `parts` is positive.
+inline LogicalResult verifyParts(Operation *op, int64_t parts) {
+  if (parts < 1)
+    return op->emitOpError() << "parts must be positive, but is " << parts;
+  return success();
+}
+
+} // namespace braid
+
+#endif // BRAID_LIB_DIALECT_BRAID_IR_VERIFIERUTILS_H
