@@ -32,14 +32,19 @@ from braid._cli import module_command
 REL_FLOOR = 1e-2
 
 # braid and float32 PyTorch are two float32 summation orders: their
-# distances from float64 are draws of the same size. 4x leaves room for the
+# distances from float64 are draws of the same size. 5x leaves room for the
 # unlucky draw; a wrong term (a missing bias correction, a swapped gradient)
 # moves an array by 1e-2 and more, hundreds of times the spread. The draw's
 # size is the model's: an array on which float32 PyTorch happens to land
 # close is held to float32 PyTorch's largest distance on any array, not less
 # (the bundled GPT on one rank: braid 1.3e-3 on h.0.mlp.c_proj.weight, where
-# float32 PyTorch is 2.4e-4 there and 1.5e-3 on another array).
-SPREAD_FACTOR = 4.0
+# float32 PyTorch is 2.4e-4 there and 1.5e-3 on another array). 5x since
+# the machine of 2026-12-02 (OpenBLAS's SkylakeX kernels): the nanoGPT
+# under a schedule, 50 AdamW steps, lands 2.05e-3 from float64 on
+# h.0.mlp.c_proj.bias.exp_avg, where float32 PyTorch's two draws land
+# 4.5e-4 and 4.9e-4 (4.2x); 5x holds that bound (2.4e-3) four times below
+# a wrong term's 1e-2.
+SPREAD_FACTOR = 5.0
 
 # The largest distance over all arrays is a draw too: braid's worst array
 # and float32 PyTorch's are the maxima of draws of one size, so at 1x the
@@ -97,7 +102,7 @@ def _rows_reversed(tensors, parts):
 
 
 def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floor=1e-5,
-                    ranks=None, reordered_draw=False):
+                    ranks=None, reordered_draw=True):
     """Compares braid's `losses` (one per step) and final `state` (parameters
     and optimizer state, as braid-run --save writes them) with PyTorch
     training spec's model on `batch` = (inputs, targets) for `steps` steps
@@ -109,14 +114,17 @@ def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floo
 
     `reordered_draw`: float32 PyTorch's spread from two draws instead of
     one, the second on the batch with the rows of each rank's (and micro-
-    batch's) part in reverse order: the same sums, added in another order.
-    Only for a loss that is a mean over the rows of each part and inputs
-    whose rows are the batch's (a language model's tokens), where the two
-    runs are the same mathematics. A chaotic training run (AdamW over a
-    near-zero gradient, then everything downstream) makes one draw a poor
+    batch's) part in reverse order: the same sums, added in another order,
+    for a loss that is a mean over its part's rows and inputs whose rows are
+    the batch's. Where they are not (rows that interact, dropout's masks),
+    the second run is other mathematics: its losses then differ from
+    float64 PyTorch by more than rounding (10x the first draw's, and more
+    than `loss_tol`), and it is left out. A chaotic training run (AdamW over
+    a near-zero gradient, then everything downstream) makes one draw a poor
     estimate of the spread: on the tensor-parallel GPT, float32 PyTorch
     lands 5.1e-4 from float64 on h.0.ln_1.bias.exp_avg in one draw and
-    braid 1.3e-3 to 2.5e-3, by the machine's BLAS kernels and vector width.
+    1.1e-3 in the other, braid 1.3e-3 to 2.5e-3 by the machine's BLAS
+    kernels and vector width.
     """
     from braid.spec import torch_reference
     inputs, targets = batch
@@ -124,13 +132,16 @@ def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floo
     ref64_losses, ref64 = torch_reference(spec, inputs, targets, steps, double=True,
                                           ranks=ranks)
     draws = [ref32]
+    reorder_loss_diff = None
     if reordered_draw:
         parts = (ranks or 1) * int(spec.get("micro_batches", 1) or 1)
         flipped = _rows_reversed(inputs, parts), _rows_reversed(targets, parts)
-        if flipped[0] is None or flipped[1] is None:
-            raise ValueError("reordered_draw: the batch does not split into %d equal parts "
-                             "along dimension 0" % parts)
-        draws.append(torch_reference(spec, flipped[0], flipped[1], steps, ranks=ranks)[1])
+        if flipped[0] is not None and flipped[1] is not None:
+            losses2, state2 = torch_reference(spec, flipped[0], flipped[1], steps, ranks=ranks)
+            rounding = max(loss_tol, 10 * max_rel_diff(ref32_losses, ref64_losses))
+            reorder_loss_diff = max_rel_diff(losses2, ref64_losses)
+            if reorder_loss_diff <= rounding:
+                draws.append(state2)
     problems = []
     state = dict(state)
     if spec.get("lr_scheduler") is not None:
@@ -175,7 +186,8 @@ def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floo
             worst_torch = (k, t)
     return {"ok": not problems, "problems": problems, "loss_diff": loss_diff,
             "torch_loss_diff": torch_loss_diff, "state_diff": worst,
-            "torch_state_diff": worst_torch, "torch_losses": ref32_losses}
+            "torch_state_diff": worst_torch, "torch_losses": ref32_losses,
+            "torch_draws": len(draws), "reorder_loss_diff": reorder_loss_diff}
 
 
 def adam_movement(spec, steps):
@@ -199,8 +211,14 @@ def describe(result):
     return ["losses vs float64 PyTorch: %.2e relative at worst (float32 PyTorch %.2e)" % (
                 result["loss_diff"], result["torch_loss_diff"]),
             "final parameters and state vs float64 PyTorch: %.2e at worst (%s); float32 "
-            "PyTorch %.2e (%s)" % (result["state_diff"][1], result["state_diff"][0],
-                                   result["torch_state_diff"][1], result["torch_state_diff"][0])]
+            "PyTorch %.2e (%s)%s" % (
+                result["state_diff"][1], result["state_diff"][0], result["torch_state_diff"][1],
+                result["torch_state_diff"][0],
+                ", over 2 draws (the batch, and its rows reversed)"
+                if result.get("torch_draws", 1) == 2 else
+                "" if result.get("reorder_loss_diff") is None else
+                ", 1 draw (with its rows reversed, the losses move by %.2e: not the same "
+                "sums)" % result["reorder_loss_diff"])]
 
 
 def main(argv=None):
