@@ -180,7 +180,7 @@ static void testWarmUp() {
     rig.backend->prepare(b.plan);
     rig.backend->connect();
     EXPECT(rig.device->calls.size() == 1 &&
-               rig.device->calls[0] == (CommCall{0, 2, "all_reduce 1 x f32"}),
+               rig.device->calls[0] == (CommCall{0, 2, "allReduce 1 x f32"}),
            "connect made %zu calls", rig.device->calls.size());
   }
   DeviceBackend::Options options;

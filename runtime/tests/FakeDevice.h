@@ -32,7 +32,8 @@
 
 namespace braid::rt {
 
-/// A communicator call, as the tests compare them across ranks.
+/// A communicator call, as the tests compare them across ranks: the
+/// Communicator method called (its C++ name), its count and dtype.
 struct CommCall {
   int group;
   unsigned stream;
@@ -59,17 +60,17 @@ public:
   int size() const override { return ranks; }
   void allReduce(void *, int64_t count, DType dtype,
                  ops::ReductionKind) override {
-    add("all_reduce", count, dtype);
+    add("allReduce", count, dtype);
   }
   void reduceScatter(const void *, void *, int64_t count, DType dtype,
                      ops::ReductionKind) override {
-    add("reduce_scatter", count, dtype);
+    add("reduceScatter", count, dtype);
   }
   void allGather(const void *, void *, int64_t count, DType dtype) override {
-    add("all_gather", count, dtype);
+    add("allGather", count, dtype);
   }
   void allToAll(const void *, void *, int64_t count, DType dtype) override {
-    add("all_to_all", count, dtype);
+    add("allToAll", count, dtype);
   }
   void broadcast(void *, int64_t count, DType dtype, int root) override {
     add("broadcast", count, dtype);
@@ -82,10 +83,10 @@ public:
   }
   void sendRecv(const void *, void *, int64_t count, DType dtype, int,
                 int) override {
-    add("send_recv", count, dtype);
+    add("sendRecv", count, dtype);
   }
-  void groupStart() override { add("group_start", 0, DType::F32); }
-  void groupEnd() override { add("group_end", 0, DType::F32); }
+  void groupStart() override { add("groupStart", 0, DType::F32); }
+  void groupEnd() override { add("groupEnd", 0, DType::F32); }
   std::string asyncError() override {
     std::lock_guard<std::mutex> lock(mutex);
     return error;

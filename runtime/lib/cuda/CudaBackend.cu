@@ -195,19 +195,11 @@ public:
   }
 
   bool done(unsigned stream) override {
-    cudaError_t e = cudaStreamQuery(streams[stream]);
-    if (e == cudaErrorNotReady)
-      return false;
-    cudaCheck(e, "running the step");
-    return true;
+    return completed(cudaStreamQuery(streams[stream]));
   }
 
   bool reached(unsigned event) override {
-    cudaError_t e = cudaEventQuery(events[event]);
-    if (e == cudaErrorNotReady)
-      return false;
-    cudaCheck(e, "running the step");
-    return true;
+    return completed(cudaEventQuery(events[event]));
   }
 
   void synchronize(unsigned stream) override {
@@ -266,6 +258,15 @@ public:
   }
 
 private:
+  /// What a stream or event query says: false while work is pending; an
+  /// error of the work (a kernel's, NCCL's) is thrown.
+  static bool completed(cudaError_t query) {
+    if (query == cudaErrorNotReady)
+      return false;
+    cudaCheck(query, "running the step");
+    return true;
+  }
+
   MPI_Comm world;
   std::vector<cudaStream_t> streams;
   std::vector<cublasHandle_t> blas;
