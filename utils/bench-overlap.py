@@ -12,8 +12,9 @@ For each model x cluster case, generates the data-parallel training step
                            as ready, weight gradients first, each bucket's
                            update right after its wait
 simulates each with braid-run --backend=sim, and prints a markdown table:
-step time, exposed communication and efficiency of each schedule, and
-braid's speedup over naive and over ddp. Then it checks the claims of
+step time, exposed communication and efficiency of each schedule,
+braid's speedup over naive and over ddp, and braid's peak memory per GPU
+(marked where it exceeds the cluster's GPU memory). Then it checks the claims of
 docs/Benchmarks.md (braid at least as fast as ddp on every row; efficiency
 >= 0.95 wherever communication is at most compute) and exits 1 if one fails.
 
@@ -57,6 +58,13 @@ SCHEDULES = [("naive", ["--schedule=naive"]), ("ddp", ["--schedule=ddp"]), ("bra
 GPUS = {"a100-8": 8, "h100-8": 8, "h200-8": 8, "h100-8x8": 64, "h100-8x32": 256}
 
 
+def peak(report):
+    """The plan's peak memory per GPU, marked where it exceeds the
+    cluster's GPU memory (the step would not run there)."""
+    gib = report["peak_memory_bytes"] / 2 ** 30
+    return "%.1f" % gib if report["fits"] else "**%.1f: does not fit**" % gib
+
+
 def case(model, cluster, options, work, layers=None):
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
@@ -85,22 +93,23 @@ def main():
 
     print("| # | model | cluster | GPUs | compute ms | comm ms (braid) | step ms naive / ddp / braid "
           "| exposed comm ms naive / ddp / braid | efficiency naive / ddp / braid "
-          "| braid vs naive | braid vs ddp |")
-    print("|---:|---|---|---:|---:|---:|---|---|---|---:|---:|")
+          "| braid vs naive | braid vs ddp | peak GiB/GPU (braid) |")
+    print("|---:|---|---|---:|---:|---:|---|---|---|---:|---:|---:|")
     failures = []
     start = time.time()
     for k in chosen:
         model, cluster, options = CASES[k]
         r = case(model, cluster, options, work, layers=2 if args.quick else None)
         n, d, b = r["naive"], r["ddp"], r["braid"]
-        ms = lambda x: "%.3f" % (x * 1e3)
+        ms = lambda x: "%.3f" % (x * 1e3)  # noqa: E731
         print("| %d | %s | %s | %d | %s | %s | %s / %s / %s | %s / %s / %s | %.3f / %.3f / %.3f "
-              "| %.3fx | %.4fx |" % (
+              "| %.3fx | %.4fx | %s |" % (
                   k + 1, model, cluster, GPUS[cluster], ms(b["compute_time"]), ms(b["comm_time"]),
                   ms(n["step_time"]), ms(d["step_time"]), ms(b["step_time"]),
                   ms(n["exposed_comm"]), ms(d["exposed_comm"]), ms(b["exposed_comm"]),
                   n["efficiency"], d["efficiency"], b["efficiency"],
-                  n["step_time"] / b["step_time"], d["step_time"] / b["step_time"]))
+                  n["step_time"] / b["step_time"], d["step_time"] / b["step_time"],
+                  peak(b)))
         sys.stdout.flush()
         if b["step_time"] > d["step_time"] * (1 + 1e-9):
             failures.append("case %d (%s on %s): braid %.6f ms slower than ddp %.6f ms" % (

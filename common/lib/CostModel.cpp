@@ -88,6 +88,7 @@ public:
     }
     return x;
   }
+  bool has(const std::string &key) const { return object.contains(key); }
   int64_t integer(const std::string &key, int64_t lo, int64_t hi) {
     const Json &v = get(key);
     if (!v.is_number_integer())
@@ -138,6 +139,10 @@ static Cluster parse(const std::string &text, const std::string &origin) {
   c.peakF16 = p.number("f16", 1e-3, 1e6) * 1e12;
   c.peakF64 = p.number("f64", 1e-3, 1e6) * 1e12;
   p.noOthers();
+  // Optional: a cluster file of its own may leave it out (no fit check).
+  if (r.has("gpu_memory_gib"))
+    c.gpuMemoryBytes =
+        uint64_t(r.number("gpu_memory_gib", 1e-6, 1e6) * double(1ull << 30));
   c.hbmBytesPerSecond = r.number("hbm_gb_per_s", 1e-3, 1e6) * 1e9;
   c.matmulEfficiency = r.number("matmul_efficiency", 1e-3, 1);
   c.memoryEfficiency = r.number("memory_efficiency", 1e-3, 1);

@@ -37,6 +37,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <sched.h>
@@ -152,6 +153,18 @@ int defaultThreads(int localRanks) {
   return std::max(1, cores / std::max(1, localRanks));
 }
 
+/// What the arena of the plan file at `path` (loaded already) holds.
+braid::plan::MemoryUse simMemoryUse(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  braid::plan::MemoryUse use;
+  std::string error;
+  if (!braid::plan::planMemoryUse(bytes.data(), bytes.size(), use, error))
+    throw std::runtime_error("'" + path + "': " + error);
+  return use;
+}
+
 /// --backend=sim: one process plays every rank on the cluster; no MPI.
 int simulate(const Options &o) {
   if (!o.params.empty() || !o.data.empty() || !o.save.empty() ||
@@ -193,7 +206,16 @@ int simulate(const Options &o) {
     }
     SimReport report =
         sim.simulate(o.trace.empty() ? nullptr : &trace, o.traceRanks);
+    report.memory = simMemoryUse(o.plan);
     printSimReport(std::cout, report, cluster);
+    if (!report.fits())
+      std::fprintf(stderr,
+                   "braid-run: warning: the plan does not fit cluster '%s': "
+                   "%s\n",
+                   cluster.name.c_str(),
+                   braid::plan::memoryShortfall(
+                       report.memory, report.gpuMemoryBytes, cluster.gpu)
+                       .c_str());
     if (!o.report.empty()) {
       std::ofstream out(o.report);
       writeSimReportJson(out, report, cluster);

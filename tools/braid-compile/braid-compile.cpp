@@ -17,6 +17,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "../ToolSupport.h"
+#include "braid-common/CostModel.h"
+#include "braid-common/PlanMemory.h"
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/Passes.h"
 #include "braid/Dialect/Braid/Pipelines.h"
@@ -121,6 +123,32 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::Mlir, "mlir",
                           "the scheduled, memory-planned IR")),
     cl::cat(category));
+
+/// Warns when the plan's arena (one rank's device memory) exceeds a GPU of
+/// `clusterName`, with what fills it: the figures the simulator reports
+/// (braid-runtime/PlanMemory.h). The plan is written all the same.
+static void warnIfTooLarge(StringRef plan, StringRef clusterName) {
+  braid::cost::Cluster cluster;
+  std::string error;
+  // The passes have reported a cluster that does not load.
+  if (!braid::cost::loadCluster(clusterName.str(), cluster, error) ||
+      cluster.gpuMemoryBytes == 0)
+    return;
+  braid::plan::MemoryUse use;
+  if (!braid::plan::planMemoryUse(
+          reinterpret_cast<const uint8_t *>(plan.data()), plan.size(), use,
+          error)) {
+    llvm::errs() << "braid-compile: warning: the plan's memory was not "
+                    "checked: reading it back failed: "
+                 << error << "\n";
+    return;
+  }
+  std::string shortfall =
+      braid::plan::memoryShortfall(use, cluster.gpuMemoryBytes, cluster.gpu);
+  if (!shortfall.empty())
+    llvm::errs() << "braid-compile: warning: the plan does not fit cluster '"
+                 << cluster.name << "': " << shortfall << "\n";
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -264,8 +292,13 @@ int main(int argc, char **argv) {
   }
   if (emit == Emit::Mlir) {
     module->print(output->os());
-  } else if (failed(braid::translateToPlan(*module, output->os()))) {
-    return 1;
+  } else {
+    std::string plan;
+    llvm::raw_string_ostream planStream(plan);
+    if (failed(braid::translateToPlan(*module, planStream)))
+      return 1;
+    output->os() << plan;
+    warnIfTooLarge(plan, clusterName);
   }
   output->keep();
   outputTiming.stop();

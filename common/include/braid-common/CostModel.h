@@ -33,6 +33,9 @@ struct Cluster {
   int64_t nodes = 1, gpusPerNode = 1;
   /// Dense peak FLOP/s per GPU for f32, bf16, f16, f64.
   double peakF32 = 0, peakBF16 = 0, peakF16 = 0, peakF64 = 0;
+  /// One GPU's memory as the driver reports it (nvidia-smi's total); 0
+  /// when the description does not say (no fit check).
+  uint64_t gpuMemoryBytes = 0;
   double hbmBytesPerSecond = 0;
   double matmulEfficiency = 1, memoryEfficiency = 1;
   double kernelLaunch = 0;

@@ -27,6 +27,8 @@
 #include "braid-common/CostModel.h"
 #include "braid-runtime/Executor.h"
 
+#include "braid-common/PlanMemory.h"
+
 #include <ostream>
 
 namespace braid::rt {
@@ -45,6 +47,15 @@ struct SimReport {
   /// commWallTime - exposedComm over commWallTime (1 without collectives).
   double overlapFraction = 1;
   uint64_t peakMemoryBytes = 0;
+  /// What the arena holds (filled by whoever has the plan file:
+  /// plan::planMemoryUse), and one GPU's memory (the cluster's; 0 when it
+  /// does not say).
+  plan::MemoryUse memory;
+  uint64_t gpuMemoryBytes = 0;
+  /// Whether the arena fits one GPU's memory (true when unknown).
+  bool fits() const {
+    return gpuMemoryBytes == 0 || peakMemoryBytes <= gpuMemoryBytes;
+  }
   /// The lower bound and its three parts (docs/CostModel.md).
   double bound = 0, computeBound = 0, commBound = 0, tailBound = 0;
   double efficiency = 0;

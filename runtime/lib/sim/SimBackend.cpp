@@ -107,6 +107,7 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
   SimReport rep;
   rep.ranks = ranks;
   rep.peakMemoryBytes = plan.arenaBytes;
+  rep.gpuMemoryBytes = cluster.gpuMemoryBytes;
 
   int64_t shown = !trace           ? 0
                   : traceRanks < 0 ? ranks

@@ -82,6 +82,20 @@ void braid::rt::printSimReport(std::ostream &os, const SimReport &r,
   os << "  peak memory            " << r.peakMemoryBytes << " bytes ("
      << std::setprecision(2) << double(r.peakMemoryBytes) / (1 << 30)
      << " GiB, the plan's arena)\n";
+  os << "  memory by use          " << plan::describeConsumers(r.memory)
+     << "\n";
+  if (r.gpuMemoryBytes == 0)
+    os << "  GPU memory             not given by the cluster: not checked\n";
+  else if (r.fits())
+    os << "  GPU memory             " << std::setprecision(1)
+       << double(r.gpuMemoryBytes) / (1 << 30) << " GiB: fits, "
+       << std::setprecision(2)
+       << 100.0 * double(r.peakMemoryBytes) / double(r.gpuMemoryBytes)
+       << "% used\n";
+  else
+    os << "  GPU memory             DOES NOT FIT: "
+       << plan::memoryShortfall(r.memory, r.gpuMemoryBytes, cluster.gpu)
+       << "\n";
   os << "  lower bound            " << ms(r.bound) << " (compute "
      << ms(r.computeBound) << ", communication " << ms(r.commBound)
      << ", last bucket " << ms(r.tailBound) << ")\n";
@@ -101,6 +115,13 @@ void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
      << ", \"comm_wall_time\": " << r.commWallTime
      << ", \"overlap_fraction\": " << r.overlapFraction
      << ", \"peak_memory_bytes\": " << r.peakMemoryBytes
+     << ", \"gpu_memory_bytes\": " << r.gpuMemoryBytes
+     << ", \"fits\": " << (r.fits() ? "true" : "false")
+     << ", \"memory\": {\"parameters\": " << r.memory.parameters
+     << ", \"optimizer_state\": " << r.memory.optimizerState
+     << ", \"batch\": " << r.memory.batch
+     << ", \"communication\": " << r.memory.communication
+     << ", \"other\": " << r.memory.other << "}"
      << ", \"bound\": " << r.bound << ", \"compute_bound\": " << r.computeBound
      << ", \"comm_bound\": " << r.commBound
      << ", \"tail_bound\": " << r.tailBound
