@@ -113,6 +113,70 @@ private:
 
 } // namespace
 
+/// What braid-gpu-bench measured on one GPU (its calibration.json) replaces
+/// the datasheet's figures: GEMM rates by dtype and size, the achieved
+/// memory bandwidth, the launch time and the memory size.
+static void calibrate(Cluster &c, const Json &json, const std::string &origin) {
+  if (!json.is_object())
+    throw ClusterError(origin + ": a calibration is a JSON object (or, in a "
+                                "cluster file, the path of one)");
+  Reader r(json, origin);
+  c.calibratedOn = r.string("device");
+  r.integer("sm_count", 1, 1 << 20);
+  c.gpuMemoryBytes = uint64_t(r.integer("memory_bytes", 1, int64_t(1) << 50));
+  const Json &gemm = r.get("gemm");
+  if (!gemm.is_array() || gemm.empty())
+    r.fail("\"gemm\" must be a non-empty array of measured products");
+  for (size_t i = 0; i < gemm.size(); ++i) {
+    std::string where = origin + ": gemm[" + std::to_string(i) + "]";
+    if (!gemm[i].is_object())
+      throw ClusterError(where + ": a measured product is a JSON object");
+    Reader g(gemm[i], where);
+    std::string dtype = g.string("dtype");
+    double m = double(g.integer("m", 1, 1 << 20));
+    double n = double(g.integer("n", 1, 1 << 20));
+    double k = double(g.integer("k", 1, 1 << 20));
+    double rate = g.number("tflops", 1e-6, 1e6) * 1e12;
+    g.noOthers();
+    std::vector<Cluster::Rate> *table = dtype == "f32"    ? &c.gemmF32
+                                        : dtype == "bf16" ? &c.gemmBF16
+                                        : dtype == "f16"  ? &c.gemmF16
+                                                          : nullptr;
+    // TF32 is cuBLAS's math mode for f32 products when asked for; braid's
+    // f32 matmuls do not ask: the rate is recorded, not used.
+    if (dtype == "tf32")
+      continue;
+    if (!table)
+      g.fail("unknown dtype \"" + dtype + "\" (f32, tf32, bf16, f16)");
+    table->push_back({std::cbrt(m * n * k), rate});
+  }
+  for (std::vector<Cluster::Rate> *table :
+       {&c.gemmF32, &c.gemmBF16, &c.gemmF16})
+    std::sort(table->begin(), table->end(),
+              [](const Cluster::Rate &a, const Cluster::Rate &b) {
+                return a.n < b.n;
+              });
+  // f16 products run on the same tensor cores as bf16.
+  if (c.gemmF16.empty())
+    c.gemmF16 = c.gemmBF16;
+  const Json &bandwidth = r.get("memory_bandwidth_gbs");
+  if (!bandwidth.is_object())
+    r.fail("\"memory_bandwidth_gbs\" must be an object of copy, kernel");
+  Reader b(bandwidth, origin + ": memory_bandwidth_gbs");
+  b.number("copy", 1e-3, 1e6);
+  double kernel = b.number("kernel", 1e-3, 1e6) * 1e9;
+  b.noOthers();
+  c.memoryEfficiency = std::min(1.0, kernel / c.hbmBytesPerSecond);
+  const Json &launch = r.get("launch_us");
+  if (!launch.is_object())
+    r.fail("\"launch_us\" must be an object of host, device");
+  Reader l(launch, origin + ": launch_us");
+  l.number("host", 0, 1e6);
+  c.kernelLaunch = l.number("device", 0, 1e6) * 1e-6;
+  l.noOthers();
+  r.noOthers();
+}
+
 static Cluster parse(const std::string &text, const std::string &origin) {
   Json json;
   try {
@@ -158,6 +222,8 @@ static Cluster parse(const std::string &text, const std::string &origin) {
       r.number("compute_slowdown_during_comm", 0, 100);
   c.commSlowdownDuringCompute =
       r.number("comm_slowdown_during_compute", 0, 100);
+  if (r.has("calibration"))
+    calibrate(c, r.get("calibration"), origin + ": calibration");
   r.noOthers();
   return c;
 }
@@ -171,6 +237,38 @@ bool cost::parseCluster(const std::string &text, const std::string &origin,
     error = e.what();
     return false;
   }
+}
+
+/// A cluster file's "calibration" may name a file (braid-gpu-bench's
+/// output), relative to the cluster file: its text replaces the name, so
+/// that what a plan records is whole.
+static bool inlineCalibration(const std::string &path, std::string &text,
+                              std::string &error) {
+  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object() || !json.contains("calibration") ||
+      !json["calibration"].is_string())
+    return true; // parseCluster reports what is wrong, if anything.
+  std::string name = json["calibration"].get<std::string>();
+  std::string file = name;
+  size_t slash = path.rfind('/');
+  if (!name.empty() && name[0] != '/' && slash != std::string::npos)
+    file = path.substr(0, slash + 1) + name;
+  std::ifstream in(file);
+  if (!in) {
+    error = path + ": cannot open calibration file '" + file + "'";
+    return false;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  Json calibration =
+      Json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
+  if (calibration.is_discarded()) {
+    error = path + ": calibration file '" + file + "' is not valid JSON";
+    return false;
+  }
+  json["calibration"] = calibration;
+  text = json.dump(2);
+  return true;
 }
 
 bool cost::readClusterText(const std::string &nameOrPath, std::string &text,
@@ -199,7 +297,7 @@ bool cost::readClusterText(const std::string &nameOrPath, std::string &text,
   std::stringstream buffer;
   buffer << in.rdbuf();
   text = buffer.str();
-  return true;
+  return inlineCalibration(nameOrPath, text, error);
 }
 
 bool cost::loadCluster(const std::string &nameOrPath, Cluster &cluster,
@@ -214,11 +312,34 @@ bool cost::loadCluster(const std::string &nameOrPath, Cluster &cluster,
                       error);
 }
 
+/// The FLOP/s of a kernel of `flops` in `dtype`: interpolated in the
+/// calibration's table at its cube size, linearly in log n between measured
+/// sizes and held at the ends; else peak x matmul efficiency.
+static double gemmRate(const Cluster &c, uint64_t flops, DType dtype) {
+  const std::vector<Cluster::Rate> *table = dtype == DType::BF16  ? &c.gemmBF16
+                                            : dtype == DType::F16 ? &c.gemmF16
+                                            : dtype == DType::F32 ? &c.gemmF32
+                                                                  : nullptr;
+  if (!table || table->empty())
+    return c.peakFlops(dtype) * c.matmulEfficiency;
+  double n = std::cbrt(double(flops) / 2);
+  if (n <= table->front().n)
+    return table->front().flopsPerSecond;
+  if (n >= table->back().n)
+    return table->back().flopsPerSecond;
+  size_t i = 1;
+  while ((*table)[i].n < n)
+    ++i;
+  const Cluster::Rate &lo = (*table)[i - 1], &hi = (*table)[i];
+  double t = std::log(n / lo.n) / std::log(hi.n / lo.n);
+  return lo.flopsPerSecond + t * (hi.flopsPerSecond - lo.flopsPerSecond);
+}
+
 double cost::kernelSeconds(const Cluster &c, uint64_t flops, uint64_t bytes,
                            DType dtype) {
   if (flops == 0 && bytes == 0)
     return 0;
-  double compute = double(flops) / (c.peakFlops(dtype) * c.matmulEfficiency);
+  double compute = double(flops) / gemmRate(c, flops, dtype);
   double memory = double(bytes) / (c.hbmBytesPerSecond * c.memoryEfficiency);
   return c.kernelLaunch + std::max(compute, memory);
 }

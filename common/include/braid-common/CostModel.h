@@ -45,6 +45,16 @@ struct Cluster {
   /// While a collective is in flight, compute runs 1 + this times slower,
   /// and the other way round.
   double computeSlowdownDuringComm = 0, commSlowdownDuringCompute = 0;
+  /// Measured matrix-product rates (a calibration file, docs/CostModel.md):
+  /// per dtype, (cube size n, FLOP/s) by n ascending. A kernel of that
+  /// dtype runs at the rate interpolated at its cube size (flops / 2)^(1/3)
+  /// instead of peak x matmul efficiency; empty: no table.
+  struct Rate {
+    double n = 0, flopsPerSecond = 0;
+  };
+  std::vector<Rate> gemmF32, gemmBF16, gemmF16;
+  /// The calibration's device name (empty without one).
+  std::string calibratedOn;
 
   int64_t gpus() const { return nodes * gpusPerNode; }
   double peakFlops(DType dtype) const;

@@ -13,12 +13,43 @@ def cluster(name):
         return json.load(f)
 
 
+def gemm_rate(c, flops, dtype):
+    """FLOP/s: the calibration's measured rates interpolated linearly in
+    log n at the cube size (flops / 2)^(1/3), held at the ends; else peak x
+    matmul efficiency."""
+    cal = c.get("calibration")
+    key = {"bf16": "bf16", "f16": "f16", "f32": "f32"}.get(dtype)
+    points = []
+    if cal and key:
+        points = sorted(((g["m"] * g["n"] * g["k"]) ** (1 / 3), g["tflops"] * 1e12)
+                        for g in cal["gemm"] if g["dtype"] == key)
+        if not points and key == "f16":
+            points = sorted(((g["m"] * g["n"] * g["k"]) ** (1 / 3), g["tflops"] * 1e12)
+                            for g in cal["gemm"] if g["dtype"] == "bf16")
+    if not points:
+        return c["peak_tflops"][dtype] * 1e12 * c["matmul_efficiency"]
+    n = (flops / 2) ** (1 / 3)
+    if n <= points[0][0]:
+        return points[0][1]
+    if n >= points[-1][0]:
+        return points[-1][1]
+    for (n0, r0), (n1, r1) in zip(points, points[1:]):
+        if n0 < n <= n1:
+            return r0 + math.log(n / n0) / math.log(n1 / n0) * (r1 - r0)
+
+
 def kernel_seconds(c, flops, nbytes, dtype):
     if flops == 0 and nbytes == 0:
         return 0.0
-    compute = flops / (c["peak_tflops"][dtype] * 1e12 * c["matmul_efficiency"])
-    memory = nbytes / (c["hbm_gb_per_s"] * 1e9 * c["memory_efficiency"])
-    return c["kernel_launch_us"] * 1e-6 + max(compute, memory)
+    cal = c.get("calibration")
+    compute = flops / gemm_rate(c, flops, dtype)
+    if cal:
+        bandwidth = min(cal["memory_bandwidth_gbs"]["kernel"], c["hbm_gb_per_s"]) * 1e9
+        launch = cal["launch_us"]["device"] * 1e-6
+    else:
+        bandwidth = c["hbm_gb_per_s"] * 1e9 * c["memory_efficiency"]
+        launch = c["kernel_launch_us"] * 1e-6
+    return launch + max(compute, nbytes / bandwidth)
 
 
 def collective_seconds(c, kind, nbytes, ranks):
