@@ -58,13 +58,6 @@ SCHEDULES = [("naive", ["--schedule=naive"]), ("ddp", ["--schedule=ddp"]), ("bra
 GPUS = {"a100-8": 8, "h100-8": 8, "h200-8": 8, "h100-8x8": 64, "h100-8x32": 256}
 
 
-def peak(report):
-    """The plan's peak memory per GPU, marked where it exceeds the
-    cluster's GPU memory (the step would not run there)."""
-    gib = report["peak_memory_bytes"] / 2 ** 30
-    return "%.1f" % gib if report["fits"] else "**%.1f: does not fit**" % gib
-
-
 def case(model, cluster, options, work, layers=None):
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
@@ -109,7 +102,7 @@ def main():
                   ms(n["exposed_comm"]), ms(d["exposed_comm"]), ms(b["exposed_comm"]),
                   n["efficiency"], d["efficiency"], b["efficiency"],
                   n["step_time"] / b["step_time"], d["step_time"] / b["step_time"],
-                  peak(b)))
+                  benchlib.peak_gib(b, 1)))
         sys.stdout.flush()
         if b["step_time"] > d["step_time"] * (1 + 1e-9):
             failures.append("case %d (%s on %s): braid %.6f ms slower than ddp %.6f ms" % (

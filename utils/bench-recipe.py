@@ -88,11 +88,11 @@ def main():
             per = b["step_time"] / k
             first = first or dict(b, per=per)
             ms = lambda x: "%.3f" % (x * 1e3)
-            print("| %s | %s | %d | %d | %s | %s | %s / %s | %s / %s | %s | %.3fx | %.2f |" % (
+            print("| %s | %s | %d | %d | %s | %s | %s / %s | %s / %s | %s | %.3fx | %s |" % (
                 model, cluster, GPUS[cluster], k, ms(b["compute_time"]), ms(b["comm_time"]),
                 ms(d["step_time"]), ms(b["step_time"]), ms(d["exposed_comm"]),
                 ms(b["exposed_comm"]), ms(per), first["per"] / per,
-                b["peak_memory_bytes"] / 2 ** 30))
+                benchlib.peak_gib(b)))
             sys.stdout.flush()
             what = "%s on %s, k = %d" % (model, cluster, k)
             if b["step_time"] > d["step_time"] * (1 + 1e-9):
@@ -146,10 +146,10 @@ def main():
                                                "bench-recipe")["braid"]
             pure = rows[PRECISIONS[0][0]]
             ms = lambda x: "%.3f" % (x * 1e3)
-            print("| %s | %s | %d | %s | %s | %s | %s | %s | %.3fx | %.2f |" % (
+            print("| %s | %s | %d | %s | %s | %s | %s | %s | %.3fx | %s |" % (
                 model, cluster, GPUS[cluster], name, ms(r["compute_time"]), ms(r["comm_time"]),
                 ms(r["step_time"]), ms(r["exposed_comm"]), r["step_time"] / pure["step_time"],
-                r["peak_memory_bytes"] / 2 ** 30))
+                benchlib.peak_gib(r)))
             sys.stdout.flush()
         pure, f32, half = (rows[n] for n, _ in PRECISIONS)
         what = "%s on %s" % (model, cluster)

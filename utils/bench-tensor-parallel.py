@@ -73,9 +73,7 @@ def main():
         r = case(model, cluster, dp, options, work, layers=2 if args.quick else None)
         m, b, p = r["megatron"], r["braid"], r["braid+sp"]
         ms = lambda x: "%.3f" % (x * 1e3)  # noqa: E731
-        # A peak over the cluster's GPU memory is marked: the plan does not fit.
-        gib = lambda x: ("%.2f" if x["fits"] else "**%.2f (does not fit)**") % (  # noqa: E731
-            x["peak_memory_bytes"] / 2 ** 30)
+        gib = benchlib.peak_gib
         print("| %s | %s | %d x %d | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s | %.4fx "
               "| %.4fx |" % (
                   model, cluster, dp, TP, ms(b["compute_time"]),

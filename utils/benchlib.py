@@ -40,3 +40,11 @@ def simulate(mlir, cluster, schedules, who):
         with open(report) as f:
             reports[name] = json.load(f)
     return reports
+
+
+def peak_gib(report, digits=2):
+    """The plan's peak memory per GPU in GiB, marked where it exceeds the
+    cluster's GPU memory (the step would not run there; docs/CostModel.md,
+    "Memory")."""
+    gib = "%.*f" % (digits, report["peak_memory_bytes"] / 2 ** 30)
+    return gib if report["fits"] else "**%s: does not fit**" % gib
