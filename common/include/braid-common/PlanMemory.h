@@ -1,5 +1,4 @@
-//===- PlanMemory.h - what a plan's arena holds, and whether it fits -*- C++
-//-*-===//
+//===- PlanMemory.h - a plan's arena by use, and its fit --------*- C++ -*-===//
 //
 // A rank's device memory is the plan's arena (braid-plan-memory packs every
 // buffer into it). This splits the arena into what occupies it, the
@@ -18,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace braid::plan {
