@@ -121,7 +121,7 @@ static void calibrate(Cluster &c, const Json &json, const std::string &origin) {
     throw ClusterError(origin + ": a calibration is a JSON object (or, in a "
                                 "cluster file, the path of one)");
   Reader r(json, origin);
-  c.calibratedOn = r.string("device");
+  r.string("device"); // for people, as the cluster's "gpu"
   r.integer("sm_count", 1, 1 << 20);
   c.gpuMemoryBytes = uint64_t(r.integer("memory_bytes", 1, int64_t(1) << 50));
   const Json &gemm = r.get("gemm");

@@ -53,8 +53,6 @@ struct Cluster {
     double n = 0, flopsPerSecond = 0;
   };
   std::vector<Rate> gemmF32, gemmBF16, gemmF16;
-  /// The calibration's device name (empty without one).
-  std::string calibratedOn;
 
   int64_t gpus() const { return nodes * gpusPerNode; }
   double peakFlops(DType dtype) const;
