@@ -177,6 +177,33 @@ static void calibrate(Cluster &c, const Json &json, const std::string &origin) {
   r.noOthers();
 }
 
+/// The NCCL version whose tuning model v2 follows: its constants are below
+/// (ncclTunerConstantsDefaults in src/graph/tuning.cc).
+static constexpr const char *ncclVersion = "2.30.7";
+
+/// Cost model v2's description of the collectives (docs/CostModel.md).
+static void readNccl(Cluster &c, const Json &json, const std::string &origin) {
+  if (!json.is_object())
+    throw ClusterError(origin + ": \"nccl\" must be an object of version, "
+                                "arch, nvlink_bus_gb_per_s, nvls_bus_gb_per_s, "
+                                "nics_per_node, nic_gb_per_s");
+  Reader r(json, origin);
+  std::string version = r.string("version");
+  if (version != ncclVersion)
+    r.fail("version \"" + version + "\": braid has the tuning model of NCCL " +
+           ncclVersion + " only");
+  std::string arch = r.string("arch");
+  if (arch != "hopper" && arch != "ampere")
+    r.fail("unknown arch \"" + arch + "\" (hopper, ampere)");
+  c.nccl.hopper = arch == "hopper";
+  c.nccl.nvlinkBus = r.number("nvlink_bus_gb_per_s", 1e-3, 1e6) * 1e9;
+  c.nccl.nvlsBus = r.number("nvls_bus_gb_per_s", 0, 1e6) * 1e9;
+  c.nccl.nicsPerNode = r.integer("nics_per_node", 1, 1 << 10);
+  c.nccl.nicBytesPerSecond = r.number("nic_gb_per_s", 1e-3, 1e6) * 1e9;
+  r.noOthers();
+  c.nccl.enabled = true;
+}
+
 static Cluster parse(const std::string &text, const std::string &origin) {
   Json json;
   try {
@@ -224,6 +251,18 @@ static Cluster parse(const std::string &text, const std::string &origin) {
       r.number("comm_slowdown_during_compute", 0, 100);
   if (r.has("calibration"))
     calibrate(c, r.get("calibration"), origin + ": calibration");
+  if (r.has("nccl"))
+    readNccl(c, r.get("nccl"), origin + ": nccl");
+  if (r.has("gemm_waves")) {
+    const Json &waves = r.get("gemm_waves");
+    if (!waves.is_object())
+      r.fail("\"gemm_waves\" must be an object of sm_count, tile_m, tile_n");
+    Reader w(waves, origin + ": gemm_waves");
+    c.smCount = w.integer("sm_count", 1, 1 << 20);
+    c.tileM = w.integer("tile_m", 1, 1 << 16);
+    c.tileN = w.integer("tile_n", 1, 1 << 16);
+    w.noOthers();
+  }
   r.noOthers();
   return c;
 }
@@ -335,11 +374,33 @@ static double gemmRate(const Cluster &c, uint64_t flops, DType dtype) {
   return lo.flopsPerSecond + t * (hi.flopsPerSecond - lo.flopsPerSecond);
 }
 
+/// The fraction of its SMs' time a product of `shape` keeps busy: its tiles
+/// (the output cut into tileM x tileN blocks, one an SM at a time) over the
+/// waves it runs in times the SMs, and over the padding of the edge tiles.
+static double waveUtilization(const Cluster &c, const ProductShape &shape) {
+  double tm = double(c.tileM), tn = double(c.tileN);
+  double tiles = double(shape.batch) * std::ceil(double(shape.m) / tm) *
+                 std::ceil(double(shape.n) / tn);
+  double waves = std::ceil(tiles / double(c.smCount));
+  return double(shape.batch) * double(shape.m) * double(shape.n) /
+         (waves * double(c.smCount) * tm * tn);
+}
+
+/// Whether `dtype`'s products have a calibration's measured rates.
+static bool calibrated(const Cluster &c, DType dtype) {
+  return (dtype == DType::BF16 && !c.gemmBF16.empty()) ||
+         (dtype == DType::F16 && !c.gemmF16.empty()) ||
+         (dtype == DType::F32 && !c.gemmF32.empty());
+}
+
 double cost::kernelSeconds(const Cluster &c, uint64_t flops, uint64_t bytes,
-                           DType dtype) {
+                           DType dtype, const ProductShape &product) {
   if (flops == 0 && bytes == 0)
     return 0;
-  double compute = double(flops) / gemmRate(c, flops, dtype);
+  double rate = gemmRate(c, flops, dtype);
+  if (c.smCount > 0 && !product.empty() && !calibrated(c, dtype))
+    rate *= waveUtilization(c, product);
+  double compute = double(flops) / rate;
   double memory = double(bytes) / (c.hbmBytesPerSecond * c.memoryEfficiency);
   return c.kernelLaunch + std::max(compute, memory);
 }
@@ -362,14 +423,19 @@ GroupShape cost::groupShapeOf(const Cluster &c,
   return g;
 }
 
-std::vector<AffineCost> cost::collectiveAlgorithms(const Cluster &c,
-                                                   CollectiveKind kind,
-                                                   const GroupShape &group) {
-  if (group.ranks <= 1)
-    return {AffineCost()};
+/// Cost model v1: ring and tree formulas of the link rates and latencies.
+static std::vector<AffineCost>
+v1Algorithms(const Cluster &c, CollectiveKind kind, const GroupShape &group) {
   double p = double(group.ranks), n = double(group.nodes),
          g = double(group.perNode);
   double bNv = c.nvlinkBytesPerSecond, bNet = c.networkBytesPerSecond;
+  if (c.nccl.enabled) {
+    // v2 times these kinds by the same formulas, at the bandwidths NCCL
+    // reaches: the NVLink bus and a GPU's share of its node's NICs.
+    bNv = c.nccl.nvlinkBus;
+    bNet = double(std::min<int64_t>(group.perNode, c.nccl.nicsPerNode)) *
+           c.nccl.nicBytesPerSecond / double(group.perNode);
+  }
   double base = c.collectiveBaseLatency;
   bool net = group.nodes > 1;
   // One ring pass inside a node (reduce-scatter or all-gather: g - 1 steps
@@ -382,7 +448,8 @@ std::vector<AffineCost> cost::collectiveAlgorithms(const Cluster &c,
     // Ring: reduce-scatter in the node, all-reduce of each GPU's share
     // between nodes, all-gather in the node.
     AffineCost ring{base + 2 * intra.latency + 2 * inter.latency,
-                    2 * intra.secondsPerByte + 2 * inter.secondsPerByte};
+                    2 * intra.secondsPerByte + 2 * inter.secondsPerByte,
+                    "ring"};
     if (!net)
       return {ring};
     // Tree: a chain in the node, a double binary tree between nodes; each
@@ -390,31 +457,31 @@ std::vector<AffineCost> cost::collectiveAlgorithms(const Cluster &c,
     double depth = std::ceil(std::log2(n));
     AffineCost tree{base + 2 * (g - 1) * c.nvlinkLatency +
                         2 * depth * c.treeNetworkLatency,
-                    2 * (g - 1) / g / bNv + 2 / g / bNet};
+                    2 * (g - 1) / g / bNv + 2 / g / bNet, "tree"};
     return {ring, tree};
   }
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllGather:
     return {{base + intra.latency + inter.latency,
-             intra.secondsPerByte + inter.secondsPerByte}};
+             intra.secondsPerByte + inter.secondsPerByte, "ring"}};
   case CollectiveKind::AllToAll: {
     // The bytes for the other GPUs of the node go over NVLink, the rest
     // over the network, at once: the slower of the two.
     double latency =
         base + (p - 1) * (net ? c.networkLatency : c.nvlinkLatency);
     double viaNvlink = (g - 1) / p / bNv, viaNetwork = (p - g) / p / bNet;
-    return {{latency, std::max(viaNvlink, viaNetwork)}};
+    return {{latency, std::max(viaNvlink, viaNetwork), "direct"}};
   }
   case CollectiveKind::Broadcast:
     return {{base + (p - 1) * (net ? c.networkLatency : c.nvlinkLatency),
-             1 / (net ? bNet : bNv)}};
+             1 / (net ? bNet : bNv), "ring"}};
   case CollectiveKind::Send:
   case CollectiveKind::Recv:
   case CollectiveKind::Permute:
     // One transfer to one peer (a permute: every rank's at once, each link
     // used in one direction by one transfer).
     return {{base + (net ? c.networkLatency : c.nvlinkLatency),
-             1 / (net ? bNet : bNv)}};
+             1 / (net ? bNet : bNv), "direct"}};
   case CollectiveKind::None:
   case CollectiveKind::AxisIndex:
     // Nothing moves (an axis index is known locally).
@@ -423,10 +490,132 @@ std::vector<AffineCost> cost::collectiveAlgorithms(const Cluster &c,
   return {AffineCost()};
 }
 
+namespace {
+/// NCCL 2.30.7's tuning constants (ncclTunerConstantsDefaults and
+/// ncclTopoTuneModel in src/graph/tuning.cc), in microseconds and GB/s, by
+/// protocol: LL, LL128, Simple.
+enum Protocol { LL, LL128, Simple };
+constexpr double baseRing[3] = {6.6, 14.0, 8.4};
+constexpr double baseTree[3] = {6.8, 14.0, 8.4};
+constexpr double nvlinkRing[3] = {0.6, 1.9, 3.4};
+constexpr double nvlinkTree[3] = {0.6, 1.25, 4.0};
+constexpr double netRing[3] = {2.7, 4.0, 14.0};
+constexpr double netTree[3] = {5.0, 8.5, 14.0};
+/// NVLS and NVLS tree run Simple only.
+constexpr double nvlinkNvls = 25.0, netNvlsTree = 20.9;
+/// LL's bandwidth cap (llMaxBws): inside one node by architecture, across
+/// nodes by CPU (x86 Intel's row) for two nodes and for more.
+constexpr double llMaxAmpere = 87.7, llMaxHopper = 141.0;
+constexpr double llMaxTwoNodes = 39.0, llMaxMoreNodes = 20.4;
+/// The network's post overhead on x86 Intel (getNetOverhead), 3x for Simple.
+constexpr double netOverhead = 1.0;
+/// The ring Simple all-reduce's latency plateau across nodes (compute
+/// capability 8.0 and up), from ncclTopoGetAlgoTime.
+constexpr double ringPlateau = 1.4;
+const char *const ringNames[3] = {"ring/LL", "ring/LL128", "ring/Simple"};
+const char *const treeNames[3] = {"tree/LL", "tree/LL128", "tree/Simple"};
+} // namespace
+
+/// Cost model v2: NCCL's own model of its algorithms and protocols, at the
+/// cluster's effective bandwidths (docs/CostModel.md).
+static std::vector<AffineCost>
+v2Algorithms(const Cluster &c, CollectiveKind kind, const GroupShape &group) {
+  if (kind != CollectiveKind::AllReduce &&
+      kind != CollectiveKind::ReduceScatter &&
+      kind != CollectiveKind::AllGather)
+    return v1Algorithms(c, kind, group);
+  constexpr double us = 1e-6, gb = 1e9;
+  double p = double(group.ranks), n = double(group.nodes),
+         g = double(group.perNode);
+  bool multi = group.nodes > 1, allReduce = kind == CollectiveKind::AllReduce;
+  // A node's share of the network: the NICs of its GPUs in the group, one
+  // rail each. Across nodes every ring and tree is bound by the slower of
+  // the NVLink bus and that (NCCL runs the phases concurrently).
+  double nics = double(std::min<int64_t>(group.perNode, c.nccl.nicsPerNode));
+  double network = nics * c.nccl.nicBytesPerSecond;
+  double link = multi ? std::min(c.nccl.nvlinkBus, network) : c.nccl.nvlinkBus;
+  double llMax = (!multi ? (c.nccl.hopper ? llMaxHopper : llMaxAmpere)
+                  : group.nodes <= 2 ? llMaxTwoNodes
+                                     : llMaxMoreNodes) *
+                 gb;
+  double levels = std::floor(std::log2(n));
+  std::vector<AffineCost> algorithms;
+  // Ring: nsteps steps, the ones between nodes at the network's latency.
+  double steps = allReduce ? 2 * (p - 1) : p - 1;
+  double interSteps = !multi ? 0 : allReduce ? 2 * (n - 1) : n - 1;
+  for (int proto : {LL, LL128, Simple}) {
+    double bus = proto == Simple  ? link
+                 : proto == LL128 ? 0.92 * link
+                                  : std::min(llMax, 0.5 * link);
+    double intraLat = nvlinkRing[proto];
+    if (multi)
+      intraLat = std::max(intraLat, netOverhead * (proto == Simple ? 3 : 1));
+    // With one GPU a node, the tree's network latency (fully exposed).
+    double interLat = group.perNode == 1 ? netTree[proto] : netRing[proto];
+    double latency = baseRing[proto] + (steps - interSteps) * intraLat +
+                     interSteps * interLat;
+    if (allReduce && multi && proto == Simple)
+      latency *= ringPlateau;
+    // Bus bandwidth to algorithm bandwidth: ranks / steps.
+    algorithms.push_back({latency * us, steps / (p * bus), ringNames[proto]});
+  }
+  if (!allReduce)
+    return algorithms;
+  if (multi) {
+    // Tree: a chain in the node, a double binary tree between nodes; its
+    // algorithm bandwidth is half its bus bandwidth. On two nodes it sends
+    // half a ring's bytes between them, so twice the network bounds it.
+    double treeLink =
+        std::min(c.nccl.nvlinkBus, group.nodes <= 2 ? 2 * network : network);
+    for (int proto : {LL, LL128, Simple}) {
+      double bus = 0.92 * treeLink;
+      if (proto == LL)
+        bus = std::min(bus / 3.8, llMax);
+      if (proto == LL128)
+        bus *= 120.0 / 128.0;
+      double latency = baseTree[proto] + 2 * ((g - 1) * nvlinkTree[proto] +
+                                              levels * netTree[proto]);
+      algorithms.push_back({latency * us, 2 / bus, treeNames[proto]});
+    }
+  }
+  if (c.nccl.nvlsBus > 0 && group.perNode >= 2) {
+    // NVLink SHARP: the NVSwitch reduces; across nodes a tree of nodes
+    // (NVLS tree), whose network is doubled on two nodes.
+    double bus =
+        multi ? std::min(c.nccl.nvlsBus, network * (group.nodes <= 2 ? 2 : 1))
+              : c.nccl.nvlsBus;
+    double latency = nvlinkNvls + (multi ? 2 * levels * netNvlsTree : 0);
+    algorithms.push_back({latency * us, 2 * (p - 1) / (p * bus),
+                          multi ? "nvls-tree/Simple" : "nvls/Simple"});
+  }
+  return algorithms;
+}
+
+std::vector<AffineCost> cost::collectiveAlgorithms(const Cluster &c,
+                                                   CollectiveKind kind,
+                                                   const GroupShape &group) {
+  if (group.ranks <= 1)
+    return {{0, 0, "none"}};
+  return c.nccl.enabled ? v2Algorithms(c, kind, group)
+                        : v1Algorithms(c, kind, group);
+}
+
+/// The fastest of the algorithms at `bytes`, as NCCL picks.
+static AffineCost fastest(const Cluster &c, CollectiveKind kind, uint64_t bytes,
+                          const GroupShape &group) {
+  AffineCost best{INFINITY, 0, ""};
+  for (const AffineCost &a : collectiveAlgorithms(c, kind, group))
+    if (a.at(double(bytes)) < best.at(double(bytes)))
+      best = a;
+  return best;
+}
+
 double cost::collectiveSeconds(const Cluster &c, CollectiveKind kind,
                                uint64_t bytes, const GroupShape &group) {
-  double best = INFINITY;
-  for (const AffineCost &a : collectiveAlgorithms(c, kind, group))
-    best = std::min(best, a.at(double(bytes)));
-  return best;
+  return fastest(c, kind, bytes, group).at(double(bytes));
+}
+
+const char *cost::collectiveAlgorithm(const Cluster &c, CollectiveKind kind,
+                                      uint64_t bytes, const GroupShape &group) {
+  return fastest(c, kind, bytes, group).name;
 }

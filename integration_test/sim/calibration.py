@@ -20,7 +20,7 @@ HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "runtime", "Inputs"))
 import braidtest  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "Inputs"))
-from costformulas import cluster, kernel_seconds  # noqa: E402
+from costformulas import cluster, dump_kernels, kernel_seconds  # noqa: E402
 
 failures = 0
 
@@ -84,13 +84,13 @@ def main():
     braidtest.run([braidtest.tool("braid-compile"), mlir, "-o", plan, "--cluster=" + cfile])
     p, r = simulate(plan)
     dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
-    costs = re.findall(r"\[(\d+) flops, (\d+) B read, (\d+) B written, (\w+)\]", dump)
+    costs = dump_kernels(dump)
     c["calibration"] = CALIBRATION
-    compute = sum(kernel_seconds(c, int(f), int(rd) + int(w), d) for f, rd, w, d in costs)
+    compute = sum(kernel_seconds(c, f, b, d, prod) for f, b, d, prod in costs)
     check(r is not None and len(costs) == r["kernels"] and near(r["compute_time"], compute),
           "calibrated compute time %.9e s is the formula's sum over %d kernels (%.9e s)" % (
               r["compute_time"] if r else 0, len(costs), compute))
-    sizes = sorted({round((int(f) / 2) ** (1 / 3)) for f, _, _, d in costs if d == "bf16" and
+    sizes = sorted({round((int(f) / 2) ** (1 / 3)) for f, _, d, _ in costs if d == "bf16" and
                     int(f) > 1e9})
     check(sizes and sizes[0] < 4096 < sizes[-1],
           "the step's products span the table's sizes (cube sizes %d..%d)" % (

@@ -1,8 +1,9 @@
 # The simulator against the cost formulas, computed here independently from
 # the cluster's JSON: a step without communication takes exactly the sum of
-# its kernel times, and a step of one collective exactly the formula's time
-# (ring and tree all_reduce on 1, 8, 64 and 256 GPUs, reduce_scatter and
-# all_gather on 64), to 1e-12 relative; every other collective kind (all_gather, all_to_all,
+# its kernel times (matrix products by v2's tiles and waves), and a step of one collective exactly the formula's time
+# (cost model v2: all_reduce on 1, 8, 16, 64 and 256 GPUs by ring, tree,
+# NVLS and NVLS tree with the protocols, reduce_scatter and all_gather on 8
+# and 64; v1: ring and tree), to 1e-12 relative; every other collective kind (all_gather, all_to_all,
 # collective_broadcast, collective_permute, send, recv) in its synchronous
 # and its start form, in a node and across nodes, to the same bound; two
 # collectives on two streams share the links (the sum of their times); a
@@ -22,11 +23,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inp
 import braidtest  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from costformulas import cluster, collective_seconds, kernel_seconds  # noqa: E402
+from costformulas import cluster, collective_seconds, dump_kernels, kernel_seconds  # noqa: E402
 
 
 def simulate(plan, cluster_name, out):
+    """A preset by name; NAME-v1 (costformulas.cluster) by a file."""
     report = out + ".report.json"
+    if cluster_name.endswith("-v1"):
+        path = out + "." + cluster_name + ".json"
+        with open(path, "w") as f:
+            json.dump(cluster(cluster_name), f)
+        cluster_name = path
     braidtest.run([braidtest.tool("braid-run"), "--backend=sim", "--cluster=" + cluster_name,
                    plan, "--report", report])
     with open(report) as f:
@@ -64,12 +71,12 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
     plan = os.path.join(out, "kernels.plan")
     braidtest.compile_step(mlir, plan, "--no-overlap")
     dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
-    costs = re.findall(r"\[(\d+) flops, (\d+) B read, (\d+) B written, (\w+)\]", dump)
+    costs = dump_kernels(dump)
     for name in ("h100-8", "a100-8"):
         c = cluster(name)
         expected = 0.0
-        for flops, read, written, dtype in costs:
-            expected += kernel_seconds(c, int(flops), int(read) + int(written), dtype)
+        for flops, nbytes, dtype, product in costs:
+            expected += kernel_seconds(c, flops, nbytes, dtype, product)
         got = simulate(plan, name, os.path.join(out, "kernels-" + name))
         ok = close(got["step_time"], expected) and close(got["compute_time"], expected) \
             and got["comm_time"] == 0 and got["efficiency"] == 1.0
@@ -79,12 +86,24 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
     if len(costs) < 5:
         print("FAIL expected at least 5 kernels in the dump, got %d" % len(costs))
         failures += 1
+    # The plan records each matrix product's sizes (batch, m, n, k), which
+    # v2's GEMM model times by its tiles and waves.
+    products = [p for *_, p in costs if p]
+    ok = products == [(1, 256, 1024, 512), (1, 64, 4096, 128)]
+    print("%s the dump's matrix products: %s" % ("ok  " if ok else "FAIL", products))
+    failures += not ok
 
     # 2. One collective.
-    cases = [("all_reduce", 8, "h100-8", 64 << 20), ("all_reduce", 64, "h100-8x8", 64 << 20),
+    # v2 (the presets) over its algorithms and protocols, and v1 (NAME-v1).
+    cases = [("all_reduce", 8, "h100-8", 64 << 20), ("all_reduce", 8, "h100-8", 64 << 10),
+             ("all_reduce", 64, "h100-8x8", 64 << 20), ("all_reduce", 16, "h100-8x8", 8 << 30),
              ("all_reduce", 256, "h100-8x32", 4096), ("all_reduce", 256, "h100-8x32", 256 << 20),
-             ("reduce_scatter", 64, "h100-8x8", 32 << 20), ("all_reduce", 8, "a100-8", 1 << 20),
-             ("all_gather", 64, "h100-8x8", 32 << 20), ("all_reduce", 1, "h100-8", 64 << 20)]
+             ("all_reduce", 256, "h100-8x32", 16 << 20), ("reduce_scatter", 64, "h100-8x8", 32 << 20), ("all_reduce", 8, "a100-8", 1 << 20),
+             ("all_reduce", 8, "a100-8", 256 << 20), ("all_gather", 8, "h100-8", 4 << 20),
+             ("all_gather", 64, "h100-8x8", 32 << 20), ("all_reduce", 1, "h100-8", 64 << 20),
+             ("all_reduce", 64, "h100-8x8-v1", 64 << 20), ("all_reduce", 256, "h100-8x32-v1", 4096),
+             ("all_reduce", 256, "h100-8x32-v1", 256 << 20),
+             ("reduce_scatter", 64, "h100-8x8-v1", 32 << 20)]
     algorithms = set()
     for kind, ranks, name, nbytes in cases:
         n = nbytes // 4
@@ -110,7 +129,7 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
         braidtest.compile_step(mlir, plan, "--no-overlap")
         got = simulate(plan, name, plan)
         expected, algorithm = collective_seconds(cluster(name), kind, nbytes, ranks)
-        algorithms.add(algorithm)
+        algorithms.add(algorithm + (" (v1)" if name.endswith("-v1") else ""))
         ok = close(got["step_time"], expected) and close(got["comm_time"], expected) \
             and got["compute_time"] == 0
         print("%s %s of %d bytes on %d GPUs (%s): step %.12e s, formula (%s) %.12e s" % (
@@ -220,10 +239,9 @@ func.func @step(%x: tensor<4194304xf32> {braid.role = #braid.role<batch "x">},
     plan = os.path.join(out, "contention.plan")
     braidtest.compile_step(mlir, plan)
     dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
-    (flops, read, written, dtype), = re.findall(
-        r"\[(\d+) flops, (\d+) B read, (\d+) B written, (\w+)\]", dump)
+    (flops, nbytes, dtype, product), = dump_kernels(dump)
     c = cluster("h100-8")
-    k = kernel_seconds(c, int(flops), int(read) + int(written), dtype)
+    k = kernel_seconds(c, flops, nbytes, dtype, product)
     m, _ = collective_seconds(c, "all_reduce", 4194304 * 4, 8)
     slow = 1 + c["compute_slowdown_during_comm"]
     # Both start at 0; the kernel does m / slow of its work by m.
@@ -234,9 +252,10 @@ func.func @step(%x: tensor<4194304xf32> {braid.role = #braid.role<batch "x">},
         "ok  " if ok else "FAIL", k, m, got["step_time"], max(expected, m)))
     failures += not ok
 
-    if algorithms != {"ring", "tree", "none"}:
-        print("FAIL the cases should exercise ring, tree and a group of one, got %s"
-              % sorted(algorithms))
+    want = {"none", "ring/LL", "ring/LL128", "ring/Simple", "tree/LL", "tree/LL128",
+            "nvls/Simple", "nvls-tree/Simple", "ring (v1)", "tree (v1)"}
+    if algorithms != want:
+        print("FAIL the cases should exercise %s, got %s" % (sorted(want), sorted(algorithms)))
         failures += 1
     print("sim-exact: %d failed" % failures)
     sys.exit(1 if failures else 0)

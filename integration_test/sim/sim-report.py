@@ -22,7 +22,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inputs"))
 import braidtest  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from costformulas import cluster, kernel_seconds  # noqa: E402
+from costformulas import cluster, dump_kernels, kernel_seconds  # noqa: E402
 
 failures = 0
 
@@ -67,9 +67,9 @@ def exact_figures(variant, plan, r, trace):
     def near(a, b, rel):
         return abs(a - b) <= rel * max(abs(a), abs(b), 1e-30)
     dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
-    costs = re.findall(r"\[(\d+) flops, (\d+) B read, (\d+) B written, (\w+)\]", dump)
+    costs = dump_kernels(dump)
     c = cluster("h100-8")
-    compute = sum(kernel_seconds(c, int(f), int(rd) + int(w), d) for f, rd, w, d in costs)
+    compute = sum(kernel_seconds(c, f, b, d, prod) for f, b, d, prod in costs)
     check(len(costs) == r["kernels"] and near(r["compute_time"], compute, 1e-9),
           "%s: compute time %.12e s is the sum of the formula over the plan's %d kernels "
           "(%.12e s)" % (variant, r["compute_time"], len(costs), compute))
@@ -83,11 +83,21 @@ def exact_figures(variant, plan, r, trace):
     # each span is its uncontended time.
     check(near(r["comm_time"], sum(b - a for a, b in comm), 1e-9),
           "%s: communication time is the sum of rank 0's collective spans" % variant)
+    moved = sum(e["args"]["bytes"] for e in spans if e["cat"] != "compute")
+    check(r["comm_bytes"] == moved and moved > 0,
+          "%s: bytes moved %d are the sum of rank 0's collective spans' (%d)" % (
+              variant, r["comm_bytes"], moved))
+    names = {e["args"]["algorithm"] for e in spans if e["cat"] != "compute"}
+    check(names and names <= {"ring/LL", "ring/LL128", "ring/Simple", "nvls/Simple"},
+          "%s: each collective span names an algorithm and protocol of one node: %s" % (
+              variant, sorted(names)))
     check(near(r["comm_wall_time"], measure(comm), 1e-9),
           "%s: time in flight %.12e s is the union of the collective spans" % (
               variant, r["comm_wall_time"]))
     exposed = minus(comm, kern)
-    check(near(r["exposed_comm"], exposed, 1e-9) or abs(r["exposed_comm"] - exposed) < 1e-12,
+    # The simulator's event times carry its floating-point error (a
+    # picosecond over thousands of rate changes): 1e-10 s absolute.
+    check(near(r["exposed_comm"], exposed, 1e-9) or abs(r["exposed_comm"] - exposed) < 1e-10,
           "%s: exposed communication %.12e s is collective time with no kernel (%.12e s)" % (
               variant, r["exposed_comm"], exposed))
     wall = r["comm_wall_time"]
@@ -162,6 +172,12 @@ def main():
     bad_cluster(lambda c: c.update(matmul_efficiency=1.5), '"matmul_efficiency" is 1.5, outside [0.001, 1]')
     bad_cluster(lambda c: c["peak_tflops"].pop("bf16"), 'peak_tflops: missing "bf16"')
     bad_cluster(lambda c: "{not json", "not valid JSON")
+    bad_cluster(lambda c: c.update(nccl=3), '"nccl" must be an object of version, arch')
+    bad_cluster(lambda c: c["nccl"].update(version="2.19.3"),
+                'nccl: version "2.19.3": braid has the tuning model of NCCL 2.30.7 only')
+    bad_cluster(lambda c: c["nccl"].update(arch="volta"), 'unknown arch "volta" (hopper, ampere)')
+    bad_cluster(lambda c: c["nccl"].pop("nic_gb_per_s"), 'nccl: missing "nic_gb_per_s"')
+    bad_cluster(lambda c: c["nccl"].update(nics_per_node=0), '"nics_per_node" is 0, outside [1, 1024]')
     for args, expect, rc in (
             (["--cluster=h100-9"], "unknown cluster 'h100-9' (presets: a100-8, h100-8, h100-8x32, h100-8x8, h200-8", 1),
             (["--cluster=/nonexistent.json"], "cannot open cluster file", 1),

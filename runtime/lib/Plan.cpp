@@ -251,6 +251,8 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
           instr.flops = i->flops();
           instr.bytesRead = i->bytes_read();
           instr.bytesWritten = i->bytes_written();
+          instr.product = {i->product_batch(), i->product_m(), i->product_n(),
+                           i->product_k()};
           stream.instrs.push_back(std::move(instr));
         }
       p.streams.push_back(std::move(stream));

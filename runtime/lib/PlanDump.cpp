@@ -79,6 +79,9 @@ std::string rt::dumpPlan(const Plan &plan) {
           os << " [" << i.flops << " flops, " << i.bytesRead << " B read, "
              << i.bytesWritten << " B written, "
              << dtypeName(computeTypeOf(plan, i)) << "]";
+        if (!i.product.empty())
+          os << " product " << i.product.batch << "x" << i.product.m << "x"
+             << i.product.n << "x" << i.product.k;
       }
       os << "\n";
     }

@@ -7,9 +7,11 @@
 // of the same form). A dependency-free library: no plan, no MPI, and no
 // exception crosses its API (errors are returned). Kernels: a roofline on the
 // kernel's flops and bytes (as CostOpInterface reports them) with efficiency
-// factors and a launch overhead. Collectives: NCCL-style ring and tree
-// formulas, hierarchical across nodes. docs/CostModel.md gives the formulas and
-// the sources of the numbers.
+// factors and a launch overhead. Collectives: NCCL 2.30.7's tuning model
+// (v2: per algorithm and protocol, effective bandwidths, NVLS) where the
+// cluster has an "nccl" object, else ring and tree formulas of the link
+// rates, hierarchical across nodes (v1). docs/CostModel.md gives the
+// formulas and the sources of the numbers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +26,14 @@
 #include <vector>
 
 namespace braid::cost {
+
+/// A matrix product's sizes: `batch` products of [m, k] x [k, n]. Empty
+/// (all 0) for a kernel that is not one. CostOpInterface's getProductShape
+/// gives it and the plan records it with the kernel's flops.
+struct ProductShape {
+  uint64_t batch = 0, m = 0, n = 0, k = 0;
+  bool empty() const { return batch == 0 || m == 0 || n == 0 || k == 0; }
+};
 
 /// A homogeneous cluster: `nodes` nodes of `gpusPerNode` GPUs, NVLink
 /// inside a node, one network port per GPU between nodes. Rates are in
@@ -53,6 +63,29 @@ struct Cluster {
     double n = 0, flopsPerSecond = 0;
   };
   std::vector<Rate> gemmF32, gemmBF16, gemmF16;
+  /// Cost model v2 for matrix products (docs/CostModel.md): the SMs and the
+  /// output tile of one thread block; a product runs in waves of one tile
+  /// an SM. 0: every product at peak x matmul efficiency (v1).
+  int64_t smCount = 0, tileM = 0, tileN = 0;
+  /// Cost model v2 for collectives (docs/CostModel.md): NCCL's own tuning
+  /// model at a pinned version, with the effective bandwidths below. Set
+  /// when the description has an "nccl" object; without one, collectives
+  /// use the v1 formulas of the link rates and latencies above.
+  struct Nccl {
+    bool enabled = false;
+    /// Which of NCCL's per-architecture constants apply (LL's bandwidth
+    /// cap): Hopper (sm90) or Ampere (sm80).
+    bool hopper = false;
+    /// One GPU's NVLink bandwidth as NCCL drives it (its per-link rate
+    /// times the links), B/s.
+    double nvlinkBus = 0;
+    /// The all-reduce bus bandwidth with NVLink SHARP (NVLS) inside a node,
+    /// B/s; 0 where the NVSwitch has none.
+    double nvlsBus = 0;
+    /// The network: NICs per node and what NCCL moves through one, B/s.
+    int64_t nicsPerNode = 0;
+    double nicBytesPerSecond = 0;
+  } nccl;
 
   int64_t gpus() const { return nodes * gpusPerNode; }
   double peakFlops(DType dtype) const;
@@ -75,10 +108,13 @@ bool parseCluster(const std::string &json, const std::string &origin,
 
 /// Seconds one kernel takes alone on one GPU of `cluster`: the launch
 /// overhead plus the larger of flops / (peak(dtype) * matmul efficiency) and
-/// bytes / (HBM bandwidth * memory efficiency). A kernel with no flops and
-/// no bytes (a view) takes no time and launches nothing.
+/// bytes / (HBM bandwidth * memory efficiency). A matrix product (`product`
+/// not empty) on a cluster with `gemm_waves` pays for its last wave's idle
+/// SMs and its tiles' padding; a calibration's measured rates come first. A
+/// kernel with no flops and no bytes (a view) takes no time and launches
+/// nothing.
 double kernelSeconds(const Cluster &cluster, uint64_t flops, uint64_t bytes,
-                     DType dtype);
+                     DType dtype, const ProductShape &product = {});
 
 /// How a group of ranks sits on the cluster: `ranks` in all, on `nodes`
 /// nodes, at most `perNode` on one node.
@@ -95,12 +131,15 @@ GroupShape groupShapeOf(const Cluster &cluster,
 /// bytes * secondsPerByte.
 struct AffineCost {
   double latency = 0, secondsPerByte = 0;
+  /// The algorithm and protocol, for people ("ring/LL128", "nvls/Simple").
+  const char *name = "";
   double at(double bytes) const { return latency + bytes * secondsPerByte; }
 };
 
-/// The algorithms NCCL chooses among for `kind` on `group` (ring, and for
-/// an all-reduce across nodes a tree); collectiveSeconds is the least of
-/// them at the given bytes.
+/// The algorithms NCCL chooses among for `kind` on `group`; collectiveSeconds
+/// is the least of them at the given bytes. v1: ring, and for an all-reduce
+/// across nodes a tree. v2: each algorithm NCCL has for it (ring, tree,
+/// NVLS, NVLS tree) with each protocol (LL, LL128, Simple).
 std::vector<AffineCost> collectiveAlgorithms(const Cluster &cluster,
                                              CollectiveKind kind,
                                              const GroupShape &group);
@@ -110,6 +149,9 @@ std::vector<AffineCost> collectiveAlgorithms(const Cluster &cluster,
 /// a ring (hierarchical across nodes) and a tree, as NCCL chooses.
 double collectiveSeconds(const Cluster &cluster, CollectiveKind kind,
                          uint64_t bytes, const GroupShape &group);
+/// The algorithm collectiveSeconds takes at `bytes` (its `name`).
+const char *collectiveAlgorithm(const Cluster &cluster, CollectiveKind kind,
+                                uint64_t bytes, const GroupShape &group);
 
 } // namespace braid::cost
 

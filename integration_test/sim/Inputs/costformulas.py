@@ -4,13 +4,22 @@ from the cluster presets' JSON, for the simulator tests to check against."""
 import json
 import math
 import os
+import re
 
 CLUSTERS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "common", "clusters")
 
 
 def cluster(name):
-    with open(os.path.join(CLUSTERS, name + ".json")) as f:
-        return json.load(f)
+    """A preset by name; NAME-v1 is the preset without its "nccl" and
+    "gemm_waves" objects (cost model v1)."""
+    v1 = name.endswith("-v1")
+    with open(os.path.join(CLUSTERS, (name[:-3] if v1 else name) + ".json")) as f:
+        c = json.load(f)
+    if v1:
+        del c["nccl"]
+        del c["gemm_waves"]
+        c["name"] = name
+    return c
 
 
 def gemm_rate(c, flops, dtype):
@@ -38,11 +47,42 @@ def gemm_rate(c, flops, dtype):
             return r0 + math.log(n / n0) / math.log(n1 / n0) * (r1 - r0)
 
 
-def kernel_seconds(c, flops, nbytes, dtype):
+# A kernel in braid-run --dump: its cost, and a matrix product's sizes.
+KERNEL = re.compile(r"\[(\d+) flops, (\d+) B read, (\d+) B written, (\w+)\]"
+                    r"(?: product (\d+)x(\d+)x(\d+)x(\d+))?")
+
+
+def dump_kernels(dump):
+    """(flops, bytes, dtype, product or None) of each kernel of a dump."""
+    out = []
+    for m in KERNEL.finditer(dump):
+        f, rd, w, dtype = m.group(1, 2, 3, 4)
+        product = tuple(int(x) for x in m.group(5, 6, 7, 8)) if m.group(5) else None
+        out.append((int(f), int(rd) + int(w), dtype, product))
+    return out
+
+
+def wave_utilization(c, product):
+    """v2's GEMM model: the output in tile_m x tile_n tiles, one an SM at a
+    time; the fraction of the waves' SM time the product's own elements
+    fill."""
+    w = c["gemm_waves"]
+    batch, m, n, _ = product
+    tiles = batch * math.ceil(m / w["tile_m"]) * math.ceil(n / w["tile_n"])
+    waves = math.ceil(tiles / w["sm_count"])
+    return batch * m * n / (waves * w["sm_count"] * w["tile_m"] * w["tile_n"])
+
+
+def kernel_seconds(c, flops, nbytes, dtype, product=None):
     if flops == 0 and nbytes == 0:
         return 0.0
     cal = c.get("calibration")
-    compute = flops / gemm_rate(c, flops, dtype)
+    rate = gemm_rate(c, flops, dtype)
+    measured = cal and any(g["dtype"] == dtype or (dtype == "f16" and g["dtype"] == "bf16")
+                           for g in cal["gemm"])
+    if product and "gemm_waves" in c and not measured:
+        rate *= wave_utilization(c, product)
+    compute = flops / rate
     if cal:
         bandwidth = min(cal["memory_bandwidth_gbs"]["kernel"], c["hbm_gb_per_s"]) * 1e9
         launch = cal["launch_us"]["device"] * 1e-6
@@ -52,14 +92,76 @@ def kernel_seconds(c, flops, nbytes, dtype):
     return launch + max(compute, nbytes / bandwidth)
 
 
+# NCCL 2.30.7's tuning constants (src/graph/tuning.cc), microseconds, by
+# protocol LL, LL128, Simple: docs/CostModel.md "Collectives (v2)".
+BASE = {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 8.4)}
+NVLINK = {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0)}
+NET = {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0)}
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+
+def nccl_seconds(c, kind, s, ranks, g, n):
+    """Cost model v2: the least over NCCL's algorithms and protocols of
+    latency + bytes / algorithm bandwidth."""
+    v = c["nccl"]
+    p = ranks
+    ar = kind == "all_reduce"
+    bus = v["nvlink_bus_gb_per_s"] * 1e9
+    network = min(g, v["nics_per_node"]) * v["nic_gb_per_s"] * 1e9
+    link = bus if n == 1 else min(bus, network)
+    if n == 1:
+        llmax = (141.0 if v["arch"] == "hopper" else 87.7) * 1e9
+    else:
+        llmax = (39.0 if n <= 2 else 20.4) * 1e9
+    levels = math.floor(math.log2(n))
+    options = []
+    steps = 2 * (p - 1) if ar else p - 1
+    inter = 0 if n == 1 else (2 * (n - 1) if ar else n - 1)
+    for i, proto in enumerate(PROTOCOLS):
+        b = {"LL": min(llmax, 0.5 * link), "LL128": 0.92 * link, "Simple": link}[proto]
+        intra = NVLINK["ring"][i]
+        if n > 1:
+            intra = max(intra, 3.0 if proto == "Simple" else 1.0)
+        net = NET["tree" if g == 1 else "ring"][i]
+        lat = BASE["ring"][i] + (steps - inter) * intra + inter * net
+        if ar and n > 1 and proto == "Simple":
+            lat *= 1.4
+        options.append((lat * 1e-6 + s * steps / (p * b), "ring/" + proto))
+    if ar and n > 1:
+        tree_link = min(bus, 2 * network if n <= 2 else network)
+        for i, proto in enumerate(PROTOCOLS):
+            b = 0.92 * tree_link
+            if proto == "LL":
+                b = min(b / 3.8, llmax)
+            if proto == "LL128":
+                b *= 120 / 128
+            lat = BASE["tree"][i] + 2 * ((g - 1) * NVLINK["tree"][i] + levels * NET["tree"][i])
+            options.append((lat * 1e-6 + 2 * s / b, "tree/" + proto))
+    if ar and v["nvls_bus_gb_per_s"] > 0 and g >= 2:
+        nvls = v["nvls_bus_gb_per_s"] * 1e9
+        b = nvls if n == 1 else min(nvls, network * (2 if n <= 2 else 1))
+        lat = 25.0 + (2 * levels * 20.9 if n > 1 else 0)
+        options.append((lat * 1e-6 + s * 2 * (p - 1) / (p * b),
+                        "nvls/Simple" if n == 1 else "nvls-tree/Simple"))
+    return min(options)
+
+
 def collective_seconds(c, kind, nbytes, ranks):
     """NCCL-style: docs/CostModel.md. Ranks 0..ranks-1, 8 to a node. A group
-    of one rank moves nothing: no time, not even the base latency."""
+    of one rank moves nothing: no time, not even the base latency. v2 (the
+    cluster has "nccl") for all_reduce, reduce_scatter and all_gather; the
+    other kinds by v1's forms at v2's bandwidths."""
     if ranks == 1:
         return 0.0, "none"
     g = min(ranks, c["gpus_per_node"])
     n = math.ceil(ranks / c["gpus_per_node"])
+    if "nccl" in c and kind in ("all_reduce", "reduce_scatter", "all_gather"):
+        return nccl_seconds(c, kind, float(nbytes), ranks, g, n)
     bnv, bnet = c["nvlink_gb_per_s"] * 1e9, c["network_gb_per_s"] * 1e9
+    if "nccl" in c:
+        v = c["nccl"]
+        bnv = v["nvlink_bus_gb_per_s"] * 1e9
+        bnet = min(g, v["nics_per_node"]) * v["nic_gb_per_s"] * 1e9 / g
     anv, anet = c["nvlink_latency_us"] * 1e-6, c["network_latency_us"] * 1e-6
     base = c["collective_base_latency_us"] * 1e-6
     s = float(nbytes)

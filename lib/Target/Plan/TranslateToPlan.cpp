@@ -478,15 +478,17 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
     if (failed(operands) || failed(resultsVec) || failed(attrs))
       return failure();
     uint64_t flops = 0, bytesRead = 0, bytesWritten = 0;
+    cost::ProductShape product;
     if (auto cost = dyn_cast<CostOpInterface>(op)) {
       flops = cost.getFlops();
       bytesRead = cost.getBytesRead();
       bytesWritten = cost.getBytesWritten();
+      product = cost.getProductShape();
     }
     streams[key].push_back(plan::CreateInstr(
         builder, uint16_t(*opcode), *operands, *resultsVec, *attrs, group,
         future, event, builder.CreateString(getLocation(&op)), flops, bytesRead,
-        bytesWritten));
+        bytesWritten, product.batch, product.m, product.n, product.k));
   }
 
   Operation *terminator = body.getTerminator();

@@ -11,6 +11,7 @@
 #ifndef BRAID_RUNTIME_PLAN_H
 #define BRAID_RUNTIME_PLAN_H
 
+#include "braid-common/CostModel.h"
 #include "braid-common/DType.h"
 #include "braid-common/OpTable.h"
 
@@ -61,6 +62,8 @@ struct Instr {
   std::string location;
   /// A kernel's cost (CostOpInterface); 0 for other instructions.
   uint64_t flops = 0, bytesRead = 0, bytesWritten = 0;
+  /// A matrix product's sizes (getProductShape); empty for other kernels.
+  cost::ProductShape product;
 
   /// The attributes of an op whose struct is `T` (the loader made `attrs`
   /// the struct of `opcode`).

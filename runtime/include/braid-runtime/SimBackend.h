@@ -41,6 +41,8 @@ struct SimReport {
   double stepTime = 0;
   /// Sums of the items' uncontended times.
   double computeTime = 0, commTime = 0;
+  /// What rank 0's collectives move (getCommBytes), summed.
+  uint64_t commBytes = 0;
   /// Time with a collective in flight and no kernel running; time with a
   /// collective in flight at all.
   double exposedComm = 0, commWallTime = 0;

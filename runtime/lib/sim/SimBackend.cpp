@@ -59,7 +59,7 @@ void SimBackend::kernel(unsigned stream, const Instr &instr) {
   item.instr = &instr;
   item.seconds =
       kernelSeconds(cluster, instr.flops, instr.bytesRead + instr.bytesWritten,
-                    computeTypeOf(*state->plan, instr));
+                    computeTypeOf(*state->plan, instr), instr.product);
   state->add(stream, std::move(item));
 }
 
@@ -129,6 +129,7 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
         t = sim::commSeconds(plan, cluster, item,
                              colorOf(plan, item.instr->group, 0));
         rep.commTime += t;
+        rep.commBytes += item.commBytes;
         ++rep.collectives;
       } else {
         rep.computeTime += t;

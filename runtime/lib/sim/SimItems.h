@@ -42,6 +42,8 @@ struct TraceEvent {
   unsigned stream;
   const Item *item;
   double start, end;
+  /// A collective's algorithm and protocol (cost::collectiveAlgorithm).
+  const char *algorithm;
 };
 
 /// Writes the Chrome trace of `events` (a process per rank, a thread per

@@ -24,6 +24,14 @@ double sim::commSeconds(const Plan &plan, const Cluster &cluster,
       groupShapeOf(cluster, groupMembers(g.gridShape, g.axes, color)));
 }
 
+const char *sim::commAlgorithm(const Plan &plan, const Cluster &cluster,
+                               const Item &item, int64_t color) {
+  const Group &g = plan.groups[size_t(item.instr->group)];
+  return collectiveAlgorithm(
+      cluster, item.instr->collective(), item.commBytes,
+      groupShapeOf(cluster, groupMembers(g.gridShape, g.axes, color)));
+}
+
 int64_t sim::colorOf(const Plan &plan, int group, int64_t rank) {
   int64_t color = 0, index = 0;
   plan.groups[size_t(group)].locate(rank, color, index);
@@ -111,7 +119,12 @@ struct Player {
     if (r == 0)
       startOf0[offsets[s] + size_t(st.next)] = start;
     if (recordTrace && r < traceRanks)
-      trace.push_back({r, s, &item, start, now});
+      trace.push_back({r, s, &item, start, now,
+                       item.comm
+                           ? sim::commAlgorithm(
+                                 plan, cluster, item,
+                                 colorOf[size_t(item.instr->group)][size_t(r)])
+                           : ""});
     ++st.next;
     st.running = st.arrived = false;
     st.instance = nullptr;

@@ -41,6 +41,10 @@ PlayResult play(const Plan &plan, const cost::Cluster &cluster,
 double commSeconds(const Plan &plan, const cost::Cluster &cluster,
                    const Item &item, int64_t color);
 
+/// The algorithm and protocol that collective times (its name).
+const char *commAlgorithm(const Plan &plan, const cost::Cluster &cluster,
+                          const Item &item, int64_t color);
+
 /// Rank `rank`'s color in group `group`.
 int64_t colorOf(const Plan &plan, int group, int64_t rank);
 

@@ -54,7 +54,8 @@ void braid::rt::sim::writeTrace(std::ostream &os, const Plan &plan,
        << ",\"dur\":" << (e.end - e.start) * 1e6
        << ",\"args\":{\"location\":" << quoted(i.location);
     if (e.item->comm)
-      os << ",\"bytes\":" << e.item->commBytes;
+      os << ",\"bytes\":" << e.item->commBytes
+         << ",\"algorithm\":" << quoted(e.algorithm);
     else
       os << ",\"flops\":" << i.flops
          << ",\"bytes\":" << i.bytesRead + i.bytesWritten;
@@ -110,7 +111,7 @@ void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
      << ", \"kernels\": " << r.kernels << ", \"collectives\": " << r.collectives
      << ", \"step_time\": " << r.stepTime
      << ", \"compute_time\": " << r.computeTime
-     << ", \"comm_time\": " << r.commTime
+     << ", \"comm_time\": " << r.commTime << ", \"comm_bytes\": " << r.commBytes
      << ", \"exposed_comm\": " << r.exposedComm
      << ", \"comm_wall_time\": " << r.commWallTime
      << ", \"overlap_fraction\": " << r.overlapFraction

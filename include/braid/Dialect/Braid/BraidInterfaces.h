@@ -4,6 +4,7 @@
 #define BRAID_DIALECT_BRAID_BRAIDINTERFACES_H
 
 #include "braid-common/CollectiveKind.h"
+#include "braid-common/CostModel.h"
 #include "braid/Dialect/Braid/BraidAttributes.h"
 
 #include "mlir/IR/Builders.h"

@@ -23,6 +23,14 @@ def Braid_CostOpInterface : OpInterface<"CostOpInterface"> {
     InterfaceMethod<"Bytes written to device memory.",
       "uint64_t", "getBytesWritten", (ins), [{}], [{
         return ::braid::sumTensorBytes($_op->getResultTypes());
+      }]>,
+    InterfaceMethod<[{
+        The sizes of the matrix product this kernel is (batch, m, n, k), for
+        the GEMM model's tiles and waves (docs/CostModel.md); empty for any
+        other kernel.
+      }],
+      "::braid::cost::ProductShape", "getProductShape", (ins), [{}], [{
+        return {};
       }]>
   ];
 }

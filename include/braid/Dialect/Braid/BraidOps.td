@@ -111,7 +111,7 @@ class Braid_BackwardOp<string mnemonic, list<Trait> traits = []>
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Braid_MatmulOp : Braid_ComputeOp<"matmul"> {
+def Braid_MatmulOp : Braid_ComputeOp<"matmul", [], ["getProductShape"]> {
   let opcode = 1;
   let summary = "matrix product, optionally batched and transposed";
   let description = [{

@@ -142,12 +142,17 @@ LogicalResult MatmulOp::verify() {
   return verifyShape(*this, "result", getResult(), expected);
 }
 
-uint64_t MatmulOp::getFlops() {
+cost::ProductShape MatmulOp::getProductShape() {
   MatmulSizes s = getMatmulSizes(*this);
   uint64_t batch = 1;
   for (int64_t d : s.batch)
     batch *= d;
-  return 2 * batch * s.m * s.n * s.k;
+  return {batch, uint64_t(s.m), uint64_t(s.n), uint64_t(s.k)};
+}
+
+uint64_t MatmulOp::getFlops() {
+  cost::ProductShape p = getProductShape();
+  return 2 * p.batch * p.m * p.n * p.k;
 }
 
 //===----------------------------------------------------------------------===//

@@ -63,7 +63,7 @@ double braid::getOpSeconds(Operation *op, const cost::Cluster &cluster) {
   }
   return cost::kernelSeconds(cluster, cost.getFlops(),
                              cost.getBytesRead() + cost.getBytesWritten(),
-                             dtype);
+                             dtype, cost.getProductShape());
 }
 
 cost::GroupShape braid::getGroupShape(CollectiveOpInterface op,
