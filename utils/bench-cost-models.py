@@ -5,7 +5,7 @@
 
 Two data-parallel bf16 steps, each compiled and simulated on its preset
 twice: with cost model v2 (the preset as it is) and with v1 (the preset
-without its "nccl" and "gemm_waves" objects, docs/CostModel.md):
+without its "nccl" and "gemm_tiles" objects, docs/CostModel.md):
 
 - GEMM-heavy: Llama-2 7B, 1 x 4096 tokens a GPU, on h100-8 (its step is
   matrix products);
@@ -37,7 +37,7 @@ def v1_cluster(name, out):
     with open(os.path.join(benchlib.ROOT, "common", "clusters", name + ".json")) as f:
         c = json.load(f)
     del c["nccl"]
-    del c["gemm_waves"]
+    del c["gemm_tiles"]
     c["name"] = name + "-v1"
     path = os.path.join(out, c["name"] + ".json")
     with open(path, "w") as f:

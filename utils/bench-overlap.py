@@ -58,12 +58,12 @@ SCHEDULES = [("naive", ["--schedule=naive"]), ("ddp", ["--schedule=ddp"]), ("bra
 GPUS = {"a100-8": 8, "h100-8": 8, "h200-8": 8, "h100-8x8": 64, "h100-8x32": 256}
 
 
-def case(model, cluster, options, work, layers=None):
+def case(model, cluster, options, work, layers=None, cost_model="v2"):
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
     benchlib.generate([model, "--dtype", "bf16", "--world-size", str(GPUS[cluster]), *options,
                        *extra], mlir, "bench-overlap")
-    return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-overlap")
+    return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-overlap", cost_model)
 
 
 def main():
@@ -72,6 +72,7 @@ def main():
                         help="three cases (8, 64, 256 GPUs) with 2 layers each (tests)")
     parser.add_argument("--cases", type=int, nargs="+", help="case numbers (1-based) to run")
     parser.add_argument("--keep", help="keep the generated files in this directory")
+    benchlib.add_cost_model_option(parser)
     args = parser.parse_args()
     chosen = list(range(len(CASES)))
     if args.quick:
@@ -92,7 +93,8 @@ def main():
     start = time.time()
     for k in chosen:
         model, cluster, options = CASES[k]
-        r = case(model, cluster, options, work, layers=2 if args.quick else None)
+        r = case(model, cluster, options, work, layers=2 if args.quick else None,
+                 cost_model=args.cost_model)
         n, d, b = r["naive"], r["ddp"], r["braid"]
         ms = lambda x: "%.3f" % (x * 1e3)  # noqa: E731
         print("| %d | %s | %s | %d | %s | %s | %s / %s / %s | %s / %s / %s | %.3f / %.3f / %.3f "

@@ -47,18 +47,19 @@ SCHEDULES = [("megatron", ["--schedule=megatron", "--sequence-parallel=false"]),
              ("braid", ["--sequence-parallel=false"]), ("braid+sp", [])]
 
 
-def case(model, cluster, dp, options, work, layers=None):
+def case(model, cluster, dp, options, work, layers=None, cost_model="v2"):
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
     benchlib.generate([model, "--dtype", "bf16", "--world-size", str(dp), "--tp", str(TP),
                        "--vocab-parallel", *options, *extra], mlir, "bench-tensor-parallel")
-    return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-tensor-parallel")
+    return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-tensor-parallel", cost_model)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 layers per model (tests)")
     parser.add_argument("--keep", help="keep the generated files in this directory")
+    benchlib.add_cost_model_option(parser)
     args = parser.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="braid-bench-tp-")
     os.makedirs(work, exist_ok=True)
@@ -70,7 +71,8 @@ def main():
     failures = []
     start = time.time()
     for model, cluster, dp, options in CASES:
-        r = case(model, cluster, dp, options, work, layers=2 if args.quick else None)
+        r = case(model, cluster, dp, options, work, layers=2 if args.quick else None,
+                 cost_model=args.cost_model)
         m, b, p = r["megatron"], r["braid"], r["braid+sp"]
         ms = lambda x: "%.3f" % (x * 1e3)  # noqa: E731
         gib = benchlib.peak_gib

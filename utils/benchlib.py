@@ -6,8 +6,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The checkout (through any link to utils/: docs tests run the commands
+# in a work directory that links it).
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 BIN = os.environ.get("BRAID_BIN") or os.path.join(ROOT, "build", "bin")
 
 
@@ -25,11 +28,36 @@ def generate(args, mlir, who):
         env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
 
 
-def simulate(mlir, cluster, schedules, who):
+def add_cost_model_option(parser):
+    """--cost-model v1|v2 (docs/CostModel.md): v2, the presets as they are,
+    by default; v1 times the same steps on the presets without their "nccl"
+    and "gemm_tiles" objects, for the tables before v2 (utils/bench-diff.py
+    compares two runs)."""
+    parser.add_argument("--cost-model", choices=("v1", "v2"), default="v2",
+                        help="the cost model to simulate with (default v2)")
+
+
+def cluster_for(cluster, model):
+    """What --cluster gets for preset `cluster` under cost model `model`."""
+    if model == "v2":
+        return cluster
+    with open(os.path.join(ROOT, "common", "clusters", cluster + ".json")) as f:
+        c = json.load(f)
+    c.pop("nccl", None)
+    c.pop("gemm_tiles", None)
+    c["name"] = cluster + "-v1"
+    path = os.path.join(tempfile.gettempdir(), "braid-%d-%s.json" % (os.getpid(), c["name"]))
+    with open(path, "w") as f:
+        json.dump(c, f)
+    return path
+
+
+def simulate(mlir, cluster, schedules, who, model="v2"):
     """Compiles `mlir` for `cluster` once per (name, braid-compile flags) of
     `schedules`, simulates each with braid-run --backend=sim, and returns
-    their reports by name."""
+    their reports by name. `model`: the cost model (add_cost_model_option)."""
     reports = {}
+    cluster = cluster_for(cluster, model)
     for name, flags in schedules:
         plan = mlir.replace(".mlir", "-%s.plan" % name)
         run([os.path.join(BIN, "braid-compile"), mlir, "--cluster=" + cluster, *flags, "-o", plan],

@@ -7,7 +7,7 @@ Reads utils/cost-validation.json (each point a published nccl-tests figure,
 or a measured matrix product, with its source), simulates that collective
 or product alone with braid-compile and braid-run --backend=sim on the
 point's cluster, once with cost model v2 (the preset as it is) and once with
-v1 (the same preset without its "nccl" and "gemm_waves" objects), and
+v1 (the same preset without its "nccl" and "gemm_tiles" objects), and
 prints predicted against measured: the bus bandwidth or TFLOP/s and the
 ratio of predicted to measured time (above 1: the model is slower than the
 measurement). --calibration FILE checks braid-gpu-bench's measured products
@@ -40,7 +40,7 @@ WHO = "validate-cost-model"
 def cluster_file(point, model, out):
     """The point's cluster as a file: the preset with the point's node count
     (and NVLS off where the run disabled it); v1 drops the "nccl" and
-    "gemm_waves" objects."""
+    "gemm_tiles" objects."""
     with open(os.path.join(CLUSTERS, point["cluster"] + ".json")) as f:
         c = json.load(f)
     c = copy.deepcopy(c)
@@ -51,7 +51,7 @@ def cluster_file(point, model, out):
         name += "-nonvls"
     if model == "v1":
         del c["nccl"]
-        del c["gemm_waves"]
+        del c["gemm_tiles"]
     c["name"] = name + "-" + model
     path = os.path.join(out, c["name"] + ".json")
     with open(path, "w") as f:

@@ -253,15 +253,18 @@ static Cluster parse(const std::string &text, const std::string &origin) {
     calibrate(c, r.get("calibration"), origin + ": calibration");
   if (r.has("nccl"))
     readNccl(c, r.get("nccl"), origin + ": nccl");
-  if (r.has("gemm_waves")) {
-    const Json &waves = r.get("gemm_waves");
-    if (!waves.is_object())
-      r.fail("\"gemm_waves\" must be an object of sm_count, tile_m, tile_n");
-    Reader w(waves, origin + ": gemm_waves");
-    c.smCount = w.integer("sm_count", 1, 1 << 20);
-    c.tileM = w.integer("tile_m", 1, 1 << 16);
-    c.tileN = w.integer("tile_n", 1, 1 << 16);
-    w.noOthers();
+  if (r.has("gemm_tiles")) {
+    const Json &tiles = r.get("gemm_tiles");
+    if (!tiles.is_object())
+      r.fail("\"gemm_tiles\" must be an object of sm_count, tile_m, tile_n, "
+             "tile_k, pipeline_fill_us");
+    Reader t(tiles, origin + ": gemm_tiles");
+    c.smCount = t.integer("sm_count", 1, 1 << 20);
+    c.tileM = t.integer("tile_m", 1, 1 << 16);
+    c.tileN = t.integer("tile_n", 1, 1 << 16);
+    c.tileK = t.integer("tile_k", 1, 1 << 16);
+    c.pipelineFill = t.number("pipeline_fill_us", 0, 1e6) * 1e-6;
+    t.noOthers();
   }
   r.noOthers();
   return c;
@@ -374,16 +377,22 @@ static double gemmRate(const Cluster &c, uint64_t flops, DType dtype) {
   return lo.flopsPerSecond + t * (hi.flopsPerSecond - lo.flopsPerSecond);
 }
 
-/// The fraction of its SMs' time a product of `shape` keeps busy: its tiles
-/// (the output cut into tileM x tileN blocks, one an SM at a time) over the
-/// waves it runs in times the SMs, and over the padding of the edge tiles.
-static double waveUtilization(const Cluster &c, const ProductShape &shape) {
-  double tm = double(c.tileM), tn = double(c.tileN);
-  double tiles = double(shape.batch) * std::ceil(double(shape.m) / tm) *
-                 std::ceil(double(shape.n) / tn);
-  double waves = std::ceil(tiles / double(c.smCount));
-  return double(shape.batch) * double(shape.m) * double(shape.n) /
-         (waves * double(c.smCount) * tm * tn);
+/// Seconds the matrix product `shape` computes for (v2): steps of a thread
+/// block, each a tileM x tileN tile of the output over tileK of the
+/// reduction (a product smaller than a tile runs tiles of its own size),
+/// spread evenly over the SMs (stream-K, as cuBLAS and CUTLASS split a
+/// product of few tiles), each SM at 1/smCount of peak x efficiency; plus
+/// the time to fill and drain the SMs' pipelines.
+static double productSeconds(const Cluster &c, const ProductShape &shape,
+                             DType dtype) {
+  double m = double(shape.m), n = double(shape.n), k = double(shape.k);
+  double tm = std::min(double(c.tileM), m), tn = std::min(double(c.tileN), n),
+         tk = std::min(double(c.tileK), k);
+  double steps = double(shape.batch) * std::ceil(m / tm) * std::ceil(n / tn) *
+                 std::ceil(k / tk);
+  double perSM = std::ceil(steps / double(c.smCount));
+  double smRate = c.peakFlops(dtype) * c.matmulEfficiency / double(c.smCount);
+  return perSM * 2 * tm * tn * tk / smRate + c.pipelineFill;
 }
 
 /// Whether `dtype`'s products have a calibration's measured rates.
@@ -397,10 +406,9 @@ double cost::kernelSeconds(const Cluster &c, uint64_t flops, uint64_t bytes,
                            DType dtype, const ProductShape &product) {
   if (flops == 0 && bytes == 0)
     return 0;
-  double rate = gemmRate(c, flops, dtype);
-  if (c.smCount > 0 && !product.empty() && !calibrated(c, dtype))
-    rate *= waveUtilization(c, product);
-  double compute = double(flops) / rate;
+  double compute = c.smCount > 0 && !product.empty() && !calibrated(c, dtype)
+                       ? productSeconds(c, product, dtype)
+                       : double(flops) / gemmRate(c, flops, dtype);
   double memory = double(bytes) / (c.hbmBytesPerSecond * c.memoryEfficiency);
   return c.kernelLaunch + std::max(compute, memory);
 }

@@ -52,7 +52,7 @@ check(len(ring) == 3 and all(0.75 <= float(c[9]) <= 0.85 and abs(float(c[8]) - 1
       "one node's ring collectives: v1 15-25%% too fast, v2 within 6%%: %s"
       % [(c[3], c[8], c[9]) for c in ring])
 # The GEMM table: the measured H200 product within 15%, and v2 below v1's
-# rate by what the last wave's idle SMs cost.
+# rate by what the SMs' pipeline fill costs.
 gemm = [r.split("|")[1:-1] for r in table.split("\n\n")[-1].splitlines()[2:]]
 check(len(gemm) >= 1 and all(c.strip() in ("yes",) for g in gemm for c in g[8:9]),
       "every measured product within its bound: %s" % [(g[3], g[6]) for g in gemm])

@@ -1,9 +1,10 @@
 # The simulator against the cost formulas, computed here independently from
 # the cluster's JSON: a step without communication takes exactly the sum of
-# its kernel times (matrix products by v2's tiles and waves), and a step of one collective exactly the formula's time
-# (cost model v2: all_reduce on 1, 8, 16, 64 and 256 GPUs by ring, tree,
-# NVLS and NVLS tree with the protocols, reduce_scatter and all_gather on 8
-# and 64; v1: ring and tree), to 1e-12 relative; every other collective kind (all_gather, all_to_all,
+# its kernel times (matrix products by v2's tiles), and a step of one
+# collective exactly the formula's time (cost model v2: all_reduce on 1, 8,
+# 16, 64 and 256 GPUs by ring, tree, NVLS and NVLS tree with the protocols,
+# reduce_scatter and all_gather on 8 and 64; v1: ring and tree), to 1e-12
+# relative; every other collective kind (all_gather, all_to_all,
 # collective_broadcast, collective_permute, send, recv) in its synchronous
 # and its start form, in a node and across nodes, to the same bound; two
 # collectives on two streams share the links (the sum of their times); a
@@ -87,7 +88,7 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
         print("FAIL expected at least 5 kernels in the dump, got %d" % len(costs))
         failures += 1
     # The plan records each matrix product's sizes (batch, m, n, k), which
-    # v2's GEMM model times by its tiles and waves.
+    # v2's GEMM model times by its tiles.
     products = [p for *_, p in costs if p]
     ok = products == [(1, 256, 1024, 512), (1, 64, 4096, 128)]
     print("%s the dump's matrix products: %s" % ("ok  " if ok else "FAIL", products))

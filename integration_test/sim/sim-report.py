@@ -178,6 +178,10 @@ def main():
     bad_cluster(lambda c: c["nccl"].update(arch="volta"), 'unknown arch "volta" (hopper, ampere)')
     bad_cluster(lambda c: c["nccl"].pop("nic_gb_per_s"), 'nccl: missing "nic_gb_per_s"')
     bad_cluster(lambda c: c["nccl"].update(nics_per_node=0), '"nics_per_node" is 0, outside [1, 1024]')
+    bad_cluster(lambda c: c.update(gemm_tiles=1), '"gemm_tiles" must be an object of sm_count')
+    bad_cluster(lambda c: c["gemm_tiles"].pop("tile_k"), 'gemm_tiles: missing "tile_k"')
+    bad_cluster(lambda c: c["gemm_tiles"].update(sm_count=0), '"sm_count" is 0, outside [1, 1048576]')
+    bad_cluster(lambda c: c["gemm_tiles"].update(pipeline_fill_us=-1), '"pipeline_fill_us" is -1, outside')
     for args, expect, rc in (
             (["--cluster=h100-9"], "unknown cluster 'h100-9' (presets: a100-8, h100-8, h100-8x32, h100-8x8, h200-8", 1),
             (["--cluster=/nonexistent.json"], "cannot open cluster file", 1),

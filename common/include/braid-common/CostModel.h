@@ -63,10 +63,13 @@ struct Cluster {
     double n = 0, flopsPerSecond = 0;
   };
   std::vector<Rate> gemmF32, gemmBF16, gemmF16;
-  /// Cost model v2 for matrix products (docs/CostModel.md): the SMs and the
-  /// output tile of one thread block; a product runs in waves of one tile
-  /// an SM. 0: every product at peak x matmul efficiency (v1).
-  int64_t smCount = 0, tileM = 0, tileN = 0;
+  /// Cost model v2 for matrix products (docs/CostModel.md): the SMs, the
+  /// tile of one step of a thread block (tileM x tileN of the output, tileK
+  /// of the reduction), and the seconds a product spends filling and
+  /// draining the SMs' pipelines. smCount 0: every product at peak x matmul
+  /// efficiency (v1).
+  int64_t smCount = 0, tileM = 0, tileN = 0, tileK = 0;
+  double pipelineFill = 0;
   /// Cost model v2 for collectives (docs/CostModel.md): NCCL's own tuning
   /// model at a pinned version, with the effective bandwidths below. Set
   /// when the description has an "nccl" object; without one, collectives
@@ -109,8 +112,9 @@ bool parseCluster(const std::string &json, const std::string &origin,
 /// Seconds one kernel takes alone on one GPU of `cluster`: the launch
 /// overhead plus the larger of flops / (peak(dtype) * matmul efficiency) and
 /// bytes / (HBM bandwidth * memory efficiency). A matrix product (`product`
-/// not empty) on a cluster with `gemm_waves` pays for its last wave's idle
-/// SMs and its tiles' padding; a calibration's measured rates come first. A
+/// not empty) on a cluster with `gemm_tiles` runs its tiles' steps spread
+/// over the SMs, plus the pipelines' fill; a calibration's measured rates
+/// come first. A
 /// kernel with no flops and no bytes (a view) takes no time and launches
 /// nothing.
 double kernelSeconds(const Cluster &cluster, uint64_t flops, uint64_t bytes,

@@ -11,13 +11,13 @@ CLUSTERS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "common", "
 
 def cluster(name):
     """A preset by name; NAME-v1 is the preset without its "nccl" and
-    "gemm_waves" objects (cost model v1)."""
+    "gemm_tiles" objects (cost model v1)."""
     v1 = name.endswith("-v1")
     with open(os.path.join(CLUSTERS, (name[:-3] if v1 else name) + ".json")) as f:
         c = json.load(f)
     if v1:
         del c["nccl"]
-        del c["gemm_waves"]
+        del c["gemm_tiles"]
         c["name"] = name
     return c
 
@@ -62,27 +62,29 @@ def dump_kernels(dump):
     return out
 
 
-def wave_utilization(c, product):
-    """v2's GEMM model: the output in tile_m x tile_n tiles, one an SM at a
-    time; the fraction of the waves' SM time the product's own elements
-    fill."""
-    w = c["gemm_waves"]
-    batch, m, n, _ = product
-    tiles = batch * math.ceil(m / w["tile_m"]) * math.ceil(n / w["tile_n"])
-    waves = math.ceil(tiles / w["sm_count"])
-    return batch * m * n / (waves * w["sm_count"] * w["tile_m"] * w["tile_n"])
+def product_seconds(c, product, dtype):
+    """v2's GEMM model: tile_m x tile_n x tile_k steps (a product smaller
+    than a tile: tiles of its own size) spread evenly over the SMs, each SM
+    at 1/sm_count of peak x efficiency, plus the pipelines' fill."""
+    t = c["gemm_tiles"]
+    batch, m, n, k = product
+    tm, tn, tk = min(t["tile_m"], m), min(t["tile_n"], n), min(t["tile_k"], k)
+    steps = batch * math.ceil(m / tm) * math.ceil(n / tn) * math.ceil(k / tk)
+    per_sm = math.ceil(steps / t["sm_count"])
+    rate = c["peak_tflops"][dtype] * 1e12 * c["matmul_efficiency"] / t["sm_count"]
+    return per_sm * 2 * tm * tn * tk / rate + t["pipeline_fill_us"] * 1e-6
 
 
 def kernel_seconds(c, flops, nbytes, dtype, product=None):
     if flops == 0 and nbytes == 0:
         return 0.0
     cal = c.get("calibration")
-    rate = gemm_rate(c, flops, dtype)
     measured = cal and any(g["dtype"] == dtype or (dtype == "f16" and g["dtype"] == "bf16")
                            for g in cal["gemm"])
-    if product and "gemm_waves" in c and not measured:
-        rate *= wave_utilization(c, product)
-    compute = flops / rate
+    if product and "gemm_tiles" in c and not measured:
+        compute = product_seconds(c, product, dtype)
+    else:
+        compute = flops / gemm_rate(c, flops, dtype)
     if cal:
         bandwidth = min(cal["memory_bandwidth_gbs"]["kernel"], c["hbm_gb_per_s"]) * 1e9
         launch = cal["launch_us"]["device"] * 1e-6
