@@ -45,25 +45,11 @@ def v1_cluster(name, out):
     return path
 
 
-def play(mlir, cluster, tag, flags):
-    """The report and rank 0's trace spans of `mlir` compiled with `flags`."""
-    plan = mlir.replace(".mlir", "-%s.plan" % tag)
-    benchlib.run([os.path.join(benchlib.BIN, "braid-compile"), mlir, "--cluster=" + cluster,
-                  *flags, "-o", plan], WHO)
-    report, trace = plan + ".json", plan + ".trace.json"
-    benchlib.run([os.path.join(benchlib.BIN, "braid-run"), "--backend=sim", plan, "--report",
-                  report, "--trace", trace, "--trace-ranks", "1"], WHO)
-    with open(report) as f:
-        r = json.load(f)
-    with open(trace) as f:
-        return r, [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
-
-
 def simulate(mlir, cluster, tag):
-    r, spans = play(mlir, cluster, tag, [])
+    r, spans = benchlib.play(mlir, cluster, [], WHO, tag)
     # The matrix products' share of the compute, uncontended: from the naive
     # schedule, whose kernels never run under a collective.
-    _, serial = play(mlir, cluster, tag + "-naive", ["--schedule=naive"])
+    _, serial = benchlib.play(mlir, cluster, ["--schedule=naive"], WHO, tag + "-naive")
     matmul = sum(e["dur"] for e in serial if e["cat"] == "compute" and e["name"] == "matmul")
     r["matmul_ms"] = matmul * 1e-3
     algorithms = collections.Counter()

@@ -70,6 +70,21 @@ def simulate(mlir, cluster, schedules, who, model="v2"):
     return reports
 
 
+def play(mlir, cluster, flags, who, tag):
+    """Compiles `mlir` for `cluster` with braid-compile `flags` and simulates
+    it: (the report, rank 0's trace spans). `tag` names the plan."""
+    plan = mlir.replace(".mlir", "-%s.plan" % tag)
+    run([os.path.join(BIN, "braid-compile"), mlir, "--cluster=" + cluster, *flags, "-o", plan],
+        who)
+    report, trace = plan + ".json", plan + ".trace.json"
+    run([os.path.join(BIN, "braid-run"), "--backend=sim", plan, "--report", report, "--trace",
+         trace, "--trace-ranks", "1"], who)
+    with open(report) as f:
+        r = json.load(f)
+    with open(trace) as f:
+        return r, [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+
+
 def peak_gib(report, digits=2):
     """The plan's peak memory per GPU in GiB, marked where it exceeds the
     cluster's GPU memory (the step would not run there; docs/CostModel.md,

@@ -99,14 +99,7 @@ def gemm_step(point, out):
 def kernel_time(mlir, cluster):
     """The simulated time of the step's kernels."""
     tag = os.path.basename(cluster).replace(".json", "")
-    plan = mlir.replace(".mlir", "-%s.plan" % tag)
-    benchlib.run([os.path.join(benchlib.BIN, "braid-compile"), mlir, "--cluster=" + cluster,
-                  "-o", plan], WHO)
-    report = plan + ".json"
-    benchlib.run([os.path.join(benchlib.BIN, "braid-run"), "--backend=sim", plan,
-                  "--report", report], WHO)
-    with open(report) as f:
-        return json.load(f)["compute_time"]
+    return benchlib.play(mlir, cluster, [], WHO, tag)[0]["compute_time"]
 
 
 def evaluate_gemms(points, out):
@@ -139,17 +132,9 @@ def gemm_markdown(rows):
 def simulate(mlir, cluster, out):
     """(seconds, algorithm) of the step's one collective."""
     tag = os.path.basename(cluster).replace(".json", "")
-    plan = mlir.replace(".mlir", "-%s.plan" % tag)
-    benchlib.run([os.path.join(benchlib.BIN, "braid-compile"), mlir, "--no-overlap",
-                  "--cluster=" + cluster, "-o", plan], WHO)
-    report, trace = plan + ".json", plan + ".trace.json"
-    benchlib.run([os.path.join(benchlib.BIN, "braid-run"), "--backend=sim", plan,
-                  "--report", report, "--trace", trace, "--trace-ranks", "1"], WHO)
-    with open(report) as f:
-        seconds = json.load(f)["comm_time"]
-    with open(trace) as f:
-        spans = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "comm"]
-    return seconds, spans[0]["args"]["algorithm"]
+    report, spans = benchlib.play(mlir, cluster, ["--no-overlap"], WHO, tag)
+    comm = [e for e in spans if e["cat"] == "comm"]
+    return report["comm_time"], comm[0]["args"]["algorithm"]
 
 
 def bus_factor(kind, ranks):
