@@ -4,7 +4,7 @@
     utils/validate-cost-model.py [--check] [--markdown] [--calibration FILE [--cluster C]]
 
 Reads utils/cost-validation.json (each point a published nccl-tests figure,
-or a measured matrix product, with its source), simulates that collective
+a measured matrix product or a measured memory bandwidth, with its source), simulates that collective
 or product alone with braid-compile and braid-run --backend=sim on the
 point's cluster, once with cost model v2 (the preset as it is) and once with
 v1 (the same preset without its "nccl" and "gemm_tiles" objects), and
@@ -116,6 +116,52 @@ def evaluate_gemms(points, out):
     return rows
 
 
+def memory_step(point, out):
+    """A step of one memory-bound kernel: a relu over `bytes` of f32, which
+    reads and writes them once each."""
+    t = "tensor<%dxf32>" % (point["bytes"] // 4)
+    path = os.path.join(out, "memory-%d.mlir" % point["bytes"])
+    with open(path, "w") as f:
+        f.write("func.func @step(%%x: %s {braid.role = #braid.role<batch \"x\">}) -> %s {\n"
+                "  %%0 = braid.relu %%x : %s\n  return %%0 : %s\n}\n" % (t, t, t, t))
+    return path
+
+
+def evaluate_memory(points, out):
+    rows = []
+    for i, p in enumerate(points, 1):
+        mlir = memory_step(p, out)
+        moved = 2 * p["bytes"]
+        t2 = kernel_time(mlir, cluster_file(p, "v2", out))
+        t1 = kernel_time(mlir, cluster_file(p, "v1", out))
+        measured = moved / (p["gb_per_s"] * 1e9)
+        rows.append(dict(index=i, point=p, moved=moved, t2=t2, t1=t1, r2=t2 / measured,
+                         r1=t1 / measured, within=abs(t2 / measured - 1) <= 0.15))
+    return rows
+
+
+def memory_markdown(rows):
+    lines = ["| # | cluster | kernel | measured GB/s | model GB/s | model / measured | within "
+             "| source |", "|---:|---|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        p = r["point"]
+        lines.append("| %d | %s | read + write %s | %.0f | %.0f | %.3f | %s | %s |" % (
+            r["index"], p["cluster"], size_text(p["bytes"]), p["gb_per_s"],
+            r["moved"] / r["t2"] / 1e9, r["r2"], "yes" if r["within"] else "**no**",
+            p["source_short"]))
+    return "\n".join(lines)
+
+
+def describe(r):
+    """A point, for messages."""
+    p = r["point"]
+    if "collective" in p:
+        return "%s %s on %s" % (p["collective"], size_text(r["size"]), p["cluster"])
+    if "dtype" in p:
+        return "%s %dx%dx%d on %s" % (p["dtype"], p["m"], p["n"], p["k"], p["cluster"])
+    return "memory-bound %s on %s" % (size_text(p["bytes"]), p["cluster"])
+
+
 def gemm_markdown(rows):
     lines = ["| # | cluster | dtype | m x n x k | measured TFLOP/s | v2 TFLOP/s | v2 / measured "
              "| v1 / measured | within | source |",
@@ -220,17 +266,19 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         rows = [] if args.calibration else evaluate(data["points"], out)
         gemm_rows = evaluate_gemms(gemms, out)
+        memory_rows = [] if args.calibration else evaluate_memory(data["memory"], out)
     if args.markdown:
         if rows:
             print(markdown(rows))
             print()
         print(gemm_markdown(gemm_rows))
+        if memory_rows:
+            print()
+            print(memory_markdown(memory_rows))
     else:
-        for r in gemm_rows:
-            p = r["point"]
-            print("%2d %-6s %s %dx%dx%d on %s: v2 %.3f, v1 %.3f of the measured time" % (
-                r["index"], "ok" if r["within"] else "MISS", p["dtype"], p["m"], p["n"], p["k"],
-                p["cluster"], r["r2"], r["r1"]))
+        for r in gemm_rows + memory_rows:
+            print("%2d %-6s %s: v2 %.3f, v1 %.3f of the measured time" % (
+                r["index"], "ok" if r["within"] else "MISS", describe(r), r["r2"], r["r1"]))
     if not args.markdown and rows:
         for r in rows:
             p = r["point"]
@@ -244,13 +292,12 @@ def main():
         print("%d points: %d within, v2 time ratio %.3f..%.3f" % (
             len(rows), sum(r["within"] for r in rows), min(ratios), max(ratios)))
     if args.check:
-        bad = [r for r in rows + gemm_rows
+        bad = [r for r in rows + gemm_rows + memory_rows
                if r["within"] == ("expected_miss" in r["point"])]
         for r in bad:
-            print("%s: point %d (%s %s on %s): %s" % (
-                WHO, r["index"], r["point"]["collective"], size_text(r["size"]),
-                r["point"]["cluster"], "an expected miss is within its bound: drop the mark"
-                if r["within"] else "outside its bound"), file=sys.stderr)
+            print("%s: point %d (%s): %s" % (
+                WHO, r["index"], describe(r), "an expected miss is within its bound: drop the "
+                "mark" if r["within"] else "outside its bound"), file=sys.stderr)
         if bad:
             sys.exit(1)
 

@@ -55,9 +55,14 @@ check(len(ring) == 3 and all(0.75 <= float(c[9]) <= 0.85 and abs(float(c[8]) - 1
       % [(c[3], c[8], c[9]) for c in ring])
 # The GEMM table: the measured H200 product within 15%, and v2 below v1's
 # rate by what the SMs' pipeline fill costs.
-gemm = [r.split("|")[1:-1] for r in table.split("\n\n")[-1].splitlines()[2:]]
+parts = table.split("\n\n")
+gemm = [r.split("|")[1:-1] for r in parts[1].splitlines()[2:]]
 check(len(gemm) >= 1 and all(c.strip() in ("yes",) for g in gemm for c in g[8:9]),
       "every measured product within its bound: %s" % [(g[3], g[6]) for g in gemm])
+# The memory-bound table: the measured copies within 15%.
+memory = [r.split("|")[1:-1] for r in parts[2].splitlines()[2:]] if len(parts) > 2 else []
+check(len(memory) >= 2 and all(m[6].strip() == "yes" for m in memory),
+      "every measured memory bandwidth within its bound: %s" % [(m[1], m[5]) for m in memory])
 
 # --calibration: a lent GPU's braid-gpu-bench file, each product a point,
 # timed by the uncalibrated model (checked against costformulas.py, written
@@ -81,6 +86,10 @@ with tempfile.TemporaryDirectory() as out:
     check(p.returncode == 0 and len(lines) == 3,
           "--calibration: a row for each f32 and bf16 product, tf32 left out: %s"
           % (p.stdout + p.stderr).strip())
+    q = subprocess.run(command + ["--calibration", cal, "--check"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check(q.returncode == 1 and "point 1 (bf16 512x512x512 on h200-8): outside its bound"
+          in q.stderr, "--check names a product outside its bound: %s" % q.stderr.strip())
     h200 = cluster("h200-8")
     for line, (dtype, n, tflops) in zip(lines, [g for g in gemms if g[0] != "tf32"]):
         nbytes = (2 if dtype == "bf16" else 4) * 3 * n * n
