@@ -257,3 +257,23 @@ func.func @sharding_zero_block(%w: tensor<4xf32> {braid.sharding = #braid.shardi
 func.func @sharding_keyword(%w: tensor<4xf32> {braid.sharding = #braid.sharding<sharded>}) {
   return
 }
+
+// -----
+
+// expected-error @below {{a stage's axis and index are non-negative, but they are 1 and -1}}
+func.func @stage_negative() attributes {braid.stage = #braid.stage<grid = @world, axis = 1, index = -1>} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'braid.stage' must be a #braid.stage attribute on a function, but is 0 : i64}}
+func.func @stage_integer() attributes {braid.stage = 0 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'braid.stage' must be a #braid.stage attribute on a function}}
+module attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+}

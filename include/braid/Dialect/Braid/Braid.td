@@ -61,6 +61,9 @@ def Braid_Dialect : Dialect {
     /// `{axis = 1 : i64, grid = @world}`.
     static constexpr ::llvm::StringLiteral kTensorParallelAttrName =
         "braid.tensor_parallel";
+    /// The function attribute of a pipeline stage's program:
+    /// `#braid.stage<grid = @world, axis = 1, index = 0>`.
+    static constexpr ::llvm::StringLiteral kStageAttrName = "braid.stage";
     /// The function attribute of `braid-plan-memory`: the arena size.
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
         "braid.arena_bytes";

@@ -123,6 +123,32 @@ def Braid_StreamAttr : Braid_Attr<"Stream", "stream"> {
   let genVerifyDecl = 1;
 }
 
+def Braid_StageAttr : Braid_Attr<"Stage", "stage"> {
+  let summary = "the pipeline stage a function is the program of";
+  let description = [{
+    A pipeline-parallel step is several programs in one module, one per
+    stage: the function attribute `braid.stage` says which coordinate of
+    the pipeline axis `axis` of grid `grid` runs the function. Every rank
+    whose coordinate on that axis is `index` runs it; the ranks of the
+    other axes (data, tensor parallelism) run it alike. Stages exchange
+    activations and gradients with `braid.send`/`braid.recv` on the
+    pipeline axis alone, naming the peer by its coordinate on that axis,
+    never by an absolute rank. `braid-verify-schedule` checks the stages
+    together (docs/Pipeline.md).
+
+    ```mlir
+    func.func @stage0(...) attributes {braid.stage = #braid.stage<grid = @world, axis = 1, index = 0>}
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$grid,
+    "int64_t":$axis,
+    "int64_t":$index
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Braid_ShardingAttr : Braid_Attr<"Sharding", "sharding"> {
   let summary = "how a tensor-parallel value is spread over the tensor-parallel ranks";
   let description = [{

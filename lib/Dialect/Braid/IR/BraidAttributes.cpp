@@ -24,6 +24,16 @@ LogicalResult RoleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                FlatSymbolRefAttr grid, int64_t axis,
+                                int64_t index) {
+  if (axis < 0 || index < 0)
+    return emitError() << "a stage's axis and index are non-negative, but "
+                          "they are "
+                       << axis << " and " << index;
+  return success();
+}
+
 LogicalResult StreamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StreamKind kind, unsigned index) {
   // One compute stream: every pass, the schedule verifier and the plan

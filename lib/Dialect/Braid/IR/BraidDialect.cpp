@@ -260,6 +260,14 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
              << "' must be {axis = N : i64, grid = @grid} on a function";
     return success();
   }
+  if (attr.getName() == kStageAttrName) {
+    if (!isa<FunctionOpInterface>(op) || !isa<StageAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kStageAttrName
+             << "' must be a #braid.stage attribute on a function, but is "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kArenaBytesAttrName) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !bytes ||
