@@ -548,9 +548,26 @@ def VerifySchedule : Pass<"braid-verify-schedule", "mlir::ModuleOp"> {
       afterwards. An edited offset or ops reordered after the memory plan
       is caught here instead of computing a wrong loss.
 
-    Program order is the issue order, and every rank runs the same program,
-    so collectives issued on one stream are issued in the same order on every
-    rank. The IR is not changed.
+    - a pipeline's stage programs (functions with `braid.stage`) that do not
+      cover the pipeline axis of one grid, each index once;
+    - a transfer (`braid.send`, `braid.recv`) of a stage program on other
+      grid axes than the pipeline axis alone, or a collective on another
+      grid;
+    - a send without its receive in the peer stage's program (the k-th send
+      of stage a to stage b meets the k-th receive of b from a), or one whose
+      receive expects another type;
+    - a collective whose group spans the stages that the stages do not all
+      issue alike (the same op, types and attributes at the same position);
+    - stage programs whose issue orders deadlock: they run under a model
+      stricter than every backend's (in-order streams, a transfer or
+      collective holding its stream until all its members have started,
+      collectives issued in program order), and a cycle of ops that wait on
+      each other is reported on one of them, naming the op it blocks with,
+      with a note per op of the cycle (docs/Pipeline.md).
+
+    Program order is the issue order, and every rank of a stage runs the same
+    program, so collectives issued on one stream are issued in the same order
+    on every rank. The IR is not changed.
 
     Rejected: the start reads `%g` from the compute stream, but nothing
     orders it after `%g`'s producer.

@@ -1,11 +1,13 @@
 //===- VerifySchedule.cpp - check a scheduled step --------------*- C++ -*-===//
 //
 // Checks futures, cross-stream synchronization and the issue order of
-// collectives in a scheduled step, with a vector clock per stream.
+// collectives in a scheduled step, with a vector clock per stream, and the
+// stage programs of a pipeline together (StagePrograms.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ScheduleUtils.h"
+#include "StagePrograms.h"
 
 #include "braid/Dialect/Braid/Analysis/StreamOrder.h"
 
@@ -35,6 +37,9 @@ namespace {
 struct VerifySchedulePass
     : public braid::impl::VerifyScheduleBase<VerifySchedulePass> {
   void runOnOperation() override {
+    bool stages = succeeded(verifyStagePrograms(getOperation()));
+    if (!stages)
+      signalPassFailure();
     if (failed(forEachSchedulableBody(
             getOperation(), [&](FunctionOpInterface func, Block &body) {
               // Both checks run, so that one run reports every problem.
