@@ -81,31 +81,9 @@ std::vector<std::pair<const char *, uint64_t>> MemoryUse::consumers() const {
   return out;
 }
 
-bool plan::planMemoryUse(const uint8_t *bytes, size_t size, MemoryUse &use,
-                         std::string &error) {
-  FileHeader header;
-  if (size < sizeof(header)) {
-    error = "shorter than a plan header";
-    return false;
-  }
-  std::memcpy(&header, bytes, sizeof(header));
-  if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0 ||
-      header.version != kFormatVersion ||
-      header.payloadBytes != size - sizeof(header)) {
-    error = "not a plan file of format " + std::to_string(kFormatVersion);
-    return false;
-  }
-  // FlatBuffers reads its scalars in place: the payload must be aligned.
-  std::vector<uint64_t> aligned((header.payloadBytes + 7) / 8);
-  std::memcpy(aligned.data(), bytes + sizeof(header), header.payloadBytes);
-  const auto *payload = reinterpret_cast<const uint8_t *>(aligned.data());
-  flatbuffers::Verifier verifier(payload, header.payloadBytes,
-                                 /*max_depth=*/64, /*max_tables=*/50000000);
-  if (!VerifyPlanBuffer(verifier)) {
-    error = "the payload is not a valid plan FlatBuffer";
-    return false;
-  }
-  const Plan *fb = GetPlan(payload);
+/// The arena of one program (a plan table without stages) by use; false
+/// if a binding or an instruction names a buffer it lacks.
+static bool programMemoryUse(const Plan *fb, MemoryUse &use) {
   std::vector<Range> params, state, batch, comm;
   auto add = [&](std::vector<Range> &to, uint32_t buffer) {
     if (!fb->buffers() || buffer >= fb->buffers()->size())
@@ -137,10 +115,8 @@ bool plan::planMemoryUse(const uint8_t *bytes, size_t size, MemoryUse &use,
               for (uint32_t b : *list)
                 ok &= add(comm, b);
         }
-  if (!ok) {
-    error = "a binding or an instruction names a buffer the plan lacks";
+  if (!ok)
     return false;
-  }
   use = MemoryUse();
   use.total = fb->arena_bytes();
   std::vector<Range> covered;
@@ -151,6 +127,50 @@ bool plan::planMemoryUse(const uint8_t *bytes, size_t size, MemoryUse &use,
   uint64_t claimed =
       use.parameters + use.optimizerState + use.batch + use.communication;
   use.other = use.total > claimed ? use.total - claimed : 0;
+  return true;
+}
+
+bool plan::planMemoryUse(const uint8_t *bytes, size_t size, MemoryUse &use,
+                         std::string &error) {
+  FileHeader header;
+  if (size < sizeof(header)) {
+    error = "shorter than a plan header";
+    return false;
+  }
+  std::memcpy(&header, bytes, sizeof(header));
+  if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0 ||
+      header.version != kFormatVersion ||
+      header.payloadBytes != size - sizeof(header)) {
+    error = "not a plan file of format " + std::to_string(kFormatVersion);
+    return false;
+  }
+  // FlatBuffers reads its scalars in place: the payload must be aligned.
+  std::vector<uint64_t> aligned((header.payloadBytes + 7) / 8);
+  std::memcpy(aligned.data(), bytes + sizeof(header), header.payloadBytes);
+  const auto *payload = reinterpret_cast<const uint8_t *>(aligned.data());
+  flatbuffers::Verifier verifier(payload, header.payloadBytes,
+                                 /*max_depth=*/64, /*max_tables=*/50000000);
+  if (!VerifyPlanBuffer(verifier)) {
+    error = "the payload is not a valid plan FlatBuffer";
+    return false;
+  }
+  const Plan *fb = GetPlan(payload);
+  // A pipelined plan: its largest stage program is what a rank must hold.
+  std::vector<const Plan *> programs;
+  if (fb->stages() && fb->stages()->size())
+    programs.assign(fb->stages()->begin(), fb->stages()->end());
+  else
+    programs.push_back(fb);
+  use = MemoryUse();
+  for (const Plan *program : programs) {
+    MemoryUse one;
+    if (!programMemoryUse(program, one)) {
+      error = "a binding or an instruction names a buffer the plan lacks";
+      return false;
+    }
+    if (one.total >= use.total)
+      use = one;
+  }
   return true;
 }
 

@@ -186,6 +186,9 @@ ops::OpAttrs decodeOpAttrs(const ops::OpInfo &info, const AttrReader &r) {
 
 } // namespace
 
+static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage);
+static void checkPipeline(const Plan &p);
+
 Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
   // The verifier checks alignment from the buffer's start: the start itself
   // must be 8-byte aligned for the reads to be.
@@ -201,7 +204,12 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
   if (!plan::VerifyPlanBuffer(verifier))
     throw PlanError("the plan's payload is not a valid plan FlatBuffer "
                     "(corrupt or from another program)");
-  const plan::Plan *fb = plan::GetPlan(bytes);
+  return decodePlan(plan::GetPlan(bytes), version, /*isStage=*/false);
+}
+
+/// Decodes and checks one plan table: a program, or a pipelined plan's
+/// root with its stage programs.
+static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage) {
   Plan p;
   p.formatVersion = version;
   p.producer = toString(fb->producer());
@@ -273,8 +281,97 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
   p.clusterJson = toString(fb->cluster_json());
   p.tpAxis = fb->tensor_parallel_axis();
   p.tpGrid = toVector(fb->tensor_parallel_grid());
+  p.ppAxis = fb->pipeline_axis();
+  p.ppGrid = toVector(fb->pipeline_grid());
+  p.stage = fb->stage();
+  p.programOfRank = toVector(fb->program_of_rank());
+  if (fb->stages() && fb->stages()->size()) {
+    if (isStage)
+      throw PlanError("stage program " + std::to_string(p.stage) +
+                      " holds stage programs of its own");
+    if (!p.buffers.empty() || !p.streams.empty() || !p.arguments.empty() ||
+        !p.results.empty())
+      throw PlanError("a pipelined plan's root holds its stages' programs "
+                      "and no program of its own, but it has buffers, "
+                      "streams or bindings");
+    for (const plan::Plan *stage : *fb->stages())
+      p.stages.push_back(decodePlan(stage, version, /*isStage=*/true));
+    checkPipeline(p);
+    return p;
+  }
+  if (!isStage && (p.ppAxis >= 0 || p.stage >= 0 || !p.programOfRank.empty()))
+    throw PlanError("the plan has a pipeline axis, a stage index or a "
+                    "program per rank, but no stage programs");
   checkPlan(p);
   return p;
+}
+
+/// The facts of a pipelined plan the runtime relies on: one program per
+/// coordinate of the pipeline axis, each rank running that of its
+/// coordinate, every stage on the same ranks and grid.
+static void checkPipeline(const Plan &p) {
+  if (p.worldSize == 0)
+    throw PlanError("the plan's world size is 0");
+  if (p.ppAxis < 0 || size_t(p.ppAxis) >= p.ppGrid.size())
+    throw PlanError("the pipeline axis " + std::to_string(p.ppAxis) +
+                    " is not an axis of the pipeline grid of " +
+                    std::to_string(p.ppGrid.size()) + " axes");
+  int64_t ranks = 1;
+  for (int64_t d : p.ppGrid) {
+    if (d < 1 || d > (1 << 20))
+      throw PlanError("the pipeline grid has a bad dimension " +
+                      std::to_string(d));
+    ranks *= d;
+    if (ranks > (1 << 20))
+      throw PlanError("the pipeline grid has too many ranks");
+  }
+  if (ranks != int64_t(p.worldSize))
+    throw PlanError("the pipeline grid spans " + std::to_string(ranks) +
+                    " ranks, but the plan runs on " +
+                    std::to_string(p.worldSize));
+  if (int64_t(p.stages.size()) != p.ppSize())
+    throw PlanError("the pipeline axis has " + std::to_string(p.ppSize()) +
+                    " stages, but the plan holds " +
+                    std::to_string(p.stages.size()) + " stage programs");
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const Plan &s = p.stages[i];
+    std::string what = "stage program " + std::to_string(i);
+    if (s.stage != int32_t(i))
+      throw PlanError(what + " says it is stage " + std::to_string(s.stage));
+    if (s.worldSize != p.worldSize || s.ppAxis != p.ppAxis ||
+        s.ppGrid != p.ppGrid)
+      throw PlanError(what + " runs on another grid or pipeline axis than "
+                             "the plan");
+    if (s.tpAxis >= 0 && s.tpGrid != s.ppGrid)
+      throw PlanError(what + " is tensor-parallel on another grid than its "
+                             "pipeline");
+  }
+  if (p.programOfRank.size() != p.worldSize)
+    throw PlanError("the plan names the program of " +
+                    std::to_string(p.programOfRank.size()) +
+                    " ranks, but "
+                    "runs on " +
+                    std::to_string(p.worldSize));
+  for (size_t rank = 0; rank < p.programOfRank.size(); ++rank) {
+    int64_t color = 0, index = 0;
+    locateInGroup(p.ppGrid, {p.ppAxis}, int64_t(rank), color, index);
+    if (p.programOfRank[rank] != uint64_t(index))
+      throw PlanError("rank " + std::to_string(rank) + " runs stage program " +
+                      std::to_string(p.programOfRank[rank]) +
+                      ", but its coordinate on the pipeline axis is " +
+                      std::to_string(index) + " (its peers name it so)");
+  }
+}
+
+Plan rt::programOf(Plan plan, int64_t rank) {
+  if (!plan.isPipelined())
+    return plan;
+  if (rank < 0 || size_t(rank) >= plan.programOfRank.size())
+    throw PlanError("rank " + std::to_string(rank) +
+                    " is not a rank of the "
+                    "plan's " +
+                    std::to_string(plan.worldSize));
+  return std::move(plan.stages[plan.programOfRank[size_t(rank)]]);
 }
 
 Plan rt::loadPlan(const uint8_t *bytes, size_t size) {

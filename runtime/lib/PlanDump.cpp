@@ -16,6 +16,23 @@ static std::string shapeString(const Buffer &b) {
 
 std::string rt::dumpPlan(const Plan &plan) {
   std::ostringstream os;
+  if (plan.isPipelined()) {
+    os << plan.function << " (format " << plan.formatVersion << ", written by "
+       << plan.producer << ")\n";
+    os << "  world size " << plan.worldSize << ", " << plan.stages.size()
+       << " stages on axis " << plan.ppAxis << " of a grid [";
+    for (size_t d = 0; d < plan.ppGrid.size(); ++d)
+      os << (d ? ", " : "") << plan.ppGrid[d];
+    os << "]\n  program of each rank:";
+    for (uint32_t program : plan.programOfRank)
+      os << " " << program;
+    os << "\n";
+    if (!plan.cluster.empty())
+      os << "  compiled for cluster " << plan.cluster << "\n";
+    for (const Plan &stage : plan.stages)
+      os << "stage " << stage.stage << ": " << dumpPlan(stage);
+    return os.str();
+  }
   os << "plan of @" << plan.function << " (format " << plan.formatVersion
      << ", written by " << plan.producer << ")\n";
   os << "  world size " << plan.worldSize << ", arena " << plan.arenaBytes

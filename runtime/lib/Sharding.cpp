@@ -10,6 +10,7 @@
 
 #include "braid-common/DeviceGroup.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace braid;
@@ -17,14 +18,25 @@ using namespace braid::rt;
 
 RankPlace rt::placeRank(const Plan &plan, int64_t rank) {
   RankPlace place;
-  if (plan.tpAxis < 0) {
-    place.dpIndex = rank;
-    place.dpSize = plan.worldSize;
-    return place;
-  }
   place.tpSize = plan.tpSize();
-  place.dpSize = int64_t(plan.worldSize) / place.tpSize;
-  locateInGroup(plan.tpGrid, {plan.tpAxis}, rank, place.dpIndex, place.tpIndex);
+  place.ppSize = plan.ppSize();
+  place.dpSize = int64_t(plan.worldSize) / (place.tpSize * place.ppSize);
+  place.dpIndex = rank;
+  int64_t color = 0;
+  if (plan.tpAxis >= 0)
+    locateInGroup(plan.tpGrid, {plan.tpAxis}, rank, color, place.tpIndex);
+  if (plan.ppAxis >= 0)
+    locateInGroup(plan.ppGrid, {plan.ppAxis}, rank, color, place.ppIndex);
+  // The replica: the coordinates off both axes (the loader checks that
+  // the two are axes of one grid shape).
+  std::vector<int64_t> axes;
+  for (int32_t axis : {plan.tpAxis, plan.ppAxis})
+    if (axis >= 0)
+      axes.push_back(axis);
+  std::sort(axes.begin(), axes.end());
+  if (!axes.empty())
+    locateInGroup(plan.tpAxis >= 0 ? plan.tpGrid : plan.ppGrid, axes, rank,
+                  place.dpIndex, color);
   return place;
 }
 

@@ -561,3 +561,155 @@ TEST(PlanLoaderTest, GeluBiasSpansTheLastDimension) {
             std::string::npos)
       << e;
 }
+
+namespace {
+
+/// A pipelined plan (format 5): `stages` stage programs, each an empty
+/// compute stream on `world` ranks of `grid` with pipeline axis `axis`, and
+/// the program of each rank. The knobs break one fact each.
+struct PipelineSpec {
+  uint32_t world = 4;
+  std::vector<int64_t> grid = {2, 2};
+  int32_t axis = 1;
+  int stages = 2;
+  std::vector<uint32_t> programOfRank = {0, 1, 0, 1};
+  /// Stage program `badStage` says it is stage `badIndex`, or runs on
+  /// another grid (`otherGrid`), or holds a stage of its own (`nested`).
+  int badStage = -1, badIndex = -1;
+  bool otherGrid = false, nested = false;
+  /// The root has a stream of its own.
+  bool rootStream = false;
+};
+
+Plan loadPipeline(const PipelineSpec &spec) {
+  fb::FlatBufferBuilder b;
+  auto emptyStreams = [&] {
+    std::vector<fb::Offset<plan::Instr>> none;
+    std::vector<fb::Offset<plan::Stream>> streams = {plan::CreateStream(
+        b, plan::StreamKind::Compute, 0, b.CreateVector(none))};
+    return b.CreateVector(streams);
+  };
+  auto stagePlan = [&](int32_t index, bool otherGrid,
+                       fb::Offset<fb::Vector<fb::Offset<plan::Plan>>> inner) {
+    std::vector<int64_t> grid =
+        otherGrid ? std::vector<int64_t>{4, 1} : spec.grid;
+    return plan::CreatePlan(b, b.CreateString("test"), b.CreateString("s"),
+                            spec.world, 0, 0, 0, emptyStreams(), 0, 0, 0, 0, 0,
+                            0, -1, 0, inner, 0, spec.axis, b.CreateVector(grid),
+                            index);
+  };
+  std::vector<fb::Offset<plan::Plan>> stages;
+  for (int i = 0; i < spec.stages; ++i) {
+    bool bad = i == spec.badStage;
+    fb::Offset<fb::Vector<fb::Offset<plan::Plan>>> inner = 0;
+    if (bad && spec.nested) {
+      std::vector<fb::Offset<plan::Plan>> one = {stagePlan(0, false, 0)};
+      inner = b.CreateVector(one);
+    }
+    stages.push_back(stagePlan(bad && spec.badIndex >= 0 ? spec.badIndex : i,
+                               bad && spec.otherGrid, inner));
+  }
+  auto root = plan::CreatePlan(
+      b, b.CreateString("test"), b.CreateString("pipeline"), spec.world, 0, 0,
+      0, spec.rootStream ? emptyStreams() : 0, 0, 0, 0, 0, 0, 0, -1, 0,
+      b.CreateVector(stages), b.CreateVector(spec.programOfRank), spec.axis,
+      b.CreateVector(spec.grid), -1);
+  b.Finish(root, plan::PlanIdentifier());
+  return loadPayload(b.GetBufferPointer(), b.GetSize(), plan::kFormatVersion);
+}
+
+std::string errorOfPipeline(const PipelineSpec &spec) {
+  try {
+    loadPipeline(spec);
+  } catch (const PlanError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST(PlanLoaderTest, PipelineRanksRunTheirStagesProgram) {
+  Plan plan = loadPipeline({});
+  ASSERT_TRUE(plan.isPipelined());
+  EXPECT_EQ(plan.stages.size(), 2u);
+  // Rank 3 is (1, 1) on the 2 x 2 grid: stage 1 of replica 1.
+  Plan program = programOf(loadPipeline({}), 3);
+  EXPECT_EQ(program.stage, 1);
+  EXPECT_FALSE(program.isPipelined());
+  RankPlace place = placeRank(program, 3);
+  EXPECT_EQ(place.ppIndex, 1);
+  EXPECT_EQ(place.ppSize, 2);
+  EXPECT_EQ(place.dpIndex, 1);
+  EXPECT_EQ(place.dpSize, 2);
+  RankPlace first = placeRank(program, 2);
+  EXPECT_EQ(first.ppIndex, 0);
+  EXPECT_EQ(first.dpIndex, 1);
+  // A plan without a pipeline is its own program.
+  EXPECT_EQ(programOf(loadOne(code(Opcode::Relu), {0}, {1}, {}), 0).stage, -1);
+}
+
+TEST(PlanLoaderTest, PipelineErrorsNameTheFact) {
+  PipelineSpec spec;
+  spec.programOfRank = {0, 0, 1, 1};
+  EXPECT_EQ(errorOfPipeline(spec),
+            "rank 1 runs stage program 0, but its coordinate on the pipeline "
+            "axis is 1 (its peers name it so)");
+  spec = {};
+  spec.programOfRank = {0, 1};
+  EXPECT_EQ(errorOfPipeline(spec),
+            "the plan names the program of 2 ranks, but runs on 4");
+  spec = {};
+  spec.stages = 3;
+  EXPECT_EQ(errorOfPipeline(spec),
+            "the pipeline axis has 2 stages, but the plan holds 3 stage "
+            "programs");
+  spec = {};
+  spec.badStage = 1;
+  spec.badIndex = 0;
+  EXPECT_EQ(errorOfPipeline(spec), "stage program 1 says it is stage 0");
+  spec = {};
+  spec.badStage = 0;
+  spec.otherGrid = true;
+  EXPECT_EQ(errorOfPipeline(spec), "stage program 0 runs on another grid or "
+                                   "pipeline axis than the plan");
+  spec = {};
+  spec.badStage = 1;
+  spec.nested = true;
+  EXPECT_EQ(errorOfPipeline(spec),
+            "stage program 1 holds stage programs of its own");
+  spec = {};
+  spec.rootStream = true;
+  EXPECT_NE(errorOfPipeline(spec).find("a pipelined plan's root holds its "
+                                       "stages' programs and no program of "
+                                       "its own"),
+            std::string::npos);
+  spec = {};
+  spec.axis = 2;
+  EXPECT_EQ(errorOfPipeline(spec), "the pipeline axis 2 is not an axis of "
+                                   "the pipeline grid of 2 axes");
+  spec = {};
+  spec.world = 8;
+  spec.programOfRank = {0, 1, 0, 1, 0, 1, 0, 1};
+  EXPECT_EQ(errorOfPipeline(spec),
+            "the pipeline grid spans 4 ranks, but the plan runs on 8");
+}
+
+TEST(PlanLoaderTest, APipelineAxisWithoutStagesIsAnError) {
+  fb::FlatBufferBuilder b;
+  std::vector<fb::Offset<plan::Instr>> none;
+  std::vector<fb::Offset<plan::Stream>> streams = {plan::CreateStream(
+      b, plan::StreamKind::Compute, 0, b.CreateVector(none))};
+  std::vector<int64_t> grid = {2};
+  auto root = plan::CreatePlan(b, b.CreateString("test"), b.CreateString("f"),
+                               2, 0, 0, 0, b.CreateVector(streams), 0, 0, 0, 0,
+                               0, 0, -1, 0, 0, 0, 0, b.CreateVector(grid), -1);
+  b.Finish(root, plan::PlanIdentifier());
+  try {
+    loadPayload(b.GetBufferPointer(), b.GetSize(), plan::kFormatVersion);
+    FAIL() << "loaded";
+  } catch (const PlanError &e) {
+    EXPECT_STREQ(e.what(), "the plan has a pipeline axis, a stage index or a "
+                           "program per rank, but no stage programs");
+  }
+}

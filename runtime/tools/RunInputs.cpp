@@ -289,8 +289,31 @@ std::string braid::rt::descrOf(DType dtype) {
   return "";
 }
 
+void braid::rt::collectInputNames(const Plan &plan,
+                                  std::set<std::string> &paramNames,
+                                  std::set<std::string> &dataNames) {
+  paramNames.insert(kStepsDoneName);
+  std::vector<const Plan *> programs;
+  for (const Plan &stage : plan.stages)
+    programs.push_back(&stage);
+  if (programs.empty())
+    programs.push_back(&plan);
+  for (const Plan *program : programs) {
+    for (const Binding &b : program->arguments)
+      (b.role == Role::Batch || b.role == Role::Temporary ? dataNames
+                                                          : paramNames)
+          .insert(b.name);
+    // What --save writes besides the state (the loss, the step's other
+    // results) loads back: a saved file resumes the run.
+    for (const Binding &b : program->results)
+      paramNames.insert(b.name);
+  }
+}
+
 Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
-                                int world) {
+                                int world,
+                                const std::set<std::string> &paramNames,
+                                const std::set<std::string> &dataNames) {
   currentRank = rank;
   // The batch is per data-parallel replica: the ranks of a tensor-parallel
   // group read the same one.
@@ -303,7 +326,6 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
     params = readNpz(o.params);
   if (!o.data.empty())
     data = readNpz(o.data);
-  std::set<std::string> known, batchNames;
   for (const Binding &b : plan.arguments) {
     const Buffer &buffer = plan.buffers[b.buffer];
     std::string expected =
@@ -312,7 +334,6 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
       // Files hold global values; a split binding takes its piece.
       std::vector<int64_t> global = globalShape(plan, b);
       expected = shapeText(global) + " " + dtypeName(buffer.dtype);
-      known.insert(b.name);
       auto it = params.find(b.name);
       if (it == params.end()) {
         if (!o.params.empty() && b.role == Role::Parameter)
@@ -343,7 +364,6 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
           convert(array, buffer, o.params + ": '" + b.name + "'");
     } else if (b.role == Role::Hyperparameter) {
       // A schedule: one value a step, written before each step.
-      known.insert(b.name);
       auto it = params.find(b.name);
       if (it == params.end())
         throw NpzError(
@@ -372,7 +392,6 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
                          std::to_string(schedule[i]) + " at step " +
                          std::to_string(i + 1) + " of its schedule");
     } else if (b.role == Role::Batch || b.role == Role::Temporary) {
-      batchNames.insert(b.name);
       auto it = data.find(b.name);
       if (it == data.end()) {
         if (!o.data.empty())
@@ -404,7 +423,6 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
     }
   }
   // The steps a saved run took: the schedules resume there.
-  known.insert(kStepsDoneName);
   if (auto it = params.find(kStepsDoneName); it != params.end()) {
     const NpyArray &a = it->second;
     int64_t done = -1;
@@ -443,21 +461,15 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
           "); export a longer schedule (max_steps)");
     }
   }
-  // What --save writes besides the state (the loss, the step's other
-  // results) loads back: a saved file resumes the run.
-  std::set<std::string> saved;
-  for (const Binding &b : plan.results)
-    if (b.role != Role::Parameter && b.role != Role::OptimizerState)
-      saved.insert(b.name);
   // --data as --params: an array the plan has no batch input for is an
   // error, not ignored (a misspelled name would train on synthetic data).
   for (const auto &[name, array] : data)
-    if (!batchNames.count(name))
+    if (!dataNames.count(name))
       throw NpzError(o.data + " has '" + name +
                      "', which is not a batch input of the plan (a file for "
                      "another model?)");
   for (const auto &[name, array] : params)
-    if (!known.count(name) && !saved.count(name))
+    if (!paramNames.count(name))
       throw NpzError(o.params + " has '" + name +
                      "', which is not a parameter or optimizer state of the "
                      "plan (a file for another model?)");

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,19 @@ inline constexpr const char *kStepsDoneName = "steps_done";
 /// The .npy dtype string of `dtype` ("<f4"), empty for one numpy lacks.
 std::string descrOf(DType dtype);
 
-/// Reads and checks what rank `rank` of `world` needs; throws NpzError or
+/// The names the --params file may hold (state, hyperparameters, the other
+/// results --save writes, the step count) and the --data file may hold
+/// (batch inputs), over every program of `plan` (its stages, or itself).
+void collectInputNames(const Plan &plan, std::set<std::string> &paramNames,
+                       std::set<std::string> &dataNames);
+
+/// Reads and checks what rank `rank` of `world` needs to run `program`; an
+/// array whose name is not in `paramNames` or `dataNames` (from
+/// collectInputNames of the whole plan) is an error. Throws NpzError or
 /// PlanError naming the problem.
-Inputs prepareInputs(const Plan &plan, const Options &o, int rank, int world);
+Inputs prepareInputs(const Plan &program, const Options &o, int rank, int world,
+                     const std::set<std::string> &paramNames,
+                     const std::set<std::string> &dataNames);
 
 } // namespace braid::rt
 

@@ -192,6 +192,12 @@ int simulate(const Options &o) {
                                           cluster, error)) {
       throw std::runtime_error(error);
     }
+    if (plan.isPipelined())
+      throw PlanError(o.plan + " is pipelined (" +
+                      std::to_string(plan.stages.size()) +
+                      " stage programs): the simulator does not play "
+                      "pipelined plans yet (docs/Pipeline.md); run it with "
+                      "--backend=cpu");
     SimBackend sim(cluster);
     sim.prepare(plan);
     {
@@ -337,6 +343,95 @@ void runCarry(Backend &backend, const Plan &plan,
   }
 }
 
+/// Arrays packed into bytes and back, to send a stage's state to rank 0.
+void packArrays(const std::map<std::string, NpyArray> &arrays,
+                std::vector<uint8_t> &out) {
+  auto put = [&](const void *p, size_t n) {
+    const auto *b = static_cast<const uint8_t *>(p);
+    out.insert(out.end(), b, b + n);
+  };
+  auto putSize = [&](uint64_t n) { put(&n, sizeof(n)); };
+  putSize(arrays.size());
+  for (const auto &[name, a] : arrays) {
+    putSize(name.size());
+    put(name.data(), name.size());
+    putSize(a.descr.size());
+    put(a.descr.data(), a.descr.size());
+    putSize(a.shape.size());
+    put(a.shape.data(), a.shape.size() * sizeof(int64_t));
+    putSize(a.data.size());
+    put(a.data.data(), a.data.size());
+  }
+}
+
+void unpackArrays(const std::vector<uint8_t> &in,
+                  std::map<std::string, NpyArray> &arrays) {
+  size_t at = 0;
+  auto get = [&](void *p, size_t n) {
+    if (n > in.size() - at)
+      throw std::runtime_error("a stage's state arrived truncated");
+    std::memcpy(p, in.data() + at, n);
+    at += n;
+  };
+  auto getSize = [&] {
+    uint64_t n = 0;
+    get(&n, sizeof(n));
+    return n;
+  };
+  for (uint64_t count = getSize(); count-- > 0;) {
+    std::string name(getSize(), '\0');
+    get(name.data(), name.size());
+    NpyArray a;
+    a.descr.resize(getSize());
+    get(a.descr.data(), a.descr.size());
+    a.shape.resize(getSize());
+    get(a.shape.data(), a.shape.size() * sizeof(int64_t));
+    a.data.resize(getSize());
+    get(a.data.data(), a.data.size());
+    arrays[name] = std::move(a);
+  }
+}
+
+/// A pipeline's --save to one file: the first replica's ranks of the
+/// other stages (tensor-parallel index 0, whose arrays are gathered
+/// already) send theirs to rank 0, which writes them all. Every rank calls
+/// it.
+void gatherStages(const Plan &plan, int rank, int world,
+                  std::map<std::string, NpyArray> &out) {
+  RankPlace mine = placeRank(plan, rank);
+  bool sender = mine.dpIndex == 0 && mine.tpIndex == 0 && mine.ppIndex > 0;
+  const int tag = 7301;
+  if (sender) {
+    std::vector<uint8_t> bytes;
+    packArrays(out, bytes);
+    if (bytes.size() > uint64_t(std::numeric_limits<int>::max()))
+      throw std::runtime_error("stage " + std::to_string(mine.ppIndex) +
+                               "'s state is " + std::to_string(bytes.size()) +
+                               " bytes, more than one MPI message counts; "
+                               "save with {rank} in the path");
+    uint64_t n = bytes.size();
+    MPI_Send(&n, 1, MPI_UINT64_T, 0, tag, MPI_COMM_WORLD);
+    MPI_Send(bytes.data(), int(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+  }
+  if (rank != 0)
+    return;
+  for (int r = 0; r < world; ++r) {
+    RankPlace p = placeRank(plan, r);
+    if (!(p.dpIndex == 0 && p.tpIndex == 0 && p.ppIndex > 0))
+      continue;
+    uint64_t n = 0;
+    MPI_Recv(&n, 1, MPI_UINT64_T, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (n > uint64_t(std::numeric_limits<int>::max()))
+      throw std::runtime_error("rank " + std::to_string(r) +
+                               " announced a state of " + std::to_string(n) +
+                               " bytes");
+    std::vector<uint8_t> bytes(n);
+    MPI_Recv(bytes.data(), int(n), MPI_BYTE, r, tag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    unpackArrays(bytes, out);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -437,13 +532,17 @@ int main(int argc, char **argv) {
   };
   bool ready =
       phase([&] {
-        plan = loadPlanFile(o.plan);
-        if (plan.worldSize != uint32_t(world))
+        Plan whole = loadPlanFile(o.plan);
+        if (whole.worldSize != uint32_t(world))
           throw PlanError(
-              o.plan + " was compiled for " + std::to_string(plan.worldSize) +
+              o.plan + " was compiled for " + std::to_string(whole.worldSize) +
               " ranks, but runs on " + std::to_string(world) + " (mpirun -np " +
-              std::to_string(plan.worldSize) + ")");
-        inputs = prepareInputs(plan, o, rank, world);
+              std::to_string(whole.worldSize) + ")");
+        // The files name the state and batch of every stage.
+        std::set<std::string> stateNames, batchNames;
+        collectInputNames(whole, stateNames, batchNames);
+        plan = programOf(std::move(whole), rank);
+        inputs = prepareInputs(plan, o, rank, world, stateNames, batchNames);
         if (!o.fault.empty() &&
             (o.faultRank >= world || o.faultStep < 1 || o.faultStep > o.steps))
           throw std::runtime_error(
@@ -492,6 +591,10 @@ int main(int argc, char **argv) {
   }
 
   std::vector<CarryAction> carrySteps = orderCarry(plan, carry);
+  // The ranks that compute a loss: all of them, or a pipeline's last
+  // stage; the printed loss is their mean.
+  int hasLoss = loss >= 0 ? 1 : 0, lossRanks = 0;
+  MPI_Allreduce(&hasLoss, &lossRanks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 
   MPI_Comm lossComm;
   MPI_Comm_dup(MPI_COMM_WORLD, &lossComm);
@@ -529,22 +632,24 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
         return 1;
       }
-      if (loss >= 0) {
+      if (lossRanks > 0) {
         float local = 0, sum = 0;
-        const Buffer &lossBuffer = plan.buffers[loss];
-        if (isHalf(lossBuffer.dtype)) {
-          uint16_t half = 0;
-          backend->read(lossBuffer, &half);
-          widenHalf(lossBuffer.dtype, &half, &local, 1);
-        } else {
-          backend->read(lossBuffer, &local);
+        if (loss >= 0) {
+          const Buffer &lossBuffer = plan.buffers[loss];
+          if (isHalf(lossBuffer.dtype)) {
+            uint16_t half = 0;
+            backend->read(lossBuffer, &half);
+            widenHalf(lossBuffer.dtype, &half, &local, 1);
+          } else {
+            backend->read(lossBuffer, &local);
+          }
         }
         MPI_Allreduce(&local, &sum, 1, MPI_FLOAT, MPI_SUM, lossComm);
         if (rank == 0) {
           // %.9g: every float32 loss round-trips, so two runs can be
           // compared to 1e-7 relative from the printed numbers alone.
           std::printf("step %lld/%lld loss %.9g\n", (long long)step,
-                      (long long)o.steps, double(sum / world));
+                      (long long)o.steps, double(sum / lossRanks));
           std::fflush(stdout);
         }
       }
@@ -663,6 +768,8 @@ int main(int argc, char **argv) {
       for (const Binding &b : plan.results)
         if (!isState(b) && !out.count(b.name))
           save(b);
+      if (plan.ppAxis >= 0 && o.save.find("{rank}") == std::string::npos)
+        gatherStages(plan, rank, world, out);
       if (writes)
         writeNpz(savePath, out);
     } catch (const std::exception &e) {

@@ -25,7 +25,9 @@ inline constexpr char kMagic[8] = {'B', 'R', 'A', 'I', 'D', 'P', 'L', 'N'};
 /// Version 3: ops by opcode with typed attribute ids (the generated op
 /// table), the cluster recorded. Version 4: tensor-parallel bindings (a
 /// reader of version 3 would take a rank's piece for the whole value).
-inline constexpr uint32_t kFormatVersion = 4;
+/// Version 5: pipeline stage programs (a reader of version 4 would run a
+/// pipelined plan's empty root).
+inline constexpr uint32_t kFormatVersion = 5;
 
 /// The fixed header, little-endian.
 struct FileHeader {

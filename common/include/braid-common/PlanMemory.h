@@ -36,7 +36,8 @@ struct MemoryUse {
 
 /// The arena of the plan file `bytes` (header and payload, as
 /// braid-compile writes it) by use: false, with `error` saying why, when
-/// they are not a plan of this format.
+/// they are not a plan of this format. Of a pipelined plan, the largest
+/// stage program's (what a rank must hold).
 bool planMemoryUse(const uint8_t *bytes, size_t size, MemoryUse &use,
                    std::string &error);
 

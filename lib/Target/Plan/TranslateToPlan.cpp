@@ -138,16 +138,23 @@ private:
   unsigned next = 0;
 };
 
-/// Builds the plan of one function.
+/// The pipeline a stage program belongs to (docs/Pipeline.md).
+struct Pipeline {
+  int32_t axis = -1;
+  std::vector<int64_t> grid;
+};
+
+/// Builds the plan table of one function: the whole step's program, or,
+/// with a pipeline, that of stage `stage`.
 class PlanWriter {
 public:
-  PlanWriter(ModuleOp module, func::FuncOp func)
-      : module(module), func(func),
-        // About 330 bytes a op: sized once, the buffer never regrows.
-        builder(std::max<size_t>(
-            1 << 16, 400 * func.getBody().front().getOperations().size())) {}
+  PlanWriter(ModuleOp module, func::FuncOp func, fb::FlatBufferBuilder &builder,
+             int64_t worldSize, const Pipeline *pipeline = nullptr,
+             int32_t stage = -1)
+      : module(module), func(func), builder(builder), worldSize(worldSize),
+        pipeline(pipeline), stage(stage) {}
 
-  LogicalResult write(llvm::raw_ostream &os);
+  FailureOr<fb::Offset<plan::Plan>> build();
 
 private:
   LogicalResult addBuffer(Value value, int64_t offset, std::string name);
@@ -159,14 +166,61 @@ private:
 
   ModuleOp module;
   func::FuncOp func;
-  fb::FlatBufferBuilder builder;
+  fb::FlatBufferBuilder &builder;
+  int64_t worldSize;
+  const Pipeline *pipeline;
+  int32_t stage;
   std::vector<fb::Offset<plan::Buffer>> buffers;
   llvm::DenseMap<Value, uint32_t> bufferIds;
   std::vector<fb::Offset<plan::Group>> groups;
   llvm::DenseMap<CollectiveGroup, int> groupIds;
-  llvm::StringMap<int64_t> gridSizes;
-  int64_t worldSize = 0;
 };
+
+/// The number of ranks every grid of `module` spans (1 without a grid).
+FailureOr<int64_t> getWorldSize(ModuleOp module) {
+  int64_t worldSize = 0;
+  for (auto grid : module.getOps<shard::GridOp>()) {
+    int64_t size = 1;
+    for (int64_t d : grid.getShape())
+      size *= d;
+    if (worldSize && size != worldSize)
+      return grid.emitError()
+             << "grid @" << grid.getSymName() << " spans " << size
+             << " ranks, but another grid spans " << worldSize
+             << "; a plan runs on one set of ranks";
+    worldSize = size;
+  }
+  return worldSize ? worldSize : 1;
+}
+
+/// The cluster the step was compiled for, with its description, so that
+/// the simulator times the plan on it (null offsets without one).
+LogicalResult getCluster(ModuleOp module, fb::FlatBufferBuilder &builder,
+                         fb::Offset<fb::String> &name,
+                         fb::Offset<fb::String> &json) {
+  name = json = 0;
+  auto cluster =
+      module->getAttrOfType<StringAttr>(BraidDialect::kClusterAttrName);
+  if (!cluster)
+    return success();
+  std::string text, error;
+  if (!cost::readClusterText(cluster.getValue().str(), text, error))
+    return module.emitError() << "cannot record the cluster: " << error;
+  name = builder.CreateSharedString(cluster.getValue().str());
+  json = builder.CreateSharedString(text);
+  return success();
+}
+
+/// Writes the header and the finished FlatBuffer of `builder`.
+void writeFile(fb::FlatBufferBuilder &builder, llvm::raw_ostream &os) {
+  plan::FileHeader header =
+      plan::makeHeader(builder.GetBufferPointer(), builder.GetSize());
+  os.write(reinterpret_cast<const char *>(&header), sizeof(header));
+  os.write(reinterpret_cast<const char *>(builder.GetBufferPointer()),
+           builder.GetSize());
+}
+
+constexpr const char *kProducer = "braid 0.1 (MLIR 22)";
 
 LogicalResult PlanWriter::addBuffer(Value value, int64_t offset,
                                     std::string name) {
@@ -311,7 +365,7 @@ PlanWriter::getBuffers(Operation *op, ValueRange values) {
   return builder.CreateVector(ids);
 }
 
-LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
+FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
   if (!func->hasAttr(BraidDialect::kArenaBytesAttrName))
     return func.emitError()
            << "@" << func.getName()
@@ -319,21 +373,6 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
   uint64_t arenaBytes =
       cast<IntegerAttr>(func->getAttr(BraidDialect::kArenaBytesAttrName))
           .getInt();
-
-  // Every grid spans all ranks: the plan runs on their common size.
-  for (auto grid : module.getOps<shard::GridOp>()) {
-    int64_t size = 1;
-    for (int64_t d : grid.getShape())
-      size *= d;
-    if (worldSize && size != worldSize)
-      return grid.emitError()
-             << "grid @" << grid.getSymName() << " spans " << size
-             << " ranks, but another grid spans " << worldSize
-             << "; a plan runs on one set of ranks";
-    worldSize = size;
-  }
-  if (!worldSize)
-    worldSize = 1;
 
   // Tensor parallelism: the axis and grid braid-tensor-parallel partitioned
   // the step over; split bindings say which piece each buffer holds.
@@ -512,32 +551,98 @@ LogicalResult PlanWriter::write(llvm::raw_ostream &os) {
         builder, key.first ? plan::StreamKind::Comm : plan::StreamKind::Compute,
         key.second, builder.CreateVector(instrs)));
 
-  // The cluster the step was compiled for, with its description, so that
-  // the simulator times the plan on it.
-  fb::Offset<fb::String> clusterName = 0, clusterJson = 0;
-  if (auto cluster =
-          module->getAttrOfType<StringAttr>(BraidDialect::kClusterAttrName)) {
-    std::string text, error;
-    if (!cost::readClusterText(cluster.getValue().str(), text, error))
-      return module.emitError() << "cannot record the cluster: " << error;
-    clusterName = builder.CreateString(cluster.getValue().str());
-    clusterJson = builder.CreateString(text);
-  }
-
-  auto root = plan::CreatePlan(
-      builder, builder.CreateString("braid 0.1 (MLIR 22)"),
+  fb::Offset<fb::String> clusterName, clusterJson;
+  if (failed(getCluster(module, builder, clusterName, clusterJson)))
+    return failure();
+  fb::Offset<fb::Vector<int64_t>> pipelineGrid = 0;
+  if (pipeline)
+    pipelineGrid = builder.CreateVector(pipeline->grid);
+  return plan::CreatePlan(
+      builder, builder.CreateSharedString(kProducer),
       builder.CreateString(func.getName().str()), worldSize, arenaBytes,
       builder.CreateVector(buffers), builder.CreateVector(groups),
       builder.CreateVector(streamTables), eventIds.size(), futureIds.size(),
       builder.CreateVector(arguments), builder.CreateVector(results),
-      clusterName, clusterJson, tpAxis, builder.CreateVector(tpGrid));
-  builder.Finish(root, plan::PlanIdentifier());
+      clusterName, clusterJson, tpAxis, builder.CreateVector(tpGrid),
+      /*stages=*/0, /*program_of_rank=*/0, pipeline ? pipeline->axis : -1,
+      pipelineGrid, stage);
+}
 
-  plan::FileHeader header =
-      plan::makeHeader(builder.GetBufferPointer(), builder.GetSize());
-  os.write(reinterpret_cast<const char *>(&header), sizeof(header));
-  os.write(reinterpret_cast<const char *>(builder.GetBufferPointer()),
-           builder.GetSize());
+/// The plan of a pipelined module: a root with one plan per stage program
+/// and the program of each rank. The stage functions are checked as
+/// braid-verify-schedule checks them (StagePrograms.cpp); what the plan
+/// relies on is checked again here.
+LogicalResult writePipelinePlan(ModuleOp module, ArrayRef<func::FuncOp> funcs,
+                                int64_t worldSize, llvm::raw_ostream &os) {
+  auto stageOf = [](func::FuncOp f) {
+    return f->getAttrOfType<StageAttr>(BraidDialect::kStageAttrName);
+  };
+  func::FuncOp front = funcs.front();
+  StageAttr first = stageOf(front);
+  Pipeline pipeline;
+  pipeline.axis = int32_t(first.getAxis());
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+      module.getOperation(), first.getGrid());
+  if (!grid || first.getAxis() >= grid.getRank() ||
+      ShapedType::isDynamic(grid.getShape()[first.getAxis()]))
+    return front.emitError()
+           << "is a stage of an axis that no grid of static size has; run "
+              "braid-verify-schedule";
+  pipeline.grid.assign(grid.getShape().begin(), grid.getShape().end());
+  int64_t numStages = pipeline.grid[size_t(pipeline.axis)];
+  SmallVector<func::FuncOp> byIndex(numStages);
+  for (func::FuncOp f : funcs) {
+    StageAttr attr = stageOf(f);
+    if (!attr)
+      return f.emitError() << "is not a stage program, but the module is "
+                              "pipelined: a plan holds one step function or "
+                              "one program per stage";
+    if (attr.getGrid() != first.getGrid() ||
+        attr.getAxis() != first.getAxis() || attr.getIndex() >= numStages ||
+        byIndex[attr.getIndex()])
+      return f.emitError() << "is not one stage of one pipeline axis with "
+                              "the others; run braid-verify-schedule";
+    byIndex[attr.getIndex()] = f;
+  }
+  for (auto [index, f] : llvm::enumerate(byIndex))
+    if (!f)
+      return module.emitError()
+             << "the pipeline has " << numStages << " stages, but no "
+             << "function is stage " << index;
+
+  size_t ops = 0;
+  for (func::FuncOp f : funcs)
+    ops += f.getBody().front().getOperations().size();
+  fb::FlatBufferBuilder builder(std::max<size_t>(1 << 16, 400 * ops));
+  std::vector<fb::Offset<plan::Plan>> stages;
+  for (auto [index, f] : llvm::enumerate(byIndex)) {
+    FailureOr<fb::Offset<plan::Plan>> stagePlan =
+        PlanWriter(module, f, builder, worldSize, &pipeline, int32_t(index))
+            .build();
+    if (failed(stagePlan))
+      return failure();
+    stages.push_back(*stagePlan);
+  }
+  // A rank runs the program of its coordinate on the pipeline axis.
+  std::vector<uint32_t> programOfRank(static_cast<size_t>(worldSize), 0);
+  int64_t stride = 1;
+  for (size_t d = size_t(pipeline.axis) + 1; d < pipeline.grid.size(); ++d)
+    stride *= pipeline.grid[d];
+  for (int64_t rank = 0; rank < worldSize; ++rank)
+    programOfRank[size_t(rank)] = uint32_t((rank / stride) % numStages);
+  fb::Offset<fb::String> clusterName, clusterJson;
+  if (failed(getCluster(module, builder, clusterName, clusterJson)))
+    return failure();
+  auto root = plan::CreatePlan(
+      builder, builder.CreateSharedString(kProducer),
+      builder.CreateString("pipeline of @" + byIndex.front().getName().str()),
+      worldSize, /*arena_bytes=*/0, /*buffers=*/0, /*groups=*/0,
+      /*streams=*/0, 0, 0, /*arguments=*/0, /*results=*/0, clusterName,
+      clusterJson, /*tensor_parallel_axis=*/-1, /*tensor_parallel_grid=*/0,
+      builder.CreateVector(stages), builder.CreateVector(programOfRank),
+      pipeline.axis, builder.CreateVector(pipeline.grid), /*stage=*/-1);
+  builder.Finish(root, plan::PlanIdentifier());
+  writeFile(builder, os);
   return success();
 }
 
@@ -548,15 +653,34 @@ LogicalResult braid::translateToPlan(ModuleOp module, llvm::raw_ostream &os) {
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal())
       funcs.push_back(func);
+  for (func::FuncOp func : funcs)
+    if (!llvm::hasSingleElement(func.getBody()))
+      // The verifier rules this out: not reachable from input.
+      return func.emitError() << "a plan needs a function body of one block";
+  FailureOr<int64_t> worldSize = getWorldSize(module);
+  if (failed(worldSize))
+    return failure();
+  bool pipelined = llvm::any_of(funcs, [](func::FuncOp f) {
+    return f->hasAttr(BraidDialect::kStageAttrName);
+  });
+  if (pipelined)
+    return writePipelinePlan(module, funcs, *worldSize, os);
   if (funcs.size() != 1)
     return module.emitError()
            << "a plan holds one step function, but the module has "
-           << funcs.size();
-  if (!llvm::hasSingleElement(funcs.front().getBody()))
-    // The verifier rules this out: not reachable from input.
-    return funcs.front().emitError()
-           << "a plan needs a function body of one block";
-  return PlanWriter(module, funcs.front()).write(os);
+           << funcs.size() << " (a pipeline's stage programs carry "
+           << "'braid.stage')";
+  func::FuncOp func = funcs.front();
+  fb::FlatBufferBuilder builder(std::max<size_t>(
+      // About 330 bytes a op: sized once, the buffer never regrows.
+      1 << 16, 400 * func.getBody().front().getOperations().size()));
+  FailureOr<fb::Offset<plan::Plan>> root =
+      PlanWriter(module, func, builder, *worldSize).build();
+  if (failed(root))
+    return failure();
+  builder.Finish(*root, plan::PlanIdentifier());
+  writeFile(builder, os);
+  return success();
 }
 
 void braid::registerToPlanTranslation() {

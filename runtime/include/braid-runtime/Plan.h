@@ -130,16 +130,36 @@ struct Plan {
   int32_t tpAxis = -1;
   std::vector<int64_t> tpGrid;
 
+  /// Pipeline parallelism (format 5, docs/Pipeline.md). A pipelined plan's
+  /// root has no program of its own: `stages` are the stage programs by
+  /// index and `programOfRank` the one each world rank runs. `ppAxis` and
+  /// `ppGrid` (the pipeline axis and its grid's shape) are set in the root
+  /// and in every stage; `stage` is a stage program's index, -1 elsewhere.
+  std::vector<Plan> stages;
+  std::vector<uint32_t> programOfRank;
+  int32_t ppAxis = -1;
+  std::vector<int64_t> ppGrid;
+  int32_t stage = -1;
+
   /// The ranks of the tensor-parallel axis (1 without one).
   int64_t tpSize() const { return tpAxis < 0 ? 1 : tpGrid[size_t(tpAxis)]; }
+  /// The stages of the pipeline axis (1 without one).
+  int64_t ppSize() const { return ppAxis < 0 ? 1 : ppGrid[size_t(ppAxis)]; }
+  /// Whether this is a pipelined plan's root (it holds stage programs).
+  bool isPipelined() const { return !stages.empty(); }
 };
 
-/// Where a rank sits: its place on the tensor-parallel axis and the
-/// data-parallel replica it belongs to (the ranks of one tensor-parallel
-/// group share a batch). Without tensor parallelism every rank is its own
-/// replica.
+/// The program world rank `rank` runs: a pipelined plan's stage program
+/// for it (taken out of `plan`), or the plan itself.
+Plan programOf(Plan plan, int64_t rank);
+
+/// Where a rank sits: its place on the tensor-parallel axis, its stage on
+/// the pipeline axis, and the data-parallel replica it belongs to (the
+/// ranks of one tensor-parallel group, and the stages of one pipeline,
+/// share a batch). Without either every rank is its own replica.
 struct RankPlace {
-  int64_t tpIndex = 0, tpSize = 1, dpIndex = 0, dpSize = 1;
+  int64_t tpIndex = 0, tpSize = 1, dpIndex = 0, dpSize = 1, ppIndex = 0,
+          ppSize = 1;
 };
 RankPlace placeRank(const Plan &plan, int64_t rank);
 

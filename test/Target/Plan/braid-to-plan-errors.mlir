@@ -117,3 +117,55 @@ func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32>
     attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A pipelined module's functions are all stage programs.
+shard.grid @world(shape = 2)
+func.func @s0() attributes {braid.arena_bytes = 0 : i64, braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  return
+}
+// expected-error @below {{is not a stage program, but the module is pipelined: a plan holds one step function or one program per stage}}
+func.func @other() attributes {braid.arena_bytes = 0 : i64} {
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+func.func @s0() attributes {braid.arena_bytes = 0 : i64, braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  return
+}
+// expected-error @below {{is not one stage of one pipeline axis with the others; run braid-verify-schedule}}
+func.func @s1() attributes {braid.arena_bytes = 0 : i64, braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @below {{the pipeline has 2 stages, but no function is stage 1}}
+module {
+  shard.grid @world(shape = 2)
+  func.func @s0() attributes {braid.arena_bytes = 0 : i64, braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+    return
+  }
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+// expected-error @below {{is a stage of an axis that no grid of static size has; run braid-verify-schedule}}
+func.func @s0() attributes {braid.arena_bytes = 0 : i64, braid.stage = #braid.stage<grid = @world, axis = 3, index = 0>} {
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+func.func @s0() attributes {braid.arena_bytes = 0 : i64, braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  return
+}
+// expected-error @below {{@s1 has no memory plan; run braid-plan-memory first}}
+func.func @s1() attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
+  return
+}
