@@ -140,8 +140,8 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
     # 2b. Every other collective kind, synchronous (--no-overlap) and as a
     # start and wait (the default pipeline). Bytes by braid::getCommBytes:
     # all_gather by what it gathers, recv by what it receives, the others by
-    # their input. send and recv run over a group of two (the simulator
-    # times the group; peers matter to the cpu backend only).
+    # their input. A send and its receive are one transfer between the pair
+    # of ranks, timed by where the two lie.
     for ranks, name in ((8, "h100-8"), (64, "h100-8x8")):
         n = 1 << 18
         nbytes = 4 * n
@@ -174,17 +174,25 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
                 print("%s %s (%s form) of %d bytes on %d GPUs: step %.12e s, formula %.12e s" % (
                     "ok  " if ok else "FAIL", kind, form, moved, ranks, got["step_time"], expected))
                 failures += not ok
-        # send then recv, each over the group of the two ranks of a pair.
+        # A send and its receive between the two stages of a pipeline on
+        # pairs of ranks, there and back: stage 0 sends, then receives what
+        # stage 1 sends back after receiving (docs/Pipeline.md).
         mlir = os.path.join(out, "send-recv-%d.mlir" % ranks)
         pair = "tensor<%dxf32>" % n
+        stage = "attributes {braid.stage = #braid.stage<grid = @pairs, axis = 1, index = %d>}"
         with open(mlir, "w") as f:
             f.write("""shard.grid @pairs(shape = %dx2)
-func.func @step(%%x: %s {braid.role = #braid.role<batch "x">}) -> %s {
+func.func @first(%%x: %s {braid.role = #braid.role<batch "x">}) -> %s %s {
   braid.send %%x on @pairs grid_axes = [1] peer = 1 : %s
   %%0 = braid.recv on @pairs grid_axes = [1] peer = 1 : %s
   return %%0 : %s
 }
-""" % (ranks // 2, pair, pair, pair, pair, pair))
+func.func @second() %s {
+  %%0 = braid.recv on @pairs grid_axes = [1] peer = 0 : %s
+  braid.send %%0 on @pairs grid_axes = [1] peer = 0 : %s
+  return
+}
+""" % (ranks // 2, pair, pair, stage % 0, pair, pair, pair, stage % 1, pair, pair))
         plan = mlir.replace(".mlir", ".plan")
         braidtest.compile_step(mlir, plan, "--cluster=" + name, "--no-overlap")
         got = simulate(plan, name, plan)

@@ -192,16 +192,17 @@ int simulate(const Options &o) {
                                           cluster, error)) {
       throw std::runtime_error(error);
     }
-    if (plan.isPipelined())
-      throw PlanError(o.plan + " is pipelined (" +
-                      std::to_string(plan.stages.size()) +
-                      " stage programs): the simulator does not play "
-                      "pipelined plans yet (docs/Pipeline.md); run it with "
-                      "--backend=cpu");
     SimBackend sim(cluster);
-    sim.prepare(plan);
-    {
-      Executor executor(plan, sim);
+    // A pipeline's stage programs are recorded one after the other; each
+    // rank plays its stage's.
+    std::vector<const Plan *> programs;
+    for (const Plan &stage : plan.stages)
+      programs.push_back(&stage);
+    if (programs.empty())
+      programs.push_back(&plan);
+    for (const Plan *program : programs) {
+      sim.prepare(*program);
+      Executor executor(*program, sim);
       executor.runStep();
     }
     std::ofstream trace;

@@ -30,6 +30,7 @@
 #include "braid-common/PlanMemory.h"
 
 #include <ostream>
+#include <vector>
 
 namespace braid::rt {
 
@@ -62,6 +63,12 @@ struct SimReport {
   double bound = 0, computeBound = 0, commBound = 0, tailBound = 0;
   double efficiency = 0;
   int64_t ranks = 0, kernels = 0, collectives = 0;
+  /// A pipeline (docs/Pipeline.md): per stage, the time a kernel ran on its
+  /// first rank and its kernels' uncontended sum; the bubble fraction, the
+  /// share of the step a stage computes nothing, averaged over the stages.
+  /// Empty and 0 for one program.
+  std::vector<double> stageBusy, stageCompute;
+  double bubbleFraction = 0;
 };
 
 class SimBackend : public Backend {
@@ -81,9 +88,10 @@ public:
   void write(const Buffer &buffer, const void *src) override {}
   void copy(const Buffer &dst, const Buffer &src) override {}
 
-  /// Plays the step the executor issued last on every rank. With `trace`,
-  /// writes a Chrome trace (a process per rank, a thread per stream) of
-  /// the first `traceRanks` ranks.
+  /// Plays the step the executor issued last on every rank (a pipeline's:
+  /// the stage programs prepared and issued one after the other, each rank
+  /// playing its stage's). With `trace`, writes a Chrome trace (a process
+  /// per rank, a thread per stream) of the first `traceRanks` ranks.
   SimReport simulate(std::ostream *trace = nullptr, int64_t traceRanks = -1);
 
 private:

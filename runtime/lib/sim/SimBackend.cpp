@@ -10,6 +10,8 @@
 #include "braid-runtime/SimBackend.h"
 #include "SimPlayer.h"
 
+#include "braid-common/DeviceGroup.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,19 +23,23 @@ using namespace braid::rt::sim;
 using namespace braid::cost;
 
 struct SimBackend::State {
-  const Plan *plan = nullptr;
-  std::vector<std::vector<Item>> streams;
-  /// Per stream, the dependencies the next item takes (set by waits).
+  /// One recording per program: the plan's, or each stage program's of a
+  /// pipeline (prepared one after the other).
+  std::vector<Program> programs;
+  /// Of the program being recorded: per stream, the dependencies the next
+  /// item takes (set by waits); where each event was recorded and each
+  /// future started (the last item before it); the collectives issued so
+  /// far on each group, and the transfers to or from each peer of it.
   std::vector<std::vector<Pos>> pending;
-  /// Where each event was recorded: the last item before it.
   std::vector<Pos> eventPos, futurePos;
-  /// Per stream, the collectives issued so far on each group.
-  std::vector<std::map<int, int64_t>> groupSeqs;
+  std::map<std::tuple<int, int, int64_t>, int64_t> seqs;
 
+  const Plan &plan() const { return *programs.back().plan; }
+  std::vector<std::vector<Item>> &streams() { return programs.back().streams; }
   void add(unsigned stream, Item item) {
     item.deps = std::move(pending[stream]);
     pending[stream].clear();
-    streams[stream].push_back(std::move(item));
+    streams()[stream].push_back(std::move(item));
   }
 };
 
@@ -46,12 +52,20 @@ void SimBackend::prepare(const Plan &plan) {
     throw PlanError("the plan is for " + std::to_string(plan.worldSize) +
                     " ranks, but cluster '" + cluster.name + "' has " +
                     std::to_string(cluster.gpus()) + " GPUs");
-  state->plan = &plan;
+  if (plan.isPipelined())
+    throw PlanError("the sim backend records a program: prepare each stage "
+                    "program of a pipelined plan");
+  // A stage program adds to the stages recorded before it; any other plan
+  // starts afresh.
+  if (plan.stage < 0 ||
+      (!state->programs.empty() && state->programs.back().plan->stage < 0))
+    state->programs.clear();
+  state->programs.push_back({&plan, {}});
+  state->streams().assign(plan.streams.size(), {});
   state->eventPos.assign(plan.numEvents, Pos());
   state->futurePos.assign(plan.numFutures, Pos());
-  state->streams.assign(plan.streams.size(), {});
   state->pending.assign(plan.streams.size(), {});
-  state->groupSeqs.assign(plan.streams.size(), {});
+  state->seqs.clear();
 }
 
 void SimBackend::kernel(unsigned stream, const Instr &instr) {
@@ -59,7 +73,7 @@ void SimBackend::kernel(unsigned stream, const Instr &instr) {
   item.instr = &instr;
   item.seconds =
       kernelSeconds(cluster, instr.flops, instr.bytesRead + instr.bytesWritten,
-                    computeTypeOf(*state->plan, instr), instr.product);
+                    computeTypeOf(state->plan(), instr), instr.product);
   state->add(stream, std::move(item));
 }
 
@@ -69,18 +83,26 @@ void SimBackend::collective(unsigned stream, const Instr &instr) {
   item.instr = &instr;
   uint64_t inputs = 0, results = 0;
   for (uint32_t id : instr.operands)
-    inputs += state->plan->buffers[id].bytes;
+    inputs += state->plan().buffers[id].bytes;
   for (uint32_t id : instr.results)
-    results += state->plan->buffers[id].bytes;
+    results += state->plan().buffers[id].bytes;
   item.commBytes = getCommBytes(instr.collective(), inputs, results);
-  item.groupSeq = state->groupSeqs[stream][instr.group]++;
+  // The k-th collective of a group meets every member's k-th; the k-th
+  // send to a peer meets that peer's k-th receive from this rank.
+  int direction = 0;
+  int64_t peer = 0;
+  if (instr.collective() == CollectiveKind::Send)
+    direction = 1, peer = instr.as<ops::SendAttrs>().peer;
+  else if (instr.collective() == CollectiveKind::Recv)
+    direction = 2, peer = instr.as<ops::RecvAttrs>().peer;
+  item.groupSeq = state->seqs[{instr.group, direction, peer}]++;
   state->add(stream, std::move(item));
 }
 
 void SimBackend::startCollective(unsigned stream, const Instr &instr) {
   collective(stream, instr);
-  state->futurePos[instr.future] = {stream,
-                                    int64_t(state->streams[stream].size()) - 1};
+  state->futurePos[instr.future] = {
+      stream, int64_t(state->streams()[stream].size()) - 1};
 }
 
 void SimBackend::waitCollective(unsigned stream, const Instr &start) {
@@ -88,7 +110,8 @@ void SimBackend::waitCollective(unsigned stream, const Instr &start) {
 }
 
 void SimBackend::recordEvent(unsigned stream, int event) {
-  state->eventPos[event] = {stream, int64_t(state->streams[stream].size()) - 1};
+  state->eventPos[event] = {stream,
+                            int64_t(state->streams()[stream].size()) - 1};
 }
 
 void SimBackend::waitEvent(unsigned stream, int event) {
@@ -101,33 +124,69 @@ void SimBackend::read(const Buffer &buffer, void *dst) {
 }
 
 SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
-  const Plan &plan = *state->plan;
-  const auto &items = state->streams;
-  int64_t ranks = plan.worldSize;
+  const std::vector<Program> &programs = state->programs;
+  if (programs.empty())
+    throw PlanError("the sim backend recorded no program");
+  const Plan &head = *programs.front().plan;
+  int64_t ranks = head.worldSize;
+  bool pipelined = head.stage >= 0;
+  // The program of each rank, and each stage's first rank (its figures).
+  std::vector<uint32_t> programOf(size_t(ranks), 0);
+  std::vector<int64_t> firstRank(programs.size(), -1);
+  if (pipelined) {
+    if (int64_t(programs.size()) != head.ppSize())
+      throw PlanError("the pipeline has " + std::to_string(head.ppSize()) +
+                      " stages, but " + std::to_string(programs.size()) +
+                      " stage programs were recorded");
+    for (size_t i = 0; i < programs.size(); ++i)
+      if (programs[i].plan->stage != int32_t(i))
+        throw PlanError("stage program " +
+                        std::to_string(programs[i].plan->stage) +
+                        " was recorded as stage " + std::to_string(i));
+    for (int64_t r = 0; r < ranks; ++r) {
+      int64_t color = 0, index = 0;
+      locateInGroup(head.ppGrid, {head.ppAxis}, r, color, index);
+      programOf[size_t(r)] = uint32_t(index);
+    }
+  }
+  for (int64_t r = ranks; r-- > 0;)
+    firstRank[programOf[size_t(r)]] = r;
+  const Plan &plan = *programs[programOf[0]].plan;
+  const auto &items = programs[programOf[0]].streams;
   SimReport rep;
   rep.ranks = ranks;
-  rep.peakMemoryBytes = plan.arenaBytes;
+  for (const Program &p : programs)
+    rep.peakMemoryBytes = std::max(rep.peakMemoryBytes, p.plan->arenaBytes);
   rep.gpuMemoryBytes = cluster.gpuMemoryBytes;
 
   int64_t shown = !trace           ? 0
                   : traceRanks < 0 ? ranks
                                    : std::min(traceRanks, ranks);
-  PlayResult play = sim::play(plan, cluster, items, ranks, /*zeroComm=*/false,
-                              /*contention=*/true, shown);
+  PlayResult play = sim::play(programs, programOf, cluster, ranks,
+                              /*zeroComm=*/false, /*contention=*/true, shown);
   rep.stepTime = play.now;
   rep.exposedComm = play.exposed;
   rep.commWallTime = play.commWall;
   rep.overlapFraction =
       play.commWall > 0 ? (play.commWall - play.exposed) / play.commWall : 1;
 
+  // A program's work on rank `r`, uncontended: compute and communication.
+  auto workOf = [&](const Program &p, int64_t r, double &compute,
+                    double &comm) {
+    compute = comm = 0;
+    for (const auto &stream : p.streams)
+      for (const Item &item : stream)
+        (item.comm ? comm : compute) +=
+            item.comm ? sim::commSeconds(*p.plan, cluster, item, r)
+                      : item.seconds;
+  };
   // Rank 0's work, uncontended.
   std::vector<std::vector<double>> seconds(items.size());
   for (size_t s = 0; s < items.size(); ++s)
     for (const Item &item : items[s]) {
       double t = item.seconds;
       if (item.comm) {
-        t = sim::commSeconds(plan, cluster, item,
-                             colorOf(plan, item.instr->group, 0));
+        t = sim::commSeconds(plan, cluster, item, 0);
         rep.commTime += t;
         rep.commBytes += item.commBytes;
         ++rep.collectives;
@@ -149,10 +208,33 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
     return c + m - std::min((1 + a) * c, (1 + b) * m) * gain;
   };
   rep.computeBound = least(c, m);
+  if (pipelined) {
+    // Each stage's work must run on its ranks: the busiest stage bounds
+    // the step; what the schedule leaves idle on each stage is its bubble.
+    rep.computeBound = 0;
+    double idle = 0;
+    for (size_t i = 0; i < programs.size(); ++i) {
+      double stageCompute = 0, stageComm = 0;
+      workOf(programs[i], firstRank[i], stageCompute, stageComm);
+      rep.computeBound =
+          std::max(rep.computeBound, least(stageCompute, stageComm));
+      double busy = play.busy[size_t(firstRank[i])];
+      rep.stageBusy.push_back(busy);
+      rep.stageCompute.push_back(stageCompute);
+      idle += rep.stepTime > 0 ? 1 - busy / rep.stepTime : 0;
+    }
+    rep.bubbleFraction = idle / double(programs.size());
+    rep.bound = rep.computeBound;
+    rep.efficiency =
+        rep.stepTime > 0 ? std::min(1.0, rep.bound / rep.stepTime) : 1;
+    if (trace)
+      writeTrace(*trace, programs, programOf, play.trace, shown);
+    return rep;
+  }
   // The earliest start of every item if collectives took no time: the
   // compute that must precede it.
-  PlayResult early = sim::play(plan, cluster, items, 1, /*zeroComm=*/true,
-                               /*contention=*/false, 0);
+  PlayResult early = sim::play(programs, programOf, cluster, 1,
+                               /*zeroComm=*/true, /*contention=*/false, 0);
   double firstComm = INFINITY, lastComm = -1;
   Pos last;
   for (size_t s = 0; s < items.size(); ++s)
@@ -216,6 +298,6 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
   rep.efficiency =
       rep.stepTime > 0 ? std::min(1.0, rep.bound / rep.stepTime) : 1;
   if (trace)
-    writeTrace(*trace, plan, play.trace, shown);
+    writeTrace(*trace, programs, programOf, play.trace, shown);
   return rep;
 }

@@ -30,7 +30,9 @@ struct Item {
   const Instr *instr = nullptr;
   double seconds = 0; // uncontended; for a collective, set per group color
   uint64_t commBytes = 0;
-  /// The position among this stream's collectives of the same group.
+  /// The position among this program's collectives of the same group (a
+  /// send's or a receive's: among its transfers with the same peer in the
+  /// same direction), in issue order.
   int64_t groupSeq = 0;
   /// Items (of this rank) that must have ended before this one starts.
   std::vector<Pos> deps;
@@ -46,9 +48,13 @@ struct TraceEvent {
   const char *algorithm;
 };
 
+struct Program;
+
 /// Writes the Chrome trace of `events` (a process per rank, a thread per
-/// stream) for the first `ranks` ranks (SimReport.cpp).
-void writeTrace(std::ostream &os, const Plan &plan,
+/// stream of its program) for the first `ranks` ranks, rank r running
+/// programs[programOf[r]] (SimReport.cpp).
+void writeTrace(std::ostream &os, const std::vector<Program> &programs,
+                const std::vector<uint32_t> &programOf,
                 const std::vector<TraceEvent> &events, int64_t ranks);
 
 } // namespace braid::rt::sim

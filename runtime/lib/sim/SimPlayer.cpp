@@ -15,53 +15,80 @@ using namespace braid::rt;
 using namespace braid::rt::sim;
 using namespace braid::cost;
 
-double sim::commSeconds(const Plan &plan, const Cluster &cluster,
-                        const Item &item, int64_t color) {
-  // The shape on the whole cluster: the group's world ranks.
+static bool isTransfer(const Item &item) {
+  CollectiveKind k = item.instr->collective();
+  return k == CollectiveKind::Send || k == CollectiveKind::Recv;
+}
+
+int64_t sim::peerOf(const Plan &plan, const Item &item, int64_t rank) {
   const Group &g = plan.groups[size_t(item.instr->group)];
-  return collectiveSeconds(
-      cluster, item.instr->collective(), item.commBytes,
-      groupShapeOf(cluster, groupMembers(g.gridShape, g.axes, color)));
+  int64_t color = 0, index = 0;
+  g.locate(rank, color, index);
+  int64_t peer = item.instr->collective() == CollectiveKind::Send
+                     ? item.instr->as<ops::SendAttrs>().peer
+                     : item.instr->as<ops::RecvAttrs>().peer;
+  return groupMembers(g.gridShape, g.axes, color)[size_t(peer)];
+}
+
+/// The world ranks collective `item` on `rank` involves, ascending.
+static std::vector<int64_t> placed(const Plan &plan, const Item &item,
+                                   int64_t rank) {
+  if (isTransfer(item)) {
+    int64_t peer = peerOf(plan, item, rank);
+    if (peer == rank)
+      return {rank};
+    return {std::min(rank, peer), std::max(rank, peer)};
+  }
+  const Group &g = plan.groups[size_t(item.instr->group)];
+  int64_t color = 0, index = 0;
+  g.locate(rank, color, index);
+  return groupMembers(g.gridShape, g.axes, color);
+}
+
+double sim::commSeconds(const Plan &plan, const Cluster &cluster,
+                        const Item &item, int64_t rank) {
+  return collectiveSeconds(cluster, item.instr->collective(), item.commBytes,
+                           groupShapeOf(cluster, placed(plan, item, rank)));
 }
 
 const char *sim::commAlgorithm(const Plan &plan, const Cluster &cluster,
-                               const Item &item, int64_t color) {
-  const Group &g = plan.groups[size_t(item.instr->group)];
-  return collectiveAlgorithm(
-      cluster, item.instr->collective(), item.commBytes,
-      groupShapeOf(cluster, groupMembers(g.gridShape, g.axes, color)));
-}
-
-int64_t sim::colorOf(const Plan &plan, int group, int64_t rank) {
-  int64_t color = 0, index = 0;
-  plan.groups[size_t(group)].locate(rank, color, index);
-  return color;
+                               const Item &item, int64_t rank) {
+  return collectiveAlgorithm(cluster, item.instr->collective(), item.commBytes,
+                             groupShapeOf(cluster, placed(plan, item, rank)));
 }
 
 namespace {
 
-/// One playing of the recorded step.
+/// One playing of the recorded programs.
 struct Player {
-  const Plan &plan;
+  const std::vector<Program> &programs;
+  const std::vector<uint32_t> &programOf;
   const Cluster &cluster;
-  const std::vector<std::vector<Item>> &items;
   int64_t ranks;
   bool zeroComm, contention;
   bool recordTrace = false;
   int64_t traceRanks = 0;
 
-  // Per group: each rank's color, the members of each color, the shapes.
-  std::vector<std::vector<int64_t>> colorOf;
-  std::vector<std::map<int64_t, std::vector<int64_t>>> members;
+  /// The device groups of all programs as one list (a program's group
+  /// index maps into it by grid and axes), each rank's color in each.
+  std::vector<std::vector<int>> globalGroup;         // [program][group]
+  std::vector<std::vector<int64_t>> colorOf;         // [global group][rank]
+  std::vector<std::map<int64_t, int64_t>> groupSize; // [global group][color]
 
+  /// A collective being gathered or run: the (rank, stream) of each
+  /// member that has arrived, and how many it waits for.
   struct Instance {
-    std::vector<std::pair<int64_t, unsigned>> members; // (rank, stream)
-    int64_t arrived = 0;
+    std::vector<std::pair<int64_t, unsigned>> members;
+    int64_t expected = 0;
     bool running = false;
     double remaining = 0, seconds = 0, start = 0;
     const Item *item = nullptr;
+    const Plan *plan = nullptr;
   };
-  std::map<std::tuple<int, int64_t, unsigned, int64_t>, Instance> instances;
+  /// (0, group, color, seq) for a group's collective; (1, group, sender,
+  /// receiver, seq) for a transfer.
+  using Key = std::tuple<int, int, int64_t, int64_t, int64_t>;
+  std::map<Key, Instance> instances;
 
   struct StreamState {
     int64_t next = 0;
@@ -75,32 +102,53 @@ struct Player {
   double now = 0, exposed = 0, commWall = 0;
   std::vector<double> startOf0; // rank 0, flattened (stream, index)
   std::vector<size_t> offsets;
+  std::vector<double> busy;
   std::vector<TraceEvent> trace;
 
-  Player(const Plan &plan, const Cluster &cluster,
-         const std::vector<std::vector<Item>> &items, int64_t ranks,
-         bool zeroComm, bool contention)
-      : plan(plan), cluster(cluster), items(items), ranks(ranks),
-        zeroComm(zeroComm), contention(contention) {
-    for (const Group &g : plan.groups) {
-      std::vector<int64_t> colors(size_t(ranks), 0);
-      std::map<int64_t, std::vector<int64_t>> byColor;
-      for (int64_t r = 0; r < ranks; ++r) {
-        int64_t color = 0, index = 0;
-        g.locate(r, color, index);
-        colors[size_t(r)] = color;
-        byColor[color].push_back(r);
+  Player(const std::vector<Program> &programs,
+         const std::vector<uint32_t> &programOf, const Cluster &cluster,
+         int64_t ranks, bool zeroComm, bool contention)
+      : programs(programs), programOf(programOf), cluster(cluster),
+        ranks(ranks), zeroComm(zeroComm), contention(contention) {
+    std::map<std::pair<std::string, std::vector<int64_t>>, int> ids;
+    for (const Program &p : programs) {
+      std::vector<int> local;
+      for (const Group &g : p.plan->groups) {
+        auto [it, added] =
+            ids.try_emplace({g.grid, g.axes}, int(colorOf.size()));
+        if (added) {
+          std::vector<int64_t> colors(size_t(ranks), 0);
+          std::map<int64_t, int64_t> sizes;
+          for (int64_t r = 0; r < ranks; ++r) {
+            int64_t color = 0, index = 0;
+            g.locate(r, color, index);
+            colors[size_t(r)] = color;
+            ++sizes[color];
+          }
+          colorOf.push_back(std::move(colors));
+          groupSize.push_back(std::move(sizes));
+        }
+        local.push_back(it->second);
       }
-      colorOf.push_back(std::move(colors));
-      members.push_back(std::move(byColor));
+      globalGroup.push_back(std::move(local));
     }
-    state.assign(size_t(ranks), std::vector<StreamState>(items.size()));
+    state.resize(size_t(ranks));
+    for (int64_t r = 0; r < ranks; ++r)
+      state[size_t(r)].resize(itemsOf(r).size());
     size_t total = 0;
-    for (const auto &s : items) {
+    for (const auto &s : itemsOf(0)) {
       offsets.push_back(total);
       total += s.size();
     }
     startOf0.assign(total, 0);
+    busy.assign(size_t(ranks), 0);
+  }
+
+  const Program &programOfRank(int64_t r) const {
+    return programs[programOf[size_t(r)]];
+  }
+  const std::vector<std::vector<Item>> &itemsOf(int64_t r) const {
+    return programOfRank(r).streams;
   }
 
   bool depsDone(int64_t r, const Item &item) const {
@@ -110,8 +158,8 @@ struct Player {
     return true;
   }
 
-  double commSeconds(const Item &item, int64_t color) const {
-    return zeroComm ? 0 : sim::commSeconds(plan, cluster, item, color);
+  double commSeconds(const Plan &plan, const Item &item, int64_t r) const {
+    return zeroComm ? 0 : sim::commSeconds(plan, cluster, item, r);
   }
 
   void finish(int64_t r, unsigned s, double start, const Item &item) {
@@ -120,20 +168,47 @@ struct Player {
       startOf0[offsets[s] + size_t(st.next)] = start;
     if (recordTrace && r < traceRanks)
       trace.push_back({r, s, &item, start, now,
-                       item.comm
-                           ? sim::commAlgorithm(
-                                 plan, cluster, item,
-                                 colorOf[size_t(item.instr->group)][size_t(r)])
-                           : ""});
+                       item.comm ? sim::commAlgorithm(*programOfRank(r).plan,
+                                                      cluster, item, r)
+                                 : ""});
     ++st.next;
     st.running = st.arrived = false;
     st.instance = nullptr;
   }
 
+  /// The instance collective `item` of rank `r` belongs to, made on the
+  /// first arrival.
+  std::pair<Key, Instance *> instanceOf(int64_t r, const Item &item) {
+    const Plan &plan = *programOfRank(r).plan;
+    int group = globalGroup[programOf[size_t(r)]][size_t(item.instr->group)];
+    Key key;
+    int64_t expected = 0;
+    if (isTransfer(item)) {
+      int64_t peer = peerOf(plan, item, r);
+      bool sends = item.instr->collective() == CollectiveKind::Send;
+      int64_t from = sends ? r : peer, to = sends ? peer : r;
+      key = {1, group, from, to, item.groupSeq};
+      expected = (from < ranks) + (to < ranks);
+    } else {
+      int64_t color = colorOf[size_t(group)][size_t(r)];
+      key = {0, group, color, 0, item.groupSeq};
+      expected = groupSize[size_t(group)].at(color);
+    }
+    Instance &inst = instances[key];
+    if (!inst.item) {
+      inst.expected = expected;
+      inst.seconds = commSeconds(plan, item, r);
+      inst.item = &item;
+      inst.plan = &plan;
+    }
+    return {key, &inst};
+  }
+
   /// Starts what can start; true if anything did.
   bool startReady() {
     bool any = false;
-    for (int64_t r = 0; r < ranks; ++r)
+    for (int64_t r = 0; r < ranks; ++r) {
+      const auto &items = itemsOf(r);
       for (unsigned s = 0; s < items.size(); ++s) {
         for (;;) {
           StreamState &st = state[size_t(r)][s];
@@ -153,40 +228,39 @@ struct Player {
             st.start = now;
             break;
           }
-          int group = item.instr->group;
-          int64_t color = colorOf[size_t(group)][size_t(r)];
-          auto key = std::make_tuple(group, color, s, item.groupSeq);
-          Instance &inst = instances[key];
-          if (inst.members.empty()) {
-            for (int64_t m : members[size_t(group)][color])
-              inst.members.push_back({m, s});
-            inst.seconds = commSeconds(item, color);
-            inst.item = &item;
-          }
+          auto [key, inst] = instanceOf(r, item);
+          inst->members.push_back({r, s});
           st.arrived = true;
-          st.instance = &inst;
-          if (++inst.arrived < int64_t(inst.members.size()))
+          st.instance = inst;
+          if (int64_t(inst->members.size()) < inst->expected)
             break;
-          if (inst.seconds <= 0) {
-            for (auto [m, ms] : inst.members)
-              finish(m, ms, now, item);
+          if (inst->seconds <= 0) {
+            std::vector<std::pair<int64_t, unsigned>> members = inst->members;
             instances.erase(key);
+            for (auto [m, ms] : members)
+              finish(m, ms, now, front(m, ms));
             continue;
           }
-          inst.running = true;
-          inst.remaining = inst.seconds;
-          inst.start = now;
-          for (auto [m, ms] : inst.members)
+          inst->running = true;
+          inst->remaining = inst->seconds;
+          inst->start = now;
+          for (auto [m, ms] : inst->members)
             state[size_t(m)][ms].running = true;
           break;
         }
       }
+    }
     return any;
   }
 
+  /// The item at the front of stream `s` of rank `r`.
+  const Item &front(int64_t r, unsigned s) const {
+    return itemsOf(r)[s][size_t(state[size_t(r)][s].next)];
+  }
+
   void run() {
-    std::vector<int64_t> commCount{std::vector<int64_t>(size_t(ranks))};
-    std::vector<char> computing{std::vector<char>(size_t(ranks))};
+    std::vector<int64_t> commCount(static_cast<size_t>(ranks), 0);
+    std::vector<char> computing(static_cast<size_t>(ranks), 0);
     for (;;) {
       while (startReady()) {
       }
@@ -201,22 +275,19 @@ struct Player {
             ++commCount[size_t(m)];
         }
       for (int64_t r = 0; r < ranks; ++r)
-        for (unsigned s = 0; s < items.size(); ++s) {
-          const StreamState &st = state[size_t(r)][s];
+        for (const StreamState &st : state[size_t(r)])
           if (st.running && !st.instance) {
             computing[size_t(r)] = 1;
             anyRunning = true;
           }
-        }
       if (!anyRunning) {
         for (int64_t r = 0; r < ranks; ++r)
-          for (unsigned s = 0; s < items.size(); ++s)
-            if (state[size_t(r)][s].next < int64_t(items[s].size()))
-              throw CommError(
-                  "the simulation stalled: rank " + std::to_string(r) +
-                  " waits at " +
-                  items[s][size_t(state[size_t(r)][s].next)].instr->describe() +
-                  " for ranks that never reach it");
+          for (unsigned s = 0; s < state[size_t(r)].size(); ++s)
+            if (state[size_t(r)][s].next < int64_t(itemsOf(r)[s].size()))
+              throw CommError("the simulation stalled: rank " +
+                              std::to_string(r) + " waits at " +
+                              front(r, s).instr->describe() +
+                              " for ranks that never reach it");
         return;
       }
       double a = contention ? cluster.computeSlowdownDuringComm : 0;
@@ -233,11 +304,9 @@ struct Player {
       };
       double dt = INFINITY;
       for (int64_t r = 0; r < ranks; ++r)
-        for (unsigned s = 0; s < items.size(); ++s) {
-          const StreamState &st = state[size_t(r)][s];
+        for (const StreamState &st : state[size_t(r)])
           if (st.running && !st.instance)
             dt = std::min(dt, st.remaining / workRate(r));
-        }
       for (auto &[key, inst] : instances)
         if (inst.running)
           dt = std::min(dt, inst.remaining / instRate(inst));
@@ -246,18 +315,21 @@ struct Player {
         if (!computing[0])
           exposed += dt;
       }
+      for (int64_t r = 0; r < ranks; ++r)
+        if (computing[size_t(r)])
+          busy[size_t(r)] += dt;
       now += dt;
       auto ends = [&](double remaining, double rate) {
         return remaining / rate <= dt * (1 + 1e-12) + 1e-18;
       };
       for (int64_t r = 0; r < ranks; ++r)
-        for (unsigned s = 0; s < items.size(); ++s) {
+        for (unsigned s = 0; s < state[size_t(r)].size(); ++s) {
           StreamState &st = state[size_t(r)][s];
           if (!st.running || st.instance)
             continue;
           double rate = workRate(r);
           if (ends(st.remaining, rate))
-            finish(r, s, st.start, items[s][size_t(st.next)]);
+            finish(r, s, st.start, front(r, s));
           else
             st.remaining -= rate * dt;
         }
@@ -270,7 +342,7 @@ struct Player {
         double rate = instRate(inst);
         if (ends(inst.remaining, rate)) {
           for (auto [m, ms] : inst.members)
-            finish(m, ms, inst.start, *inst.item);
+            finish(m, ms, inst.start, front(m, ms));
           it = instances.erase(it);
         } else {
           inst.remaining -= rate * dt;
@@ -283,10 +355,11 @@ struct Player {
 
 } // namespace
 
-PlayResult sim::play(const Plan &plan, const Cluster &cluster,
-                     const std::vector<std::vector<Item>> &items, int64_t ranks,
-                     bool zeroComm, bool contention, int64_t traceRanks) {
-  Player player(plan, cluster, items, ranks, zeroComm, contention);
+PlayResult sim::play(const std::vector<Program> &programs,
+                     const std::vector<uint32_t> &programOf,
+                     const Cluster &cluster, int64_t ranks, bool zeroComm,
+                     bool contention, int64_t traceRanks) {
+  Player player(programs, programOf, cluster, ranks, zeroComm, contention);
   player.recordTrace = traceRanks > 0;
   player.traceRanks = traceRanks;
   player.run();
@@ -296,6 +369,7 @@ PlayResult sim::play(const Plan &plan, const Cluster &cluster,
   result.commWall = player.commWall;
   result.startOf0 = std::move(player.startOf0);
   result.offsets = std::move(player.offsets);
+  result.busy = std::move(player.busy);
   result.trace = std::move(player.trace);
   return result;
 }

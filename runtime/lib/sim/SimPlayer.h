@@ -1,9 +1,11 @@
 //===- SimPlayer.h - a recorded step played on every rank -------*- C++ -*-===//
 //
 // The fluid model of docs/CostModel.md: streams run their items in order; a
-// collective starts when its whole group has arrived and occupies its
-// stream; while collectives are in flight, compute runs slower and they run
-// slower under compute, and concurrent collectives share the links.
+// collective starts when its whole group has arrived (a send or a receive
+// when its peer's has) and occupies its stream; while collectives are in
+// flight, compute runs slower and they run slower under compute, and
+// concurrent collectives share the links. Every rank plays the program it
+// runs: all the same one, or a pipeline's stage programs (docs/Pipeline.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,12 @@
 
 namespace braid::rt::sim {
 
+/// A recorded program: its plan and what each of its streams issued.
+struct Program {
+  const Plan *plan = nullptr;
+  std::vector<std::vector<Item>> streams;
+};
+
 /// What one playing gives: the step's end and rank 0's figures.
 struct PlayResult {
   double now = 0, exposed = 0, commWall = 0;
@@ -25,28 +33,33 @@ struct PlayResult {
   /// offsets[s] + i.
   std::vector<double> startOf0;
   std::vector<size_t> offsets;
+  /// Per rank: the time a kernel of it ran.
+  std::vector<double> busy;
   /// Spans of the first traceRanks ranks (when asked for).
   std::vector<TraceEvent> trace;
 };
 
-/// Plays `items` (per stream) on `ranks` ranks of `cluster`. `zeroComm`:
-/// collectives take no time; `contention`: the slowdowns apply;
-/// `traceRanks` > 0 records that many ranks' spans.
-PlayResult play(const Plan &plan, const cost::Cluster &cluster,
-                const std::vector<std::vector<Item>> &items, int64_t ranks,
-                bool zeroComm, bool contention, int64_t traceRanks);
+/// Plays `programs` on `ranks` ranks of `cluster`, rank r running program
+/// programOf[r]. `zeroComm`: collectives take no time; `contention`: the
+/// slowdowns apply; `traceRanks` > 0 records that many ranks' spans. A
+/// collective whose members lie beyond `ranks` waits for those that exist.
+PlayResult play(const std::vector<Program> &programs,
+                const std::vector<uint32_t> &programOf,
+                const cost::Cluster &cluster, int64_t ranks, bool zeroComm,
+                bool contention, int64_t traceRanks);
 
-/// The uncontended seconds of collective `item` for the group of color
-/// `color` (the group's world ranks placed on the cluster).
+/// The world rank that transfer `item` (a send or a receive of `plan`) on
+/// world rank `rank` names as its peer.
+int64_t peerOf(const Plan &plan, const Item &item, int64_t rank);
+
+/// The uncontended seconds of collective `item` on world rank `rank`: its
+/// group's world ranks placed on the cluster (a transfer's: the pair).
 double commSeconds(const Plan &plan, const cost::Cluster &cluster,
-                   const Item &item, int64_t color);
+                   const Item &item, int64_t rank);
 
 /// The algorithm and protocol that collective times (its name).
 const char *commAlgorithm(const Plan &plan, const cost::Cluster &cluster,
-                          const Item &item, int64_t color);
-
-/// Rank `rank`'s color in group `group`.
-int64_t colorOf(const Plan &plan, int group, int64_t rank);
+                          const Item &item, int64_t rank);
 
 } // namespace braid::rt::sim
 

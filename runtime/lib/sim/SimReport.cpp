@@ -2,6 +2,7 @@
 //--------------------===//
 
 #include "SimItems.h"
+#include "SimPlayer.h"
 #include "braid-runtime/SimBackend.h"
 
 #include <algorithm>
@@ -13,7 +14,9 @@ using namespace braid::rt;
 using namespace braid::rt::sim;
 using namespace braid::cost;
 
-void braid::rt::sim::writeTrace(std::ostream &os, const Plan &plan,
+void braid::rt::sim::writeTrace(std::ostream &os,
+                                const std::vector<Program> &programs,
+                                const std::vector<uint32_t> &programOf,
                                 const std::vector<TraceEvent> &events,
                                 int64_t ranks) {
   os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
@@ -34,9 +37,13 @@ void braid::rt::sim::writeTrace(std::ostream &os, const Plan &plan,
     return q + "\"";
   };
   for (int64_t r = 0; r < ranks; ++r) {
+    const Plan &plan = *programs[programOf[size_t(r)]].plan;
     sep();
     os << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << r
-       << ",\"args\":{\"name\":\"rank " << r << "\"}}";
+       << ",\"args\":{\"name\":\"rank " << r;
+    if (plan.stage >= 0)
+      os << " (stage " << plan.stage << ")";
+    os << "\"}}";
     for (size_t s = 0; s < plan.streams.size(); ++s) {
       sep();
       os << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << r
@@ -102,6 +109,17 @@ void braid::rt::printSimReport(std::ostream &os, const SimReport &r,
      << ", last bucket " << ms(r.tailBound) << ")\n";
   os << "  efficiency             " << std::setprecision(4) << r.efficiency
      << "\n";
+  if (r.stageBusy.empty())
+    return;
+  os << "  pipeline stages        " << r.stageBusy.size()
+     << ", bubble fraction " << std::setprecision(4) << r.bubbleFraction
+     << " (the share of the step a stage computes nothing, averaged)\n";
+  for (size_t i = 0; i < r.stageBusy.size(); ++i)
+    os << "  stage " << std::left << std::setw(17) << i << std::right
+       << "computing " << ms(r.stageBusy[i]) << " (kernels "
+       << ms(r.stageCompute[i]) << " uncontended), idle "
+       << std::setprecision(4)
+       << (r.stepTime > 0 ? 1 - r.stageBusy[i] / r.stepTime : 0) << "\n";
 }
 
 void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
@@ -126,5 +144,10 @@ void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
      << ", \"bound\": " << r.bound << ", \"compute_bound\": " << r.computeBound
      << ", \"comm_bound\": " << r.commBound
      << ", \"tail_bound\": " << r.tailBound
-     << ", \"efficiency\": " << r.efficiency << "}\n";
+     << ", \"efficiency\": " << r.efficiency
+     << ", \"bubble_fraction\": " << r.bubbleFraction << ", \"stages\": [";
+  for (size_t i = 0; i < r.stageBusy.size(); ++i)
+    os << (i ? ", " : "") << "{\"busy\": " << r.stageBusy[i]
+       << ", \"compute\": " << r.stageCompute[i] << "}";
+  os << "]}\n";
 }
