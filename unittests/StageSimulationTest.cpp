@@ -3,7 +3,8 @@
 // StageSimulation without IR: two stages whose transfers match in order
 // finish, with blocking and with asynchronous transfers; sends issued
 // before the receives on both sides deadlock, and so do an operand that
-// waits for a receive behind it, and the issue order of collectives.
+// waits for a receive behind it, and the issue order of collectives; an op
+// in two exchanges (a send-receive) completes only when both have.
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,6 +139,59 @@ TEST(StageSimulationTest, ProgramsWithoutExchangesFinish) {
   sim.addOp(p, kComm, {a}, false);
   sim.addProgram();
   EXPECT_TRUE(sim.run().empty());
+}
+
+TEST(StageSimulationTest, SendReceivesPairTheSendsThatDeadlocked) {
+  // The order that deadlocks with sends before receives finishes when each
+  // stage's send and receive are one op in two exchanges.
+  StageSimulation sim;
+  unsigned s0 = sim.addProgram(), s1 = sim.addProgram();
+  unsigned pair0 = sim.addOp(s0, kCompute, {}, true);
+  sim.addOp(s0, kCompute, {pair0}, false);
+  unsigned pair1 = sim.addOp(s1, kCompute, {}, true);
+  sim.addExchange({{s0, pair0}, {s1, pair1}});
+  sim.addExchange({{s1, pair1}, {s0, pair0}});
+  EXPECT_TRUE(sim.run().empty());
+}
+
+TEST(StageSimulationTest, AnOpInTwoExchangesWaitsForBoth) {
+  // Three programs in a ring, each op sending to the next and receiving
+  // from the one before: with all three they finish; when program 2
+  // reaches its op only after a receive from program 0 that program 0
+  // sends after its ring op, program 0's op waits for program 2's (its
+  // receive half), though its send half is complete.
+  {
+    StageSimulation sim;
+    unsigned p[3], op[3];
+    for (unsigned i = 0; i < 3; ++i) {
+      p[i] = sim.addProgram();
+      op[i] = sim.addOp(p[i], kComm, {}, true);
+    }
+    for (unsigned i = 0; i < 3; ++i)
+      sim.addExchange({{p[i], op[i]}, {p[(i + 1) % 3], op[(i + 1) % 3]}});
+    EXPECT_TRUE(sim.run().empty());
+  }
+  StageSimulation sim;
+  unsigned p0 = sim.addProgram(), p1 = sim.addProgram(), p2 = sim.addProgram();
+  unsigned ring0 = sim.addOp(p0, kCompute, {}, true);
+  unsigned late0 = sim.addOp(p0, kCompute, {}, true);
+  unsigned ring1 = sim.addOp(p1, kCompute, {}, true);
+  unsigned early2 = sim.addOp(p2, kCompute, {}, true);
+  unsigned ring2 = sim.addOp(p2, kCompute, {}, true);
+  sim.addExchange({{p0, ring0}, {p1, ring1}});
+  sim.addExchange({{p1, ring1}, {p2, ring2}});
+  sim.addExchange({{p2, ring2}, {p0, ring0}});
+  sim.addExchange({{p0, late0}, {p2, early2}});
+  auto cycle = sim.run();
+  ASSERT_EQ(cycle.size(), 4u);
+  EXPECT_EQ(cycle[0].op, (StageSimulation::OpRef{p0, ring0}));
+  EXPECT_EQ(cycle[0].waits, Wait::Exchange);
+  EXPECT_EQ(cycle[1].op, (StageSimulation::OpRef{p2, ring2}));
+  EXPECT_EQ(cycle[1].waits, Wait::Stream);
+  EXPECT_EQ(cycle[2].op, (StageSimulation::OpRef{p2, early2}));
+  EXPECT_EQ(cycle[2].waits, Wait::Exchange);
+  EXPECT_EQ(cycle[3].op, (StageSimulation::OpRef{p0, late0}));
+  EXPECT_EQ(cycle[3].waits, Wait::Stream);
 }
 
 } // namespace

@@ -485,9 +485,11 @@ v1Algorithms(const Cluster &c, CollectiveKind kind, const GroupShape &group) {
              1 / (net ? bNet : bNv), "ring"}};
   case CollectiveKind::Send:
   case CollectiveKind::Recv:
+  case CollectiveKind::SendRecv:
   case CollectiveKind::Permute:
-    // One transfer to one peer (a permute: every rank's at once, each link
-    // used in one direction by one transfer).
+    // One transfer to one peer (a send-receive: its two halves at once, one
+    // in each direction; a permute: every rank's at once, each link used in
+    // one direction by one transfer).
     return {{base + (net ? c.networkLatency : c.nvlinkLatency),
              1 / (net ? bNet : bNv), "direct"}};
   case CollectiveKind::None:

@@ -8,7 +8,11 @@
 #   - pipeline 2 on 2 ranks against the whole step on 1 rank;
 #   - data parallel 2 x pipeline 2 on 4 ranks (each stage all-reduces its
 #     gradients over the data-parallel axis alone) against data parallel 2
-#     on 2 ranks.
+#     on 2 ranks;
+#   - gradient accumulation over two micro-batches, the stage programs in
+#     GPipe's order and in 1F1B's (whose steady state is a braid.send_recv
+#     on each stage: with a send and a receive it would deadlock), on 2
+#     and on 4 ranks, against the accumulating whole step.
 #
 # Judged: the losses of every step and every array --save writes (gathered
 # from the stages to rank 0) within 1e-6 relative (the same kernels in the
@@ -69,15 +73,17 @@ class Body:
         return self.op('braid.all_reduce %s on @world grid_axes = [0] reduction = avg '
                        'grad_of = ["%s"] : %s' % (g, param, t(*shape)))
 
-    def linear_backward(self, dy, x, w, xshape, wshape, param, need_dx=True):
+    def linear_backward(self, dy, x, w, xshape, wshape, param, need_dx=True, reduce=True):
         """dy @ w (the input's gradient) and dy^T @ x (the weight's)."""
+        rows = xshape[0]
         gw = self.op("braid.matmul %s, %s {transpose_a} : %s, %s -> %s" % (
-            dy, x, t(B, wshape[0]), t(*xshape), t(*wshape)))
-        gw = self.grad(gw, wshape, param)
+            dy, x, t(rows, wshape[0]), t(*xshape), t(*wshape)))
+        if reduce:
+            gw = self.grad(gw, wshape, param)
         dx = None
         if need_dx:
             dx = self.op("braid.matmul %s, %s : %s, %s -> %s" % (
-                dy, w, t(B, wshape[0]), t(*wshape), t(*xshape)))
+                dy, w, t(rows, wshape[0]), t(*wshape), t(*xshape)))
         return gw, dx
 
     def sgd(self, w, g, m, shape):
@@ -106,30 +112,36 @@ def signature(names, batch, extra_results=()):
     return ",\n    ".join(args), ",\n    ".join(results)
 
 
-def forward1(f):
-    h1 = f.op("braid.matmul %%x, %%fc1_weight {transpose_b} : %s, %s -> %s" % (t(B, D), t(H, D), t(B, H)))
-    a1 = f.op("braid.relu %s : %s" % (h1, t(B, H)))
-    h2 = f.op("braid.matmul %s, %%fc2_weight {transpose_b} : %s, %s -> %s" % (a1, t(B, H), t(H, H), t(B, H)))
-    a2 = f.op("braid.relu %s : %s" % (h2, t(B, H)))
+def forward1(f, x="%x", rows=B):
+    h1 = f.op("braid.matmul %s, %%fc1_weight {transpose_b} : %s, %s -> %s" % (
+        x, t(rows, D), t(H, D), t(rows, H)))
+    a1 = f.op("braid.relu %s : %s" % (h1, t(rows, H)))
+    h2 = f.op("braid.matmul %s, %%fc2_weight {transpose_b} : %s, %s -> %s" % (
+        a1, t(rows, H), t(H, H), t(rows, H)))
+    a2 = f.op("braid.relu %s : %s" % (h2, t(rows, H)))
     return a1, a2
 
 
-def backward1(f, a1, a2, da2):
-    dh2 = f.op("braid.relu_backward %s, %s : %s" % (da2, a2, t(B, H)))
-    g2, da1 = f.linear_backward(dh2, a1, "%fc2_weight", (B, H), (H, H), "fc2.weight")
-    dh1 = f.op("braid.relu_backward %s, %s : %s" % (da1, a1, t(B, H)))
-    g1, _ = f.linear_backward(dh1, "%x", "%fc1_weight", (B, D), (H, D), "fc1.weight", need_dx=False)
+def backward1(f, a1, a2, da2, x="%x", rows=B, reduce=True):
+    dh2 = f.op("braid.relu_backward %s, %s : %s" % (da2, a2, t(rows, H)))
+    g2, da1 = f.linear_backward(dh2, a1, "%fc2_weight", (rows, H), (H, H), "fc2.weight",
+                                reduce=reduce)
+    dh1 = f.op("braid.relu_backward %s, %s : %s" % (da1, a1, t(rows, H)))
+    g1, _ = f.linear_backward(dh1, x, "%fc1_weight", (rows, D), (H, D), "fc1.weight",
+                              need_dx=False, reduce=reduce)
     return g1, g2
 
 
-def loss_and_backward(f, a2):
-    logits = f.op("braid.matmul %s, %%fc3_weight {transpose_b} : %s, %s -> %s" % (a2, t(B, H), t(C, H), t(B, C)))
-    loss = f.op("braid.cross_entropy %s, %%labels reduction = mean : %s, %s -> tensor<f32>" % (
-        logits, t(B, C), t(B, dtype="i64")))
-    one = f.op("braid.constant dense<1.000000e+00> : tensor<f32>")
-    dlogits = f.op("braid.cross_entropy_backward %s, %s, %%labels reduction = mean : tensor<f32>, %s, %s" % (
-        one, logits, t(B, C), t(B, dtype="i64")))
-    g3, da2 = f.linear_backward(dlogits, a2, "%fc3_weight", (B, H), (C, H), "fc3.weight")
+def loss_and_backward(f, a2, labels="%labels", rows=B, seed="1.000000e+00", reduce=True):
+    logits = f.op("braid.matmul %s, %%fc3_weight {transpose_b} : %s, %s -> %s" % (
+        a2, t(rows, H), t(C, H), t(rows, C)))
+    loss = f.op("braid.cross_entropy %s, %s reduction = mean : %s, %s -> tensor<f32>" % (
+        logits, labels, t(rows, C), t(rows, dtype="i64")))
+    one = f.op("braid.constant dense<%s> : tensor<f32>" % seed)
+    dlogits = f.op("braid.cross_entropy_backward %s, %s, %s reduction = mean : tensor<f32>, %s, %s" % (
+        one, logits, labels, t(rows, C), t(rows, dtype="i64")))
+    g3, da2 = f.linear_backward(dlogits, a2, "%fc3_weight", (rows, H), (C, H), "fc3.weight",
+                                reduce=reduce)
     return loss, g3, da2
 
 
@@ -166,6 +178,14 @@ def stage_attr(index):
     return "attributes {braid.stage = #braid.stage<grid = @world, axis = 1, index = %d>}" % index
 
 
+def two_stages(dp, *stages):
+    """The module of two stage programs, each (arguments, results, Body)."""
+    funcs = ["func.func @stage%d(\n    %s)\n    -> (%s) %s {\n%s\n}\n" % (
+        i, args, results, stage_attr(i), "\n".join(body.lines))
+        for i, (args, results, body) in enumerate(stages)]
+    return "shard.grid @world(shape = %dx2)\n\n" % dp + "\n".join(funcs)
+
+
 def pipelined_step(dp):
     s0 = Body(dp)
     a1, a2 = forward1(s0)
@@ -183,11 +203,126 @@ def pipelined_step(dp):
     returns(s1, [s1.sgd("%fc3_weight", g3, "%fc3_weight_m", (C, H)) + ((C, H),)],
             [(loss, "tensor<f32>")])
     args1, results1 = signature({"fc3.weight"}, [("labels", (B,), "i64")], LOSS)
-    return ("shard.grid @world(shape = %dx2)\n\n"
-            "func.func @stage0(\n    %s)\n    -> (%s) %s {\n%s\n}\n\n"
-            "func.func @stage1(\n    %s)\n    -> (%s) %s {\n%s\n}\n" % (
-                dp, args0, results0, stage_attr(0), "\n".join(s0.lines),
-                args1, results1, stage_attr(1), "\n".join(s1.lines)))
+    return two_stages(dp, (args0, results0, s0), (args1, results1, s1))
+
+
+M = 2  # micro-batches of the accumulating step
+MB = B // M
+HALF = "5.000000e-01"  # each micro-batch's share of the loss
+
+
+def micro_batch(f, k, x=True, labels=True):
+    """Micro-batch k's rows of the step's inputs (x, labels)."""
+    return (f.op("braid.slice %%x offsets = [%d, 0] : %s -> %s" % (k * MB, t(B, D), t(MB, D)))
+            if x else None,
+            f.op("braid.slice %%labels offsets = [%d] : %s -> %s" % (
+                k * MB, t(B, dtype="i64"), t(MB, dtype="i64"))) if labels else None)
+
+
+def accumulate(f, grads, shape, param):
+    g = grads[0]
+    for more in grads[1:]:
+        g = f.op("braid.add %s, %s : %s" % (g, more, t(*shape)))
+    return f.grad(g, shape, param)
+
+
+def mean_loss(f, losses):
+    total = f.op("braid.add %s, %s : tensor<f32>" % tuple(losses))
+    return f.op("braid.scale %s by %s : tensor<f32>" % (total, HALF))
+
+
+def accumulating_step(dp):
+    """The whole step over M micro-batches, their gradients summed (each
+    micro-batch's loss weighted 1/M) before the data-parallel reduction."""
+    f = Body(dp)
+    losses, grads = [], {p: [] for p, _ in PARAMS}
+    for k in range(M):
+        x, labels = micro_batch(f, k)
+        a1, a2 = forward1(f, x, MB)
+        loss, g3, da2 = loss_and_backward(f, a2, labels, MB, HALF, reduce=False)
+        g1, g2 = backward1(f, a1, a2, da2, x, MB, reduce=False)
+        losses.append(loss)
+        for p_, g in zip(("fc1.weight", "fc2.weight", "fc3.weight"), (g1, g2, g3)):
+            grads[p_].append(g)
+    ups = []
+    for p_, shape in PARAMS:
+        g = accumulate(f, grads[p_], shape, p_)
+        v = "%" + p_.replace(".", "_")
+        ups.append(f.sgd(v, g, v + "_m", shape) + (shape,))
+    returns(f, ups, [(mean_loss(f, losses), "tensor<f32>")])
+    args, results = signature({p for p, _ in PARAMS},
+                              [("x", (B, D), "f32"), ("labels", (B,), "i64")], LOSS)
+    return ("shard.grid @world(shape = %d)\n\nfunc.func @step(\n    %s)\n    -> (%s) {\n%s\n}\n" % (
+        dp, args, results, "\n".join(f.lines)))
+
+
+def accumulating_pipeline(dp, schedule):
+    """The accumulating step on two stages, in GPipe's order (both
+    forwards, then both backwards) or 1F1B's (stage 0's second forward
+    sends its activation while it receives the first gradient, in one
+    send-receive; stage 1 sends that gradient back while it receives the
+    second activation)."""
+    send = "braid.send %s on @world grid_axes = [1] peer = %d : " + t(MB, H)
+    recv = "braid.recv on @world grid_axes = [1] peer = %d : " + t(MB, H)
+    pair = ("braid.send_recv %s on @world grid_axes = [1] send_peer = %d recv_peer = %d : "
+            + t(MB, H) + " -> " + t(MB, H))
+
+    s0 = Body(dp)
+    fw, g = [], {"fc1.weight": [], "fc2.weight": []}
+
+    def forward(k):
+        x, _ = micro_batch(s0, k, labels=False)
+        fw.append((x,) + forward1(s0, x, MB))
+
+    def backward(k, da2):
+        x, a1, a2 = fw[k]
+        g1, g2 = backward1(s0, a1, a2, da2, x, MB, reduce=False)
+        g["fc1.weight"].append(g1)
+        g["fc2.weight"].append(g2)
+
+    if schedule == "gpipe":
+        for k in range(M):
+            forward(k)
+            s0.raw(send % (fw[k][2], 1))
+        for k in range(M):
+            backward(k, s0.op(recv % 1))
+    else:
+        forward(0)
+        s0.raw(send % (fw[0][2], 1))
+        forward(1)
+        backward(0, s0.op(pair % (fw[1][2], 1, 1)))
+        backward(1, s0.op(recv % 1))
+    ups = []
+    for p_, shape in PARAMS[:2]:
+        acc = accumulate(s0, g[p_], shape, p_)
+        v = "%" + p_.replace(".", "_")
+        ups.append(s0.sgd(v, acc, v + "_m", shape) + (shape,))
+    returns(s0, ups)
+    args0, results0 = signature({"fc1.weight", "fc2.weight"}, [("x", (B, D), "f32")])
+
+    s1 = Body(dp)
+    losses, g3s = [], []
+
+    def last(k, a2):
+        _, labels = micro_batch(s1, k, x=False)
+        loss, g3, da2 = loss_and_backward(s1, a2, labels, MB, HALF, reduce=False)
+        losses.append(loss)
+        g3s.append(g3)
+        return da2
+
+    if schedule == "gpipe":
+        acts = [s1.op(recv % 0) for _ in range(M)]
+        for k in range(M):
+            s1.raw(send % (last(k, acts[k]), 0))
+    else:
+        da2 = last(0, s1.op(recv % 0))
+        da2 = last(1, s1.op(pair % (da2, 0, 0)))
+        s1.raw(send % (da2, 0))
+    acc = accumulate(s1, g3s, (C, H), "fc3.weight")
+    returns(s1, [s1.sgd("%fc3_weight", acc, "%fc3_weight_m", (C, H)) + ((C, H),)],
+            [(mean_loss(s1, losses), "tensor<f32>")])
+    args1, results1 = signature({"fc3.weight"}, [("labels", (B,), "i64")], LOSS)
+    return two_stages(dp, (args0, results0, s0), (args1, results1, s1))
 
 
 def build(out, name, text):
@@ -231,6 +366,56 @@ def main():
     dpp = build(out, "dp2pp2", pipelined_step(2))
     dp = build(out, "dp2", whole_step(2))
     compare("data parallel 2 x pipeline 2 on 4 ranks vs data parallel 2", dpp, 4, dp, 2, out)
+
+    # Gradient accumulation over two micro-batches, in GPipe's and in 1F1B's
+    # order (the latter's steady state a send-receive on each stage): the
+    # same kernels in the same order per stage as the accumulating whole
+    # step, so its losses and state exactly.
+    acc1 = build(out, "acc-whole", accumulating_step(1))
+    acc2 = build(out, "acc-dp2", accumulating_step(2))
+    for schedule in ("gpipe", "1f1b"):
+        text = accumulating_pipeline(1, schedule)
+        check(("braid.send_recv" in text) == (schedule == "1f1b"),
+              "%s: the stage programs use a send-receive only in 1F1B's steady state" % schedule)
+        plan = build(out, "acc-pp2-" + schedule, text)
+        compare("%s, 2 micro-batches, pipeline 2 on 2 ranks vs accumulating on 1" % schedule,
+                plan, 2, acc1, 1, out)
+        plan = build(out, "acc-dp2pp2-" + schedule, accumulating_pipeline(2, schedule))
+        compare("%s, 2 micro-batches, data parallel 2 x pipeline 2 vs accumulating data parallel 2"
+                % schedule, plan, 4, acc2, 2, out)
+
+    # A ring of three stages, each sending its parameter to the next and
+    # receiving the one before's in one send-receive (two different peers):
+    # after a step each stage holds its predecessor's tensor, exactly, in
+    # the synchronous form and as a start and wait.
+    n = 5
+    start = {"p%d" % i: np.arange(n, dtype=np.float32) + 10 * i for i in range(3)}
+    init = os.path.join(out, "ring-init.npz")
+    np.savez(init, **start)
+    ring = ["shard.grid @world(shape = 3)"]
+    for i in range(3):
+        ty = t(n)
+        ring.append('func.func @s%d(%%p: %s %s) -> (%s %s) %s {\n'
+                    '  %%r = braid.send_recv %%p on @world grid_axes = [0] send_peer = %d '
+                    'recv_peer = %d : %s -> %s\n  return %%r : %s\n}' % (
+                        i, ty, role("parameter", "p%d" % i), ty, role("parameter", "p%d" % i),
+                        stage_attr(i).replace("axis = 1", "axis = 0"), (i + 1) % 3, (i + 2) % 3,
+                        ty, ty, ty))
+    mlir = os.path.join(out, "ring.mlir")
+    with open(mlir, "w") as f:
+        f.write("\n".join(ring) + "\n")
+    for flags, form in ((["--no-overlap"], "synchronous"), ([], "start")):
+        plan = os.path.join(out, "ring-%s.plan" % form)
+        braidtest.compile_step(mlir, plan, *flags)
+        dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
+        check(("send_recv_start" in dump) == (form == "start") and "send_recv" in dump,
+              "the ring's %s plan holds the send-receive in that form" % form)
+        saved = os.path.join(out, "ring-%s.npz" % form)
+        braidtest.braid_run(plan, ranks=3, args=["--steps", "1", "--params", init, "--save", saved])
+        got = np.load(saved)
+        ok = all(np.array_equal(got["p%d" % i], start["p%d" % ((i + 2) % 3)]) for i in range(3))
+        check(ok, "a ring of send-receives (%s form) on 3 ranks: each stage holds the one "
+              "before's tensor (%s)" % (form, {k: got[k].tolist() for k in sorted(got.files)}))
 
     dump = braidtest.run([braidtest.tool("braid-run"), "--dump", dpp]).stdout
     check("4 ranks" not in dump and "world size 4, 2 stages on axis 1 of a grid [2, 2]" in dump

@@ -14,10 +14,7 @@
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
 
 import json
-import math
 import os
-import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inputs"))
@@ -202,6 +199,43 @@ func.func @second() %s {
         print("%s send and recv of %d bytes in pairs of %d GPUs: step %.12e s, formula 2 x %.12e s" % (
             "ok  " if ok else "FAIL", nbytes, ranks, got["step_time"], t))
         failures += not ok
+
+    # A middle stage meets each neighbour in its own transfers: stage 1
+    # receives a large tensor from stage 0, then exchanges a small one with
+    # stage 2 in a send-receive, while stage 2 posts its send-receive at
+    # once. Each transfer meets the transfer of its own pair and direction:
+    # the step is the large transfer, then the small exchange (its two
+    # halves at once, one each way).
+    mlir = os.path.join(out, "middle-stage.mlir")
+    big, small = 64 << 20, 1 << 20
+    tb, ts = "tensor<%dxf32>" % (big // 4), "tensor<%dxf32>" % (small // 4)
+    stage = "attributes {braid.stage = #braid.stage<grid = @line, axis = 0, index = %d>}"
+    with open(mlir, "w") as f:
+        f.write("""shard.grid @line(shape = 3)
+func.func @first(%%x: %s {braid.role = #braid.role<batch "x">}) %s {
+  braid.send %%x on @line grid_axes = [0] peer = 1 : %s
+  return
+}
+func.func @middle(%%s: %s {braid.role = #braid.role<batch "s">}) -> (%s, %s) %s {
+  %%0 = braid.recv on @line grid_axes = [0] peer = 0 : %s
+  %%1 = braid.send_recv %%s on @line grid_axes = [0] send_peer = 2 recv_peer = 2 : %s -> %s
+  return %%0, %%1 : %s, %s
+}
+func.func @last(%%z: %s {braid.role = #braid.role<batch "z">}) -> %s %s {
+  %%0 = braid.send_recv %%z on @line grid_axes = [0] send_peer = 1 recv_peer = 1 : %s -> %s
+  return %%0 : %s
+}
+""" % (tb, stage % 0, tb, ts, tb, ts, stage % 1, tb, ts, ts, tb, ts, ts, ts, stage % 2, ts, ts, ts))
+    plan = os.path.join(out, "middle-stage.plan")
+    braidtest.compile_step(mlir, plan, "--cluster=h100-8", "--no-overlap")
+    got = simulate(plan, "h100-8", plan)
+    t_big, _ = collective_seconds(cluster("h100-8"), "send", big, 2)
+    t_small, _ = collective_seconds(cluster("h100-8"), "send", small, 2)
+    ok = close(got["step_time"], t_big + t_small)
+    print("%s a middle stage receives %d bytes from stage 0, then exchanges %d bytes with stage 2: "
+          "step %.12e s, formula %.12e s + %.12e s" % (
+              "ok  " if ok else "FAIL", big, small, got["step_time"], t_big, t_small))
+    failures += not ok
 
     # 3. Two collectives at once on two streams share the links: on a 2x4
     # grid, an all-reduce over each axis (different groups, so different

@@ -75,6 +75,8 @@ OPS = {
     'collective_permute_start': (115, 'CollectiveStart', 'Permute', 1, 1, ('offset',)),
     'axis_index': (116, 'Collective', 'AxisIndex', 0, 1, ()),
     'axis_index_start': (117, 'CollectiveStart', 'AxisIndex', 0, 1, ()),
+    'send_recv': (118, 'Collective', 'SendRecv', 1, 1, ('send_peer', 'recv_peer')),
+    'send_recv_start': (119, 'CollectiveStart', 'SendRecv', 1, 1, ('send_peer', 'recv_peer')),
     'wait': (200, 'Wait', None, 0, -1, ()),
     'record_event': (201, 'RecordEvent', None, 0, 0, ()),
     'wait_event': (202, 'WaitEvent', None, 0, 0, ()),

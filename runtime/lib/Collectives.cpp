@@ -134,6 +134,16 @@ void braid::rt::issueCollective(const Plan &plan, const Instr &instr,
   case CollectiveKind::Recv:
     return comm.recv(at(out()), out().numElements(), out().dtype,
                      int(instr.as<ops::RecvAttrs>().peer));
+  case CollectiveKind::SendRecv: {
+    // Both halves posted at once (one NCCL group; two nonblocking MPI
+    // calls), each matching the peer's send or receive of its direction.
+    const auto &a = instr.as<ops::SendRecvAttrs>();
+    comm.groupStart();
+    comm.recv(at(out()), out().numElements(), out().dtype, int(a.recv_peer));
+    comm.send(at(in()), in().numElements(), in().dtype, int(a.send_peer));
+    comm.groupEnd();
+    return;
+  }
   case CollectiveKind::Permute: {
     // To the rank `offset` ahead, from the one behind, cyclically.
     int64_t n = comm.size(), index = comm.rank();

@@ -741,6 +741,9 @@ void checkCollective(Checker &c) {
     return inGroup("peer", instr.as<ops::SendAttrs>().peer);
   case CollectiveKind::Recv:
     return inGroup("peer", instr.as<ops::RecvAttrs>().peer);
+  case CollectiveKind::SendRecv:
+    inGroup("send_peer", instr.as<ops::SendRecvAttrs>().send_peer);
+    return inGroup("recv_peer", instr.as<ops::SendRecvAttrs>().recv_peer);
   case CollectiveKind::AxisIndex:
     if (c.out(0).dtype != DType::I64)
       c.fail("the rank index '" + c.out(0).name + "' must be i64");

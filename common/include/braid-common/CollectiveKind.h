@@ -25,6 +25,9 @@ enum class CollectiveKind : uint8_t {
   Broadcast,
   Send,
   Recv,
+  /// A send to one peer and a receive from one, issued together
+  /// (braid.send_recv).
+  SendRecv,
   /// Every rank sends to the rank `offset` ahead and receives from the one
   /// behind (braid.collective_permute).
   Permute,
@@ -50,6 +53,8 @@ inline const char *collectiveKindName(CollectiveKind kind) {
     return "send";
   case CollectiveKind::Recv:
     return "recv";
+  case CollectiveKind::SendRecv:
+    return "send_recv";
   case CollectiveKind::Permute:
     return "permute";
   case CollectiveKind::AxisIndex:
@@ -61,13 +66,17 @@ inline const char *collectiveKindName(CollectiveKind kind) {
 /// The bytes a collective of `kind` moves for one rank, from the bytes of
 /// its inputs and of its results: what the cost formulas take
 /// (collectiveSeconds). An all-gather is timed by what it gathers, a
-/// receive by what it receives; every other kind by its input.
+/// receive by what it receives, a send-receive by the larger of its halves
+/// (they run at once, one in each direction of the links); every other
+/// kind by its input.
 inline uint64_t getCommBytes(CollectiveKind kind, uint64_t inputBytes,
                              uint64_t resultBytes) {
   switch (kind) {
   case CollectiveKind::AllGather:
   case CollectiveKind::Recv:
     return resultBytes;
+  case CollectiveKind::SendRecv:
+    return inputBytes > resultBytes ? inputBytes : resultBytes;
   case CollectiveKind::AllReduce:
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllToAll:

@@ -184,7 +184,7 @@ def collective_seconds(c, kind, nbytes, ranks):
                                                   (ranks - g) / ranks / bnet), "direct"
     if kind == "collective_broadcast":
         return base + (ranks - 1) * hop + s / link, "direct"
-    if kind in ("send", "recv", "collective_permute"):
+    if kind in ("send", "recv", "send_recv", "collective_permute"):
         return base + hop + s / link, "direct"
     # reduce_scatter and all_gather: one ring pass (all_gather: s is what
     # each rank ends with).

@@ -64,10 +64,12 @@ struct SimReport {
   double efficiency = 0;
   int64_t ranks = 0, kernels = 0, collectives = 0;
   /// A pipeline (docs/Pipeline.md): per stage, the time a kernel ran on its
-  /// first rank and its kernels' uncontended sum; the bubble fraction, the
-  /// share of the step a stage computes nothing, averaged over the stages.
-  /// Empty and 0 for one program.
+  /// first rank, its kernels' uncontended sum and its program's peak memory
+  /// (the memory plan's arena); the bubble fraction, the share of the step
+  /// a stage computes nothing, averaged over the stages. Empty and 0 for
+  /// one program.
   std::vector<double> stageBusy, stageCompute;
+  std::vector<uint64_t> stageMemory;
   double bubbleFraction = 0;
 };
 

@@ -88,14 +88,25 @@ void SimBackend::collective(unsigned stream, const Instr &instr) {
     results += state->plan().buffers[id].bytes;
   item.commBytes = getCommBytes(instr.collective(), inputs, results);
   // The k-th collective of a group meets every member's k-th; the k-th
-  // send to a peer meets that peer's k-th receive from this rank.
-  int direction = 0;
-  int64_t peer = 0;
-  if (instr.collective() == CollectiveKind::Send)
-    direction = 1, peer = instr.as<ops::SendAttrs>().peer;
-  else if (instr.collective() == CollectiveKind::Recv)
-    direction = 2, peer = instr.as<ops::RecvAttrs>().peer;
-  item.groupSeq = state->seqs[{instr.group, direction, peer}]++;
+  // send to a peer meets that peer's k-th receive from this rank (a
+  // send-receive's halves count among the sends and the receives).
+  auto seq = [&](int direction, int64_t peer) {
+    return state->seqs[{instr.group, direction, peer}]++;
+  };
+  switch (instr.collective()) {
+  case CollectiveKind::Send:
+    item.groupSeq = seq(1, instr.as<ops::SendAttrs>().peer);
+    break;
+  case CollectiveKind::Recv:
+    item.groupSeq = seq(2, instr.as<ops::RecvAttrs>().peer);
+    break;
+  case CollectiveKind::SendRecv:
+    item.groupSeq = seq(1, instr.as<ops::SendRecvAttrs>().send_peer);
+    item.recvSeq = seq(2, instr.as<ops::SendRecvAttrs>().recv_peer);
+    break;
+  default:
+    item.groupSeq = seq(0, 0);
+  }
   state->add(stream, std::move(item));
 }
 
@@ -221,6 +232,7 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
       double busy = play.busy[size_t(firstRank[i])];
       rep.stageBusy.push_back(busy);
       rep.stageCompute.push_back(stageCompute);
+      rep.stageMemory.push_back(programs[i].plan->arenaBytes);
       idle += rep.stepTime > 0 ? 1 - busy / rep.stepTime : 0;
     }
     rep.bubbleFraction = idle / double(programs.size());

@@ -15,34 +15,70 @@ using namespace braid::rt;
 using namespace braid::rt::sim;
 using namespace braid::cost;
 
-static bool isTransfer(const Item &item) {
-  CollectiveKind k = item.instr->collective();
-  return k == CollectiveKind::Send || k == CollectiveKind::Recv;
-}
-
-int64_t sim::peerOf(const Plan &plan, const Item &item, int64_t rank) {
+/// The world rank that rank `rank` names as `peer` of `item`'s group.
+static int64_t worldPeer(const Plan &plan, const Item &item, int64_t rank,
+                         int64_t peer) {
   const Group &g = plan.groups[size_t(item.instr->group)];
   int64_t color = 0, index = 0;
   g.locate(rank, color, index);
-  int64_t peer = item.instr->collective() == CollectiveKind::Send
-                     ? item.instr->as<ops::SendAttrs>().peer
-                     : item.instr->as<ops::RecvAttrs>().peer;
   return groupMembers(g.gridShape, g.axes, color)[size_t(peer)];
+}
+
+/// The transfers item `item` of rank `r` takes part in: a send or a
+/// receive is one, a send-receive two (its send, then its receive).
+namespace {
+struct Half {
+  int64_t from, to, seq;
+  uint64_t bytes;
+};
+} // namespace
+static std::vector<Half> halvesOf(const Plan &plan, const Item &item,
+                                  int64_t r) {
+  const Instr &instr = *item.instr;
+  switch (instr.collective()) {
+  case CollectiveKind::Send:
+    return {{r, worldPeer(plan, item, r, instr.as<ops::SendAttrs>().peer),
+             item.groupSeq, item.commBytes}};
+  case CollectiveKind::Recv:
+    return {{worldPeer(plan, item, r, instr.as<ops::RecvAttrs>().peer), r,
+             item.groupSeq, item.commBytes}};
+  case CollectiveKind::SendRecv: {
+    const auto &a = instr.as<ops::SendRecvAttrs>();
+    return {{r, worldPeer(plan, item, r, a.send_peer), item.groupSeq,
+             plan.buffers[instr.operands.front()].bytes},
+            {worldPeer(plan, item, r, a.recv_peer), r, item.recvSeq,
+             plan.buffers[instr.results.front()].bytes}};
+  }
+  default:
+    return {};
+  }
 }
 
 /// The world ranks collective `item` on `rank` involves, ascending.
 static std::vector<int64_t> placed(const Plan &plan, const Item &item,
                                    int64_t rank) {
-  if (isTransfer(item)) {
-    int64_t peer = peerOf(plan, item, rank);
-    if (peer == rank)
-      return {rank};
-    return {std::min(rank, peer), std::max(rank, peer)};
+  std::vector<Half> halves = halvesOf(plan, item, rank);
+  if (!halves.empty()) {
+    std::vector<int64_t> ranks{rank};
+    for (const Half &h : halves)
+      ranks.push_back(h.from == rank ? h.to : h.from);
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    return ranks;
   }
   const Group &g = plan.groups[size_t(item.instr->group)];
   int64_t color = 0, index = 0;
   g.locate(rank, color, index);
   return groupMembers(g.gridShape, g.axes, color);
+}
+
+/// The uncontended seconds of one transfer of `bytes` between two ranks.
+static double transferSeconds(const Cluster &cluster, const Half &h) {
+  std::vector<int64_t> pair{std::min(h.from, h.to), std::max(h.from, h.to)};
+  if (h.from == h.to)
+    pair.pop_back();
+  return collectiveSeconds(cluster, CollectiveKind::Send, h.bytes,
+                           groupShapeOf(cluster, pair));
 }
 
 double sim::commSeconds(const Plan &plan, const Cluster &cluster,
@@ -90,11 +126,15 @@ struct Player {
   using Key = std::tuple<int, int, int64_t, int64_t, int64_t>;
   std::map<Key, Instance> instances;
 
+  /// A stream's front item: a kernel running, or a collective that has
+  /// arrived at its instances (a send-receive at two) and ends when the
+  /// last of them does.
   struct StreamState {
     int64_t next = 0;
-    bool running = false, arrived = false;
+    bool running = false, arrived = false, comm = false;
     double remaining = 0, start = 0;
-    Instance *instance = nullptr;
+    /// A collective's instances not yet ended, and those running.
+    int open = 0, runningHalves = 0;
   };
   std::vector<std::vector<StreamState>> state; // [rank][stream]
 
@@ -158,10 +198,6 @@ struct Player {
     return true;
   }
 
-  double commSeconds(const Plan &plan, const Item &item, int64_t r) const {
-    return zeroComm ? 0 : sim::commSeconds(plan, cluster, item, r);
-  }
-
   void finish(int64_t r, unsigned s, double start, const Item &item) {
     StreamState &st = state[size_t(r)][s];
     if (r == 0)
@@ -172,36 +208,60 @@ struct Player {
                                                       cluster, item, r)
                                  : ""});
     ++st.next;
-    st.running = st.arrived = false;
-    st.instance = nullptr;
+    st = StreamState{st.next};
   }
 
-  /// The instance collective `item` of rank `r` belongs to, made on the
-  /// first arrival.
-  std::pair<Key, Instance *> instanceOf(int64_t r, const Item &item) {
+  /// Instance member (r, s) has seen its instance end at `now`.
+  void release(int64_t r, unsigned s, bool wasRunning) {
+    StreamState &st = state[size_t(r)][s];
+    if (wasRunning)
+      --st.runningHalves;
+    if (--st.open == 0)
+      finish(r, s, st.running ? st.start : now, front(r, s));
+  }
+
+  void startInstance(Instance &inst) {
+    inst.running = true;
+    inst.remaining = inst.seconds;
+    inst.start = now;
+    for (auto [m, ms] : inst.members) {
+      StreamState &st = state[size_t(m)][ms];
+      if (!st.running)
+        st.start = now;
+      st.running = true;
+      ++st.runningHalves;
+    }
+  }
+
+  /// The instances collective `item` of rank `r` belongs to (a
+  /// send-receive's two: one per transfer), each made on its first
+  /// arrival.
+  std::vector<std::pair<Key, Instance *>> instancesOf(int64_t r,
+                                                      const Item &item) {
     const Plan &plan = *programOfRank(r).plan;
     int group = globalGroup[programOf[size_t(r)]][size_t(item.instr->group)];
-    Key key;
-    int64_t expected = 0;
-    if (isTransfer(item)) {
-      int64_t peer = peerOf(plan, item, r);
-      bool sends = item.instr->collective() == CollectiveKind::Send;
-      int64_t from = sends ? r : peer, to = sends ? peer : r;
-      key = {1, group, from, to, item.groupSeq};
-      expected = (from < ranks) + (to < ranks);
-    } else {
+    std::vector<std::pair<Key, Instance *>> found;
+    auto get = [&](const Key &key, int64_t expected, auto seconds) {
+      Instance &inst = instances[key];
+      if (!inst.item) {
+        inst.expected = expected;
+        inst.seconds = zeroComm ? 0 : seconds();
+        inst.item = &item;
+        inst.plan = &plan;
+      }
+      found.push_back({key, &inst});
+    };
+    std::vector<Half> halves = halvesOf(plan, item, r);
+    for (const Half &h : halves)
+      get({1, group, h.from, h.to, h.seq}, (h.from < ranks) + (h.to < ranks),
+          [&] { return transferSeconds(cluster, h); });
+    if (halves.empty()) {
       int64_t color = colorOf[size_t(group)][size_t(r)];
-      key = {0, group, color, 0, item.groupSeq};
-      expected = groupSize[size_t(group)].at(color);
+      get({0, group, color, 0, item.groupSeq},
+          groupSize[size_t(group)].at(color),
+          [&] { return sim::commSeconds(plan, cluster, item, r); });
     }
-    Instance &inst = instances[key];
-    if (!inst.item) {
-      inst.expected = expected;
-      inst.seconds = commSeconds(plan, item, r);
-      inst.item = &item;
-      inst.plan = &plan;
-    }
-    return {key, &inst};
+    return found;
   }
 
   /// Starts what can start; true if anything did.
@@ -228,25 +288,25 @@ struct Player {
             st.start = now;
             break;
           }
-          auto [key, inst] = instanceOf(r, item);
-          inst->members.push_back({r, s});
-          st.arrived = true;
-          st.instance = inst;
-          if (int64_t(inst->members.size()) < inst->expected)
-            break;
-          if (inst->seconds <= 0) {
-            std::vector<std::pair<int64_t, unsigned>> members = inst->members;
-            instances.erase(key);
-            for (auto [m, ms] : members)
-              finish(m, ms, now, front(m, ms));
-            continue;
+          auto halves = instancesOf(r, item);
+          st.arrived = st.comm = true;
+          st.open = int(halves.size());
+          int64_t at = st.next;
+          for (auto [key, inst] : halves) {
+            inst->members.push_back({r, s});
+            if (int64_t(inst->members.size()) < inst->expected)
+              continue;
+            if (inst->seconds <= 0) {
+              std::vector<std::pair<int64_t, unsigned>> members = inst->members;
+              instances.erase(key);
+              for (auto [m, ms] : members)
+                release(m, ms, false);
+              continue;
+            }
+            startInstance(*inst);
           }
-          inst->running = true;
-          inst->remaining = inst->seconds;
-          inst->start = now;
-          for (auto [m, ms] : inst->members)
-            state[size_t(m)][ms].running = true;
-          break;
+          if (state[size_t(r)][s].next == at)
+            break;
         }
       }
     }
@@ -268,18 +328,20 @@ struct Player {
       std::fill(commCount.begin(), commCount.end(), 0);
       std::fill(computing.begin(), computing.end(), 0);
       bool anyRunning = false;
-      for (auto &[key, inst] : instances)
-        if (inst.running) {
-          anyRunning = true;
-          for (auto [m, ms] : inst.members)
-            ++commCount[size_t(m)];
-        }
+      // A rank's communication load is its streams with a transfer or
+      // collective running (a send-receive's halves share one stream and
+      // go opposite ways: one load).
       for (int64_t r = 0; r < ranks; ++r)
-        for (const StreamState &st : state[size_t(r)])
-          if (st.running && !st.instance) {
+        for (const StreamState &st : state[size_t(r)]) {
+          if (st.runningHalves > 0) {
+            ++commCount[size_t(r)];
+            anyRunning = true;
+          }
+          if (st.running && !st.comm) {
             computing[size_t(r)] = 1;
             anyRunning = true;
           }
+        }
       if (!anyRunning) {
         for (int64_t r = 0; r < ranks; ++r)
           for (unsigned s = 0; s < state[size_t(r)].size(); ++s)
@@ -305,7 +367,7 @@ struct Player {
       double dt = INFINITY;
       for (int64_t r = 0; r < ranks; ++r)
         for (const StreamState &st : state[size_t(r)])
-          if (st.running && !st.instance)
+          if (st.running && !st.comm)
             dt = std::min(dt, st.remaining / workRate(r));
       for (auto &[key, inst] : instances)
         if (inst.running)
@@ -325,7 +387,7 @@ struct Player {
       for (int64_t r = 0; r < ranks; ++r)
         for (unsigned s = 0; s < state[size_t(r)].size(); ++s) {
           StreamState &st = state[size_t(r)][s];
-          if (!st.running || st.instance)
+          if (!st.running || st.comm)
             continue;
           double rate = workRate(r);
           if (ends(st.remaining, rate))
@@ -341,9 +403,10 @@ struct Player {
         }
         double rate = instRate(inst);
         if (ends(inst.remaining, rate)) {
-          for (auto [m, ms] : inst.members)
-            finish(m, ms, inst.start, front(m, ms));
+          std::vector<std::pair<int64_t, unsigned>> members = inst.members;
           it = instances.erase(it);
+          for (auto [m, ms] : members)
+            release(m, ms, true);
         } else {
           inst.remaining -= rate * dt;
           ++it;

@@ -48,12 +48,9 @@ PlayResult play(const std::vector<Program> &programs,
                 const cost::Cluster &cluster, int64_t ranks, bool zeroComm,
                 bool contention, int64_t traceRanks);
 
-/// The world rank that transfer `item` (a send or a receive of `plan`) on
-/// world rank `rank` names as its peer.
-int64_t peerOf(const Plan &plan, const Item &item, int64_t rank);
-
 /// The uncontended seconds of collective `item` on world rank `rank`: its
-/// group's world ranks placed on the cluster (a transfer's: the pair).
+/// group's world ranks placed on the cluster (a transfer's: the pair; a
+/// send-receive's: the rank and its two peers).
 double commSeconds(const Plan &plan, const cost::Cluster &cluster,
                    const Item &item, int64_t rank);
 

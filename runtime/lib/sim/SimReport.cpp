@@ -119,7 +119,8 @@ void braid::rt::printSimReport(std::ostream &os, const SimReport &r,
        << "computing " << ms(r.stageBusy[i]) << " (kernels "
        << ms(r.stageCompute[i]) << " uncontended), idle "
        << std::setprecision(4)
-       << (r.stepTime > 0 ? 1 - r.stageBusy[i] / r.stepTime : 0) << "\n";
+       << (r.stepTime > 0 ? 1 - r.stageBusy[i] / r.stepTime : 0)
+       << ", peak memory " << r.stageMemory[i] << " bytes\n";
 }
 
 void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
@@ -148,6 +149,7 @@ void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
      << ", \"bubble_fraction\": " << r.bubbleFraction << ", \"stages\": [";
   for (size_t i = 0; i < r.stageBusy.size(); ++i)
     os << (i ? ", " : "") << "{\"busy\": " << r.stageBusy[i]
-       << ", \"compute\": " << r.stageCompute[i] << "}";
+       << ", \"compute\": " << r.stageCompute[i]
+       << ", \"peak_memory_bytes\": " << r.stageMemory[i] << "}";
   os << "]}\n";
 }

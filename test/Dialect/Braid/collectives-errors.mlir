@@ -348,6 +348,51 @@ func.func @recv_start_peer_range() {
 // -----
 
 shard.grid @world(shape = 4x2)
+func.func @send_recv_send_peer(%x: tensor<8xf32>) {
+  // expected-error @below {{send_peer -1 is negative}}
+  %0 = braid.send_recv %x on @world grid_axes = [1] send_peer = -1 recv_peer = 0 : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @send_recv_recv_peer(%x: tensor<8xf32>) {
+  // expected-error @below {{recv_peer -3 is negative}}
+  %0 = braid.send_recv %x on @world grid_axes = [1] send_peer = 0 recv_peer = -3 : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @send_recv_send_peer_range(%x: tensor<8xf32>) {
+  // expected-error @below {{send_peer 4 is out of range for a group of 4 ranks}}
+  %0 = braid.send_recv %x on @world grid_axes = [0] send_peer = 4 recv_peer = 0 : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @send_recv_recv_peer_range(%x: tensor<8xf32>) {
+  // expected-error @below {{recv_peer 2 is out of range for a group of 2 ranks}}
+  %0 = braid.send_recv_start %x on @world grid_axes = [1] send_peer = 1 recv_peer = 2 : tensor<8xf32> -> !braid.future<tensor<8xf32>>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
+func.func @send_recv_start_future(%x: tensor<8xf32>) {
+  // expected-error @below {{yields '!braid.future<>', which must hold exactly one tensor}}
+  %0 = braid.send_recv_start %x on @world grid_axes = [1] send_peer = 1 recv_peer = 1 : tensor<8xf32> -> !braid.future<>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
 func.func @grad_of_chunk_too_large(%w: tensor<2x2xf32> {braid.role = #braid.role<parameter "w">}, %g: tensor<8xf32>) {
   // expected-error @below {{input #0 of type 'tensor<8xf32>' is neither the gradient of 'w' of type 'tensor<2x2xf32>' nor a rank-1 chunk of it}}
   %0 = braid.all_reduce %g on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<8xf32>

@@ -310,6 +310,8 @@ func.func @collectives(%w: tensor<16x8xf32> {braid.role = #braid.role<parameter 
   braid.send %x on @world grid_axes = [1] peer = 1 : tensor<8x16xf32>
   // CHECK: %[[V_8:[a-z0-9_]+]] = braid.recv on @world grid_axes = [1] peer = 0 : tensor<8x16xf32>
   %8 = braid.recv on @world grid_axes = [1] peer = 0 : tensor<8x16xf32>
+  // CHECK: %[[V_SR:[a-z0-9_]+]] = braid.send_recv %[[V_X]] on @world grid_axes = [1] send_peer = 1 recv_peer = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+  %sr = braid.send_recv %x on @world grid_axes = [1] send_peer = 1 recv_peer = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
   return
 }
 
@@ -347,6 +349,9 @@ func.func @async_collectives(%w: tensor<16x8xf32> {braid.role = #braid.role<para
   // CHECK: %[[V_F6:[a-z0-9_]+]] = braid.recv_start on @world grid_axes = [1] peer = 0 : !braid.future<tensor<8x16xf32>>
   %f6 = braid.recv_start on @world grid_axes = [1] peer = 0 : !braid.future<tensor<8x16xf32>>
   %r6 = braid.wait %f6 : !braid.future<tensor<8x16xf32>>
+  // CHECK: %[[V_F9:[a-z0-9_]+]] = braid.send_recv_start %[[V_X]] on @world grid_axes = [1] send_peer = 0 recv_peer = 0 : tensor<8x16xf32> -> !braid.future<tensor<8x16xf32>>
+  %f9 = braid.send_recv_start %x on @world grid_axes = [1] send_peer = 0 recv_peer = 0 : tensor<8x16xf32> -> !braid.future<tensor<8x16xf32>>
+  %r9 = braid.wait %f9 : !braid.future<tensor<8x16xf32>>
   return
 }
 

@@ -262,3 +262,48 @@ func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> attributes {braid.stage = #brai
 func.func @b() attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
   return
 }
+
+// -----
+
+// A send-receive does not save a peer that receives its send only after a
+// send of its own that the stage receives later: stage 1's second send
+// waits for stage 0's receive, which waits behind the send-receive, whose
+// send waits for stage 1's receive behind that second send.
+shard.grid @world(shape = 2)
+func.func @a(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+    attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  // expected-error @below {{deadlocks: this 'braid.send_recv' of stage 0 (@a) and 'braid.send' of stage 1 (@b) block each other in a cycle of 4 ops}}
+  // expected-note @below {{stage 0 (@a): 'braid.send_recv' waits for its peer 'braid.recv' of stage 1 (@b) to start}}
+  %g0 = braid.send_recv %x on @world grid_axes = [0] send_peer = 1 recv_peer = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+  // expected-note @below {{stage 0 (@a): 'braid.recv' waits for 'braid.send_recv' ahead of it on stream #braid.stream<compute, 0> to complete}}
+  %g1 = braid.recv on @world grid_axes = [0] peer = 1 : tensor<4x8xf32>
+  return %g0, %g1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @b(%g: tensor<4x8xf32>) -> tensor<4x8xf32>
+    attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
+  braid.send %g on @world grid_axes = [0] peer = 0 : tensor<4x8xf32>
+  // expected-note @below {{stage 1 (@b): 'braid.send' waits for its peer 'braid.recv' of stage 0 (@a) to start}}
+  braid.send %g on @world grid_axes = [0] peer = 0 : tensor<4x8xf32>
+  // expected-note @below {{stage 1 (@b): 'braid.recv' waits for 'braid.send' ahead of it on stream #braid.stream<compute, 0> to complete}}
+  %a = braid.recv on @world grid_axes = [0] peer = 0 : tensor<4x8xf32>
+  return %a : tensor<4x8xf32>
+}
+
+// -----
+
+// Each half of a send-receive matches the peer's transfer of its
+// direction, and their types must agree: stage 1's receive expects the
+// activation's type, but the send-receive sends a gradient of another.
+shard.grid @world(shape = 2)
+func.func @a(%x: tensor<2x8xf32>) -> tensor<4x8xf32>
+    attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  // expected-error @below {{sends 'tensor<2x8xf32>' to stage 1 (@b), whose matching receive (its receive #0 from stage 0 (@a)) expects 'tensor<4x8xf32>'}}
+  %g = braid.send_recv %x on @world grid_axes = [0] send_peer = 1 recv_peer = 1 : tensor<2x8xf32> -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
+func.func @b(%g: tensor<4x8xf32>) -> tensor<4x8xf32>
+    attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
+  // expected-note @below {{the receive}}
+  %a = braid.send_recv %g on @world grid_axes = [0] send_peer = 0 recv_peer = 0 : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %a : tensor<4x8xf32>
+}

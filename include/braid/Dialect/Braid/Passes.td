@@ -550,18 +550,20 @@ def VerifySchedule : Pass<"braid-verify-schedule", "mlir::ModuleOp"> {
 
     - a pipeline's stage programs (functions with `braid.stage`) that do not
       cover the pipeline axis of one grid, each index once;
-    - a transfer (`braid.send`, `braid.recv`) of a stage program on other
-      grid axes than the pipeline axis alone, or a collective on another
-      grid;
+    - a transfer (`braid.send`, `braid.recv`, `braid.send_recv`) of a stage
+      program on other grid axes than the pipeline axis alone, or a
+      collective on another grid;
     - a send without its receive in the peer stage's program (the k-th send
-      of stage a to stage b meets the k-th receive of b from a), or one whose
-      receive expects another type;
+      of stage a to stage b meets the k-th receive of b from a; a
+      send-receive's halves count among the sends and the receives of their
+      directions), or one whose receive expects another type;
     - a collective whose group spans the stages that the stages do not all
       issue alike (the same op, types and attributes at the same position);
     - stage programs whose issue orders deadlock: they run under a model
       stricter than every backend's (in-order streams, a transfer or
-      collective holding its stream until all its members have started,
-      collectives issued in program order), and a cycle of ops that wait on
+      collective holding its stream until all its members have started, a
+      send-receive until both of its halves' peers have, collectives issued
+      in program order), and a cycle of ops that wait on
       each other is reported on one of them, naming the op it blocks with,
       with a note per op of the cycle (docs/Pipeline.md).
 

@@ -17,19 +17,26 @@ unsigned StageSimulation::addProgram() {
 unsigned StageSimulation::addOp(unsigned program, unsigned stream,
                                 llvm::ArrayRef<unsigned> deps, bool ordered) {
   std::vector<Op> &ops = programs[program];
-  ops.push_back({stream, llvm::SmallVector<unsigned, 2>(deps), ordered});
+  ops.push_back({stream, llvm::SmallVector<unsigned, 2>(deps), ordered, {}});
   return unsigned(ops.size() - 1);
 }
 
 void StageSimulation::addExchange(llvm::ArrayRef<OpRef> members) {
   for (const OpRef &m : members)
-    programs[m.program][m.op].exchange = int(exchanges.size());
+    programs[m.program][m.op].exchanges.push_back(unsigned(exchanges.size()));
   exchanges.emplace_back(members);
 }
 
 llvm::SmallVector<StageSimulation::Link> StageSimulation::run() const {
   size_t n = programs.size();
   std::vector<std::vector<char>> started(n), done(n);
+  std::vector<char> complete(exchanges.size(), 0);
+  auto allComplete = [&](const Op &op) {
+    for (unsigned x : op.exchanges)
+      if (!complete[x])
+        return false;
+    return true;
+  };
   // Per program: its streams' ops in order, the next op of each, and the
   // ordered op before each ordered op.
   std::vector<std::map<unsigned, std::vector<unsigned>>> streams(n);
@@ -69,17 +76,19 @@ llvm::SmallVector<StageSimulation::Link> StageSimulation::run() const {
               break;
             started[p][i] = 1;
             moved = true;
-            int x = programs[p][i].exchange;
-            if (x < 0) {
-              done[p][i] = 1;
-            } else {
+            for (unsigned x : programs[p][i].exchanges) {
               bool all = true;
               for (const OpRef &m : exchanges[x])
                 all &= bool(started[m.program][m.op]);
-              if (all)
-                for (const OpRef &m : exchanges[x])
+              if (!all)
+                continue;
+              complete[x] = 1;
+              for (const OpRef &m : exchanges[x])
+                if (allComplete(programs[m.program][m.op]))
                   done[m.program][m.op] = 1;
             }
+            if (allComplete(programs[p][i]))
+              done[p][i] = 1;
           }
           if (!done[p][i])
             break;
@@ -95,9 +104,10 @@ llvm::SmallVector<StageSimulation::Link> StageSimulation::run() const {
   auto waitsFor = [&](OpRef r) -> Link {
     const Op &op = programs[r.program][r.op];
     if (started[r.program][r.op]) {
-      for (const OpRef &m : exchanges[op.exchange])
-        if (!started[m.program][m.op])
-          return {m, Wait::Exchange};
+      for (unsigned x : op.exchanges)
+        for (const OpRef &m : exchanges[x])
+          if (!started[m.program][m.op])
+            return {m, Wait::Exchange};
     }
     const std::vector<unsigned> &ops = streams[r.program].at(op.stream);
     unsigned head = ops[next[r.program].at(op.stream)];

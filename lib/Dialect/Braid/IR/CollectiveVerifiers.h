@@ -232,11 +232,11 @@ template <typename Op> static LogicalResult verifyCollectiveBroadcast(Op op) {
 }
 
 static LogicalResult verifyPeer(Operation *op, ArrayRef<int16_t> axes,
-                                int64_t peer) {
+                                int64_t peer, StringRef what = "peer") {
   if (failed(verifyGridAxes(op, axes)))
     return failure();
   if (peer < 0)
-    return op->emitOpError() << "peer " << peer << " is negative";
+    return op->emitOpError() << what << " " << peer << " is negative";
   return success();
 }
 
@@ -256,6 +256,14 @@ template <typename Op> static LogicalResult verifyRecv(Op op) {
       return failure();
   }
   return verifyPeer(op, op.getGridAxes(), op.getPeer());
+}
+
+template <typename Op> static LogicalResult verifySendRecv(Op op) {
+  if (!getYieldedTensor(op, op.getResult()))
+    return failure();
+  if (failed(verifyPeer(op, op.getGridAxes(), op.getSendPeer(), "send_peer")))
+    return failure();
+  return verifyPeer(op, op.getGridAxes(), op.getRecvPeer(), "recv_peer");
 }
 
 template <typename Op> static LogicalResult verifyCollectivePermute(Op op) {
@@ -462,6 +470,12 @@ static LogicalResult verifySendGrid(Op op, SymbolTableCollection &table) {
 template <typename Op>
 static LogicalResult verifyRecvGrid(Op op, SymbolTableCollection &table) {
   return verifyRankInGroup(op, table, "peer", op.getPeer());
+}
+template <typename Op>
+static LogicalResult verifySendRecvGrid(Op op, SymbolTableCollection &table) {
+  if (failed(verifyRankInGroup(op, table, "send_peer", op.getSendPeer())))
+    return failure();
+  return verifyRankInGroup(op, table, "recv_peer", op.getRecvPeer());
 }
 
 #endif // BRAID_LIB_DIALECT_BRAID_IR_COLLECTIVEVERIFIERS_H

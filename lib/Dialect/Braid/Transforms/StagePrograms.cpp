@@ -36,29 +36,41 @@ struct Stage {
   SmallVector<Operation *> ops;
 };
 
-/// A send or a receive, in either form.
+/// A send or a receive, or either half of a send-receive, in either form.
 struct Transfer {
   int64_t peer;
   bool isSend;
   Type type;
 };
 
-std::optional<Transfer> getTransfer(Operation *op) {
-  return TypeSwitch<Operation *, std::optional<Transfer>>(op)
-      .Case<SendOp, SendStartOp>([](auto send) {
-        return Transfer{int64_t(send.getPeer()), true,
-                        send.getInput().getType()};
+SmallVector<Transfer, 2> getTransfers(Operation *op) {
+  auto yielded = [](Value result) -> Type {
+    if (auto future = dyn_cast<FutureType>(result.getType()))
+      return future.getValueTypes().front();
+    return result.getType();
+  };
+  return TypeSwitch<Operation *, SmallVector<Transfer, 2>>(op)
+      .Case<SendOp, SendStartOp>([](auto send) -> SmallVector<Transfer, 2> {
+        return {{int64_t(send.getPeer()), true, send.getInput().getType()}};
       })
-      .Case([](RecvOp recv) {
-        return Transfer{int64_t(recv.getPeer()), false,
-                        recv.getResult().getType()};
+      .Case<RecvOp, RecvStartOp>([&](auto recv) -> SmallVector<Transfer, 2> {
+        return {{int64_t(recv.getPeer()), false, yielded(recv->getResult(0))}};
       })
-      .Case([](RecvStartOp recv) {
-        return Transfer{int64_t(recv.getPeer()), false,
-                        recv.getFuture().getType().getValueTypes().front()};
-      })
-      .Default([](Operation *) { return std::nullopt; });
+      .Case<SendRecvOp, SendRecvStartOp>(
+          [&](auto pair) -> SmallVector<Transfer, 2> {
+            return {
+                {int64_t(pair.getSendPeer()), true, pair.getInput().getType()},
+                {int64_t(pair.getRecvPeer()), false,
+                 yielded(pair.getResult())}};
+          })
+      .Default([](Operation *) { return SmallVector<Transfer, 2>(); });
 }
+
+/// One direction of a transfer op: the op and the type it moves.
+struct Half {
+  Operation *op;
+  Type type;
+};
 
 /// What two ranks must agree on for one collective: its kind, its operand
 /// and result types (a start form's future's) and its inherent attributes.
@@ -109,7 +121,7 @@ private:
   int64_t axis = 0;
   /// Per (from, to): the sends of `from` to `to`, and the receives of `to`
   /// from `from`, in program order.
-  std::map<std::pair<int64_t, int64_t>, SmallVector<Operation *>> sends, recvs;
+  std::map<std::pair<int64_t, int64_t>, SmallVector<Half>> sends, recvs;
   /// Per group that spans stages: each stage's collectives on it in order.
   llvm::MapVector<CollectiveGroup, SmallVector<SmallVector<Operation *>>>
       crossStage;
@@ -222,8 +234,8 @@ LogicalResult StageChecker::matchTransfers() {
         continue;
       }
       ArrayRef<int16_t> axes = collective.getGridAxes();
-      std::optional<Transfer> transfer = getTransfer(op);
-      if (!transfer) {
+      SmallVector<Transfer, 2> transfers = getTransfers(op);
+      if (transfers.empty()) {
         if (llvm::is_contained(axes, axis) &&
             collective.getCollectiveKind() != CollectiveKind::AxisIndex) {
           SmallVector<SmallVector<Operation *>> &perStage =
@@ -243,10 +255,12 @@ LogicalResult StageChecker::matchTransfers() {
         ok = false;
         continue;
       }
-      auto key = transfer->isSend
-                     ? std::make_pair(int64_t(index), transfer->peer)
-                     : std::make_pair(transfer->peer, int64_t(index));
-      (transfer->isSend ? sends : recvs)[key].push_back(op);
+      for (const Transfer &transfer : transfers) {
+        auto key = transfer.isSend
+                       ? std::make_pair(int64_t(index), transfer.peer)
+                       : std::make_pair(transfer.peer, int64_t(index));
+        (transfer.isSend ? sends : recvs)[key].push_back({op, transfer.type});
+      }
     }
   }
   if (!ok)
@@ -259,23 +273,21 @@ LogicalResult StageChecker::matchTransfers() {
     pairs[entry.first];
   for (auto &entry : pairs) {
     auto [from, to] = entry.first;
-    ArrayRef<Operation *> out = sends[entry.first], in = recvs[entry.first];
+    ArrayRef<Half> out = sends[entry.first], in = recvs[entry.first];
     for (size_t k = 0; k < std::min(out.size(), in.size()); ++k) {
-      Type sent = getTransfer(out[k])->type,
-           expected = getTransfer(in[k])->type;
-      if (sent != expected) {
-        InFlightDiagnostic diag = out[k]->emitError()
-                                  << "sends " << sent << " to " << stageName(to)
-                                  << ", whose matching receive (its receive #"
-                                  << k << " from " << stageName(from)
-                                  << ") expects " << expected;
-        diag.attachNote(in[k]->getLoc()) << "the receive";
+      if (out[k].type != in[k].type) {
+        InFlightDiagnostic diag =
+            out[k].op->emitError()
+            << "sends " << out[k].type << " to " << stageName(to)
+            << ", whose matching receive (its receive #" << k << " from "
+            << stageName(from) << ") expects " << in[k].type;
+        diag.attachNote(in[k].op->getLoc()) << "the receive";
         ok = false;
       }
-      exchanges.push_back({out[k], in[k]});
+      exchanges.push_back({out[k].op, in[k].op});
     }
     if (out.size() > in.size()) {
-      out[in.size()]->emitError()
+      out[in.size()].op->emitError()
           << "is send #" << in.size() << " of " << stageName(from) << " to "
           << stageName(to)
           << ", which has no matching receive: " << stageName(to)
@@ -283,7 +295,7 @@ LogicalResult StageChecker::matchTransfers() {
           << "but it sends " << out.size();
       ok = false;
     } else if (in.size() > out.size()) {
-      in[out.size()]->emitError()
+      in[out.size()].op->emitError()
           << "is receive #" << out.size() << " of " << stageName(to) << " from "
           << stageName(from)
           << ", which has no matching send: " << stageName(from) << " sends "

@@ -10,10 +10,12 @@
 //  - each program's streams run their ops in order; an op starts when it is
 //    at the front of its stream and the ops it depends on (its operands'
 //    producers, the event or future it waits for) have completed;
-//  - an op that exchanges data with other programs (an exchange) completes
-//    only when all of its members have started, and holds its stream until
-//    then, as a NCCL kernel holds its CUDA stream (a send is a rendezvous:
-//    no backend may rely on buffering);
+//  - ops that exchange data with other programs (an exchange) complete
+//    only when all of the exchange's members have started, and hold their
+//    streams until then, as a NCCL kernel holds its CUDA stream (a send is
+//    a rendezvous: no backend may rely on buffering); an op in several
+//    exchanges (a send-receive: its send and its receive) completes when
+//    all of them have;
 //  - a program's ops marked `ordered` (its collectives) start in program
 //    order, as the runtime issues them; every other op completes when it
 //    starts.
@@ -66,8 +68,8 @@ public:
   unsigned addOp(unsigned program, unsigned stream,
                  llvm::ArrayRef<unsigned> deps, bool ordered);
 
-  /// Ops that complete together once all of them have started (an op is
-  /// in at most one exchange).
+  /// Ops that complete together once all of them have started; an op in
+  /// several exchanges completes once each of them is complete.
   void addExchange(llvm::ArrayRef<OpRef> members);
 
   /// Runs the programs: an empty result when every op completes, otherwise
@@ -80,8 +82,8 @@ private:
     unsigned stream;
     llvm::SmallVector<unsigned, 2> deps;
     bool ordered;
-    /// Index into `exchanges`, or -1.
-    int exchange = -1;
+    /// Indices into `exchanges`.
+    llvm::SmallVector<unsigned, 1> exchanges;
   };
   std::vector<std::vector<Op>> programs;
   std::vector<llvm::SmallVector<OpRef, 2>> exchanges;
