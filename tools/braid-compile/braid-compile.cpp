@@ -59,6 +59,26 @@ static cl::opt<bool> sequenceParallel(
              "tensor-parallel step (braid-sequence-parallel; default on, "
              "--sequence-parallel=false to compare)"),
     cl::init(true), cl::cat(category));
+static cl::opt<int64_t> pipelineAxis(
+    "pipeline-axis",
+    cl::desc("Split the step into pipeline stages, one per coordinate of "
+             "this axis of its grid (braid-pipeline; docs/Pipeline.md)"),
+    cl::init(-1), cl::cat(category));
+static cl::opt<int64_t>
+    microBatches("micro-batches",
+                 cl::desc("With --pipeline-axis: micro-batches per step, the "
+                          "input step being one micro-batch's (default 1)"),
+                 cl::init(1), cl::cat(category));
+static cl::opt<std::string> pipelineSchedule(
+    "pipeline-schedule",
+    cl::desc("With --pipeline-axis: the order of a stage's micro-batches, "
+             "gpipe or 1f1b (default)"),
+    cl::init("1f1b"), cl::cat(category));
+static cl::list<std::string> stageBoundaries(
+    "stage-boundaries",
+    cl::desc("With --pipeline-axis: the module starting each stage after "
+             "the first, in parameter order (comma-separated)"),
+    cl::CommaSeparated, cl::cat(category));
 static cl::opt<bool> fuse(
     "fuse",
     cl::desc("Fold ops into the kernels that can run them (braid-fuse-kernels: "
@@ -260,6 +280,20 @@ int main(int argc, char **argv) {
   compile.overlap = !noOverlap;
   compile.sequenceParallel = sequenceParallel;
   compile.fuse = fuse;
+  if ((microBatches.getNumOccurrences() ||
+       pipelineSchedule.getNumOccurrences() ||
+       stageBoundaries.getNumOccurrences()) &&
+      pipelineAxis < 0) {
+    llvm::errs() << "braid-compile: error: --micro-batches, "
+                    "--pipeline-schedule and --stage-boundaries need "
+                    "--pipeline-axis\n";
+    return 1;
+  }
+  compile.pipelineAxis = pipelineAxis;
+  compile.microBatches = microBatches;
+  compile.pipelineSchedule = pipelineSchedule;
+  compile.stageBoundaries.assign(stageBoundaries.begin(),
+                                 stageBoundaries.end());
   compile.report = report;
   PassManager pm(&context);
   // The input is verified by the parser; the passes are trusted to keep it

@@ -130,6 +130,92 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
   ];
 }
 
+def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
+  let summary = "Split a training step into pipeline stages, one program each, micro-batches in a schedule's order";
+  let description = [{
+    Turns the module's training step (the function whose arguments carry
+    `braid.role`s) into one program per coordinate of the pipeline axis
+    `axis` of its grid, each with `braid.stage` (docs/Pipeline.md):
+
+    1. Stages. Each parameter belongs to a stage: `boundaries` names, for
+       stages 1 to p - 1, the module whose first parameter (in argument
+       order; a name equal to it or starting with it and a dot) starts the
+       stage. Each optimizer state belongs to its parameter's stage (a
+       state named `P.x` is parameter P's); the other arguments (batch,
+       hyperparameters, a shared `step`) are given to every stage that
+       reads them.
+    2. Ops. The forward (what the loss depends on) runs on the latest stage
+       among its operands'; the backward (what the gradients depend on,
+       besides) runs on the earliest stage among its users' at which its
+       forward operands exist; the optimizer (the gradient all-reduces,
+       carrying `grad_of`, and what depends on them) on its parameters'
+       stage. Ops on constants, batch inputs and hyperparameters alone are
+       computed again on each stage that needs them.
+    3. Micro-batches. The step is the step of one micro-batch; a stage
+       program takes `micro-batches` times the batch (the batch arguments'
+       first dimension) and runs its forward and backward once per slice,
+       in the order of `schedule` (`gpipe`: all forwards, then all
+       backwards; `1f1b`: stage i runs p - i - 1 forwards, then one of each
+       in turn, then the rest). Gradients add up over the micro-batches and
+       are scaled by 1/m before their all-reduce; the loss is the mean of
+       the micro-batches'. The optimizer runs once, after the last
+       backward.
+    4. Transfers. A value computed on one stage and used on another is sent
+       by its stage after the action (a micro-batch's forward or backward)
+       that computes it and received by the other before the action that
+       needs it (`braid.send`, `braid.recv` on the pipeline axis, the peer
+       named by its stage index); a send followed by a receive from the
+       same peer becomes one `braid.send_recv`, which 1F1B's steady state
+       needs to run without deadlock.
+
+    The stage programs are checked as `braid-verify-schedule` checks them
+    (matching transfers, no deadlock) before the pass returns.
+
+    Rejected with an error naming the cause: a boundary that names no
+    parameter's module, boundaries out of order or not p - 1 of them, a
+    stage left without parameters, a parameter used on a stage other than
+    its own (tied weights), an optimizer that needs values from another
+    stage (clipping by the global norm), a collective of the step on the
+    pipeline axis, results other than the loss that depend on the batch.
+
+    Before (`--braid-pipeline="axis=0 micro-batches=2 boundaries=fc2"` on a
+    grid of 2):
+    ```mlir
+    func.func @step(%x: ..., %fc1_weight: ..., %fc2_weight: ...) -> ... {
+      %h = braid.matmul %x, %fc1_weight ...
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    func.func @step_stage0(%x: tensor<16x...>, %fc1_weight: ...) -> ...
+        attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+      %x0 = braid.slice %x offsets = [0, 0] ...
+      %h = braid.matmul %x0, %fc1_weight ...
+      braid.send %a on @world grid_axes = [0] peer = 1 ...
+      ...
+    }
+    func.func @step_stage1(...) attributes {braid.stage = ... index = 1>} { ... }
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "int64_t", /*default=*/"-1",
+           "The pipeline axis of the step's grid (required)">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Micro-batches per step: each stage program takes this many times "
+           "the step's batch">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "The order of a stage's micro-batches: gpipe or 1f1b">,
+    ListOption<"boundaries", "boundaries", "std::string",
+               "The module that starts each stage after the first, p - 1 "
+               "names in parameter order">
+  ];
+  let statistics = [
+    Statistic<"numTransfers", "transfers", "Sends and receives made, per stage program">,
+    Statistic<"numPaired", "paired", "Send-receives made from a send and a receive">
+  ];
+}
+
 def TensorParallel : Pass<"braid-tensor-parallel", "mlir::ModuleOp"> {
   let summary = "Partition a global step into the per-rank program of a tensor-parallel grid axis";
   let description = [{

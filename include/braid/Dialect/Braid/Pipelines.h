@@ -15,6 +15,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <string>
+#include <vector>
+
 namespace braid {
 
 /// The schedules braid-overlap makes.
@@ -108,6 +111,12 @@ struct CompilePipelineOptions {
   bool sequenceParallel = true;
   /// braid-fuse-kernels after the parallelism passes.
   bool fuse = true;
+  /// braid-pipeline first, when the step is to be split into stages
+  /// (pipelineAxis >= 0).
+  int64_t pipelineAxis = -1;
+  int64_t microBatches = 1;
+  std::string pipelineSchedule = "1f1b";
+  std::vector<std::string> stageBoundaries;
 };
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const OverlapPipelineOptions &overlapOptions,

@@ -67,6 +67,17 @@ void braid::buildOverlapPipeline(OpPassManager &pm,
 void braid::buildCompilePipeline(OpPassManager &pm,
                                  const OverlapPipelineOptions &overlapOptions,
                                  const CompilePipelineOptions &options) {
+  // A pipelined step becomes its stage programs first, each then compiled
+  // as a step of its own.
+  if (options.pipelineAxis >= 0) {
+    PipelineOptions pipeline;
+    pipeline.axis = options.pipelineAxis;
+    pipeline.microBatches = options.microBatches;
+    pipeline.schedule = options.pipelineSchedule;
+    pipeline.boundaries.assign(options.stageBoundaries.begin(),
+                               options.stageBoundaries.end());
+    pm.addPass(createPipeline(pipeline));
+  }
   // A step with sharded parameters becomes the per-rank program first; one
   // without is not changed.
   pm.addPass(createTensorParallel());
