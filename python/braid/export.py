@@ -310,7 +310,7 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     if any(_draws_dropout(n) for n in graph.graph.nodes):
         dropout_step = b.arg("optimizer_state", "dropout.step", ())
         state["dropout.step"] = np.array(0.0, dtype=np.float32)
-        rng = RandomState(dropout_step, b.axis_index(0, hint="dp_rank"), seed)
+        rng = RandomState(dropout_step, b.axis_index(b.dp_axis, hint="dp_rank"), seed)
     # A scheduled learning rate: one hyperparameter argument per param group,
     # its schedule written with the parameters.
     lr_of = {}

@@ -76,14 +76,21 @@ def _scale(grad_scale):
 class StepBuilder:
     """Builds one `func.func` training step on a data-parallel grid."""
 
-    def __init__(self, name, world_size, grid="world", tp=1):
+    def __init__(self, name, world_size, grid="world", tp=1, pp=1):
         """`world_size` data-parallel ranks; with `tp` > 1 the grid is
         `world_size x tp`, the tensor-parallel axis innermost, and the
-        parameters given a sharding by `shard` are split over it."""
+        parameters given a sharding by `shard` are split over it. With `pp`
+        > 1 a pipeline axis of `pp` stages comes first, outermost (stages
+        apart, as Megatron-LM places them), and `pipeline` says how
+        braid-compile splits the step (docs/Pipeline.md)."""
         self.name = name
         self.grid = grid
         self.world_size = world_size
         self.tp = tp
+        self.pp = pp
+        self.pipeline_attrs = None
+        # The data-parallel axis of the grid.
+        self.dp_axis = 1 if pp > 1 else 0
         self.shardings = {}  # parameter name -> "split D" or "split D blocks [...]"
         self.args = []       # (Value, role kind, role name)
         self.results = []    # (Value, role kind or None, role name)
@@ -393,8 +400,8 @@ class StepBuilder:
         if dtype is not None and dtype != grad.dtype:
             grad = self.cast(grad, dtype, hint="g16_" + param_name)
         return self._emit(hint, grad.shape, grad.dtype,
-                          'braid.all_reduce %s on @%s grid_axes = [0] reduction = avg grad_of = ["%s"] : %s'
-                          % (grad, self.grid, param_name, grad.type))
+                          'braid.all_reduce %s on @%s grid_axes = [%d] reduction = avg grad_of = ["%s"] : %s'
+                          % (grad, self.grid, self.dp_axis, param_name, grad.type))
 
     def sgd(self, name, grad, buf, lr, momentum, weight_decay=0.0, dampening=0.0,
             nesterov=False, grad_scale=None):
@@ -446,11 +453,27 @@ class StepBuilder:
                 total = part if total is None else self.add(total, part, hint="sumsq_total")
         return self.clip_coefficient(total, max_norm)
 
+    def pipeline(self, micro_batches, schedule, boundaries=()):
+        """Asks braid-compile to split the step (one micro-batch's) into
+        `pp` stages on the grid's first axis, running `micro_batches` per
+        step in `schedule`'s order, the stages starting at the modules
+        `boundaries` (none: balanced by the cost model)."""
+        if self.pp < 2:
+            raise ValueError("pipeline() needs a builder with pp > 1")
+        attrs = ["axis = 0 : i64", "micro_batches = %d : i64" % micro_batches,
+                 'schedule = "%s"' % schedule]
+        if boundaries:
+            attrs.append("boundaries = [%s]" % ", ".join('"%s"' % b for b in boundaries))
+        self.pipeline_attrs = "{%s}" % ", ".join(attrs)
+
     # -- output ------------------------------------------------------------------
     def text(self, header=""):
         out = [header] if header else []
-        shape = "%d" % self.world_size if self.tp == 1 else "%dx%d" % (self.world_size, self.tp)
-        out.append("shard.grid @%s(shape = %s)" % (self.grid, shape))
+        dims = ([self.pp] if self.pp > 1 else []) + [self.world_size] + \
+            ([self.tp] if self.tp > 1 else [])
+        if self.pipeline_attrs:
+            out.append("module attributes {braid.pipeline = %s} {" % self.pipeline_attrs)
+        out.append("shard.grid @%s(shape = %s)" % (self.grid, "x".join(map(str, dims))))
         out.append("")
 
         def arg_text(v, k, n):
@@ -469,4 +492,6 @@ class StepBuilder:
         out.append("  return %s\n      : %s" % (", ".join(str(v) for v, _, _ in self.results),
                                             ", ".join(v.type for v, _, _ in self.results)))
         out.append("}")
+        if self.pipeline_attrs:
+            out.append("}")
         return "\n".join(out) + "\n"

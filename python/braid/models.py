@@ -17,14 +17,14 @@ from braid.ir import StepBuilder
 
 
 def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
-        lr=0.01, momentum=0.9, layers=1, tp=1):
+        lr=0.01, momentum=0.9, layers=1, tp=1, pp=1):
     """An MLP of `layers` hidden layers (Linear, ReLU, ..., Linear,
     cross-entropy) trained with SGD+momentum; the default is 2 linear layers.
     With `tp` > 1, Megatron's layout: the linear layers alternate
     column-parallel (weight and bias split by rows) and row-parallel
     (weight split by columns, bias replicated) from the first; an odd last
     layer is replicated."""
-    b = StepBuilder("mlp_step", world_size, tp=tp)
+    b = StepBuilder("mlp_step", world_size, tp=tp, pp=pp)
     x = b.arg("batch", "x", (batch, features))
     labels = b.arg("batch", "labels", (batch,), "i64")
     sizes = [features] + [hidden] * layers + [classes]
@@ -76,7 +76,7 @@ def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
 def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
         lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, layers=1, tp=1,
         vocab_parallel=False, micro_batches=1, max_grad_norm=None, dtype="f32",
-        master_weights=False, reduce_dtype=None, attention="fused"):
+        master_weights=False, reduce_dtype=None, attention="fused", pp=1):
     """A GPT-2 (pre-norm attention and gelu MLP, tied lm head) with AdamW,
     `layers` blocks (default one). Defaults are GPT-2 small's shapes."""
     return transformer("gpt2", batch=batch, seq=seq, hidden=hidden, heads=heads,
@@ -85,14 +85,14 @@ def gpt(batch=8, seq=1024, hidden=768, heads=12, vocab=50304, world_size=8,
                        vocab_parallel=vocab_parallel, micro_batches=micro_batches,
                        max_grad_norm=max_grad_norm, dtype=dtype,
                        master_weights=master_weights, reduce_dtype=reduce_dtype,
-                       attention=attention)
+                       attention=attention, pp=pp)
 
 
 def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
                 ffn=None, kv_heads=None, dtype="f32", lr=3e-4, betas=(0.9, 0.95),
                 eps=1e-8, weight_decay=0.1, tp=1, vocab_parallel=False, micro_batches=1,
                 max_grad_norm=None, master_weights=False, reduce_dtype=None,
-                attention="fused"):
+                attention="fused", pp=1):
     """A transformer training step with AdamW, forward and backward by hand.
 
     kind "gpt2": learned positions, layer norm with bias, biased projections,
@@ -151,7 +151,7 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     F = ffn or 4 * hidden
     llama = kind == "llama"
     name = {"gpt2": "gpt_step", "bert": "bert_step", "llama": "llama_step"}[kind]
-    b = StepBuilder(name, world_size, tp=tp)
+    b = StepBuilder(name, world_size, tp=tp, pp=pp)
     all_ids = b.arg("batch", "tokens", (micro_batches * batch, seq), "i64")
     all_labels = b.arg("batch", "labels", (micro_batches * batch, seq), "i64")
     shapes = {"wte": (vocab, H)}
@@ -471,6 +471,15 @@ def main(argv=None):
                         help="tensor-parallel ranks per data-parallel rank: the grid is "
                              "WORLD_SIZE x TP with Megatron's sharding of the parameters, "
                              "for braid-tensor-parallel (default 1: data parallel only)")
+    parser.add_argument("--pp", type=int, default=1,
+                        help="pipeline stages: the grid is PP x WORLD_SIZE (x TP), the step "
+                             "one micro-batch's, which braid-compile splits into stage "
+                             "programs (braid-pipeline; default 1: no pipeline)")
+    parser.add_argument("--schedule-pp", choices=["gpipe", "1f1b"], default=None,
+                        help="with --pp: the order of a stage's micro-batches (default 1f1b)")
+    parser.add_argument("--stage-boundaries", default=None,
+                        help="with --pp: the module starting each stage after the first, "
+                             "comma-separated (default: stages balanced by the cost model)")
     parser.add_argument("--vocab-parallel", action="store_true",
                         help="with --tp: split the token embedding (tied with the lm head) "
                              "and llama's lm head by rows over the tensor-parallel ranks "
@@ -516,7 +525,11 @@ def main(argv=None):
         parser.error("--tp must be at least 1")
     if args.vocab_parallel and args.tp == 1:
         parser.error("--vocab-parallel needs --tp above 1")
-    kwargs = {"world_size": args.world_size, "tp": args.tp}
+    if args.pp < 1:
+        parser.error("--pp must be at least 1")
+    if args.pp == 1 and (args.schedule_pp or args.stage_boundaries):
+        parser.error("--schedule-pp and --stage-boundaries need --pp above 1")
+    kwargs = {"world_size": args.world_size, "tp": args.tp, "pp": args.pp}
     if args.vocab_parallel:
         if args.model == "mlp":
             parser.error("--vocab-parallel is for transformers")
@@ -531,6 +544,8 @@ def main(argv=None):
                            "micro_batches")
     shape_options = {"mlp": ("layers", "batch", "features", "hidden", "classes")}
     allowed = shape_options.get(args.model, transformer_options)
+    if args.pp > 1:
+        allowed = allowed + ("micro_batches",)
     for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes",
                  "micro_batches"):
         value = getattr(args, name)
@@ -566,6 +581,9 @@ def main(argv=None):
         if args.model == "mlp":
             parser.error("--attention is for transformers")
         kwargs["attention"] = args.attention
+    # A pipelined step is one micro-batch's: braid-pipeline runs it once per
+    # micro-batch (an MLP's too).
+    micro = kwargs.pop("micro_batches", 1) if args.pp > 1 else None
     if args.model in MODELS:
         if args.model == "gpt" and kwargs.get("hidden", 768) % kwargs.get("heads", 12):
             parser.error("--hidden must be a multiple of --heads")
@@ -579,12 +597,21 @@ def main(argv=None):
         if shape["heads"] % shape.get("kv_heads", shape["heads"]):
             parser.error("--heads must be a multiple of the key/value heads (%d)" % shape["kv_heads"])
         step = preset(args.model, **kwargs)
+    if args.pp > 1:
+        boundaries = [b for b in (args.stage_boundaries or "").split(",") if b]
+        step.pipeline(micro, args.schedule_pp or "1f1b", boundaries)
     # The command that regenerates this file (without the output path).
     command = [args.model] + (["--tiny"] if args.tiny else [])
     if args.world_size != 8:
         command.append("--world-size %d" % args.world_size)
     if args.tp != 1:
         command.append("--tp %d" % args.tp)
+    if args.pp != 1:
+        command.append("--pp %d" % args.pp)
+    if args.schedule_pp:
+        command.append("--schedule-pp %s" % args.schedule_pp)
+    if args.stage_boundaries:
+        command.append("--stage-boundaries %s" % args.stage_boundaries)
     if args.vocab_parallel:
         command.append("--vocab-parallel")
     for name in ("layers", "batch", "seq", "hidden", "heads", "vocab", "features", "classes",
@@ -602,6 +629,8 @@ def main(argv=None):
     if args.attention is not None:
         command.append("--attention %s" % args.attention)
     kind = "data-parallel" if args.tp == 1 else "global (tensor-parallel, for braid-tensor-parallel)"
+    if args.pp > 1:
+        kind = "micro-batch's pipelined (split into stages by braid-compile)"
     header = ("// Generated by `python3 -m braid.models %s`: one %s training\n"
               "// step (forward, backward, gradient all-reduces, optimizer).\n" % (" ".join(command), kind))
     text = step.text(header)

@@ -135,12 +135,16 @@ void braid::rt::issueCollective(const Plan &plan, const Instr &instr,
     return comm.recv(at(out()), out().numElements(), out().dtype,
                      int(instr.as<ops::RecvAttrs>().peer));
   case CollectiveKind::SendRecv: {
-    // Both halves posted at once (one NCCL group; two nonblocking MPI
-    // calls), each matching the peer's send or receive of its direction.
+    // Every receive and send posted at once (one NCCL group; nonblocking
+    // MPI calls), each matching the peer's transfer of its direction.
     const auto &a = instr.as<ops::SendRecvAttrs>();
     comm.groupStart();
-    comm.recv(at(out()), out().numElements(), out().dtype, int(a.recv_peer));
-    comm.send(at(in()), in().numElements(), in().dtype, int(a.send_peer));
+    for (uint32_t id : instr.results)
+      comm.recv(at(buffer(id)), buffer(id).numElements(), buffer(id).dtype,
+                int(a.recv_peer));
+    for (uint32_t id : instr.operands)
+      comm.send(at(buffer(id)), buffer(id).numElements(), buffer(id).dtype,
+                int(a.send_peer));
     comm.groupEnd();
     return;
   }

@@ -280,13 +280,17 @@ int main(int argc, char **argv) {
   compile.overlap = !noOverlap;
   compile.sequenceParallel = sequenceParallel;
   compile.fuse = fuse;
+  // A module that asks to be pipelined (braid.models --pp, braid.export)
+  // says how in `braid.pipeline`; the options override it.
+  compile.pipeline = pipelineAxis >= 0 ||
+                     (*module)->hasAttr(braid::BraidDialect::kPipelineAttrName);
   if ((microBatches.getNumOccurrences() ||
        pipelineSchedule.getNumOccurrences() ||
        stageBoundaries.getNumOccurrences()) &&
-      pipelineAxis < 0) {
+      !compile.pipeline) {
     llvm::errs() << "braid-compile: error: --micro-batches, "
                     "--pipeline-schedule and --stage-boundaries need "
-                    "--pipeline-axis\n";
+                    "--pipeline-axis (or a module with braid.pipeline)\n";
     return 1;
   }
   compile.pipelineAxis = pipelineAxis;

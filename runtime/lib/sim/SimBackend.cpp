@@ -101,8 +101,14 @@ void SimBackend::collective(unsigned stream, const Instr &instr) {
     item.groupSeq = seq(2, instr.as<ops::RecvAttrs>().peer);
     break;
   case CollectiveKind::SendRecv:
+    // Its sends take the next positions of the sends to its peer, its
+    // receives those of the receives from its peer.
     item.groupSeq = seq(1, instr.as<ops::SendRecvAttrs>().send_peer);
     item.recvSeq = seq(2, instr.as<ops::SendRecvAttrs>().recv_peer);
+    state->seqs[{instr.group, 1, instr.as<ops::SendRecvAttrs>().send_peer}] +=
+        int64_t(instr.operands.size()) - 1;
+    state->seqs[{instr.group, 2, instr.as<ops::SendRecvAttrs>().recv_peer}] +=
+        int64_t(instr.results.size()) - 1;
     break;
   default:
     item.groupSeq = seq(0, 0);

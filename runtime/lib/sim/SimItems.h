@@ -34,8 +34,8 @@ struct Item {
   /// send's or a receive's: among its transfers with the same peer in the
   /// same direction), in issue order.
   int64_t groupSeq = 0;
-  /// A send-receive's receive: its position among the receives from its
-  /// peer (groupSeq is its send's).
+  /// A send-receive's first receive: its position among the receives from
+  /// its peer (groupSeq is its first send's; the others follow).
   int64_t recvSeq = 0;
   /// Items (of this rank) that must have ended before this one starts.
   std::vector<Pos> deps;

@@ -25,7 +25,8 @@ static int64_t worldPeer(const Plan &plan, const Item &item, int64_t rank,
 }
 
 /// The transfers item `item` of rank `r` takes part in: a send or a
-/// receive is one, a send-receive two (its send, then its receive).
+/// receive is one, a send-receive one per tensor (its sends, then its
+/// receives).
 namespace {
 struct Half {
   int64_t from, to, seq;
@@ -44,10 +45,16 @@ static std::vector<Half> halvesOf(const Plan &plan, const Item &item,
              item.groupSeq, item.commBytes}};
   case CollectiveKind::SendRecv: {
     const auto &a = instr.as<ops::SendRecvAttrs>();
-    return {{r, worldPeer(plan, item, r, a.send_peer), item.groupSeq,
-             plan.buffers[instr.operands.front()].bytes},
-            {worldPeer(plan, item, r, a.recv_peer), r, item.recvSeq,
-             plan.buffers[instr.results.front()].bytes}};
+    std::vector<Half> halves;
+    int64_t to = worldPeer(plan, item, r, a.send_peer),
+            from = worldPeer(plan, item, r, a.recv_peer);
+    for (size_t i = 0; i < instr.operands.size(); ++i)
+      halves.push_back({r, to, item.groupSeq + int64_t(i),
+                        plan.buffers[instr.operands[i]].bytes});
+    for (size_t i = 0; i < instr.results.size(); ++i)
+      halves.push_back({from, r, item.recvSeq + int64_t(i),
+                        plan.buffers[instr.results[i]].bytes});
+    return halves;
   }
   default:
     return {};

@@ -277,3 +277,27 @@ func.func @stage_integer() attributes {braid.stage = 0 : i64} {
 // expected-error @below {{'braid.stage' must be a #braid.stage attribute on a function}}
 module attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
 }
+
+// -----
+
+// expected-error @below {{'braid.pipeline' must be {axis = N : i64, micro_batches = M : i64, schedule = "NAME", boundaries = ["MODULE", ...]} on a builtin.module (all but the axis optional), but is {micro_batches = 4 : i64}}}
+module attributes {braid.pipeline = {micro_batches = 4 : i64}} {
+}
+
+// -----
+
+// expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
+module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = 0 : i64}} {
+}
+
+// -----
+
+// expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
+module attributes {braid.pipeline = {axis = 0 : i64, boundaries = ["h2", 3]}} {
+}
+
+// -----
+
+// expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
+module attributes {braid.pipeline = {axis = 0 : i64, stages = 4 : i64}} {
+}

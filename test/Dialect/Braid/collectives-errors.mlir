@@ -384,8 +384,17 @@ func.func @send_recv_recv_peer_range(%x: tensor<8xf32>) {
 // -----
 
 shard.grid @world(shape = 4x2)
+func.func @send_recv_nothing_sent() {
+  // expected-error @below {{sends nothing; a send-receive sends at least one tensor (braid.recv receives alone)}}
+  %0 = "braid.send_recv"() <{grid = @world, grid_axes = array<i16: 1>, send_peer = 1 : i64, recv_peer = 1 : i64}> : () -> tensor<8xf32>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4x2)
 func.func @send_recv_start_future(%x: tensor<8xf32>) {
-  // expected-error @below {{yields '!braid.future<>', which must hold exactly one tensor}}
+  // expected-error @below {{receives nothing; a send-receive receives at least one tensor (braid.send sends alone)}}
   %0 = braid.send_recv_start %x on @world grid_axes = [1] send_peer = 1 recv_peer = 1 : tensor<8xf32> -> !braid.future<>
   return
 }

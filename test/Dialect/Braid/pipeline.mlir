@@ -4,9 +4,9 @@
 // A three-layer MLP on data parallel 2 x pipeline 3, a layer per stage.
 // 1F1B with two micro-batches: stage 0 runs one warm-up forward and sends
 // its activation; its second forward's send pairs with the first
-// gradient's receive; the middle stage receives from the first and sends
-// to the last, pairing its second activation with the first gradient from
-// the last; the last stage alternates forward and backward at once and
+// gradient's receive; the middle stage pairs each send with the receive
+// that follows it (to the last stage and from the first, to and from the
+// last, to the first and from the last); the last stage alternates forward and backward at once and
 // holds the loss, the mean of the micro-batches'. Each stage takes the
 // batch of both micro-batches and slices it; its gradients add up over the
 // micro-batches, halved before their data-parallel all-reduce.
@@ -71,11 +71,9 @@ func.func @step(
 // CHECK-LABEL: func.func @step_stage1(
 // CHECK-SAME: index = 1>
 // CHECK: braid.recv on @world grid_axes = [1] peer = 0
-// CHECK: braid.send %{{.*}} peer = 2
-// CHECK: braid.recv on @world grid_axes = [1] peer = 0
+// CHECK: braid.send_recv %{{.*}} send_peer = 2 recv_peer = 0
 // CHECK: braid.send_recv %{{.*}} send_peer = 2 recv_peer = 2
-// CHECK: braid.send %{{.*}} peer = 0
-// CHECK: braid.recv on @world grid_axes = [1] peer = 2
+// CHECK: braid.send_recv %{{.*}} send_peer = 0 recv_peer = 2
 // CHECK: braid.send %{{.*}} peer = 0
 // CHECK: grad_of = ["fc2.weight"]
 

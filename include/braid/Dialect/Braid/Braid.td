@@ -64,6 +64,11 @@ def Braid_Dialect : Dialect {
     /// The function attribute of a pipeline stage's program:
     /// `#braid.stage<grid = @world, axis = 1, index = 0>`.
     static constexpr ::llvm::StringLiteral kStageAttrName = "braid.stage";
+    /// The module attribute asking braid-pipeline to split the step:
+    /// `{axis = 0 : i64, micro_batches = 4 : i64, schedule = "1f1b",
+    /// boundaries = ["h2"]}` (all but the axis optional; braid.models --pp
+    /// and braid.export write it).
+    static constexpr ::llvm::StringLiteral kPipelineAttrName = "braid.pipeline";
     /// The function attribute of `braid-plan-memory`: the arena size.
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
         "braid.arena_bytes";

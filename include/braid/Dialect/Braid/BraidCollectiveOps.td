@@ -244,32 +244,41 @@ defm Braid_Recv : Braid_Collective<"recv", 112, "Recv", "verifyRecv",
 
 defm Braid_SendRecv : Braid_Collective<"send_recv", 118, "SendRecv",
     "verifySendRecv",
-    !con((ins Braid_Tensor:$input), Braid_CollectiveArgs,
+    !con((ins Variadic<Braid_Tensor>:$inputs), Braid_CollectiveArgs,
          (ins I64Attr:$send_peer, I64Attr:$recv_peer)),
-    (outs Braid_Tensor:$result), (outs Braid_FutureType:$result),
+    (outs Variadic<Braid_Tensor>:$results), (outs Braid_FutureType:$future),
     [{
-      $input `on` $grid `grid_axes` `=` $grid_axes `send_peer` `=` $send_peer
-      `recv_peer` `=` $recv_peer attr-dict `:` type($input) `->`
-      qualified(type($result))
-    }], "",
-    "send to one peer and receive from one, issued together", [{
-    Sends `input` to rank `send_peer` of the group and receives `result`
-    from rank `recv_peer`, both posted at once, as MPI's `MPI_Sendrecv`,
-    NCCL's grouped `ncclSend`/`ncclRecv` and torch's `batch_isend_irecv`
-    do. Its send is one of the rank's sends to `send_peer` and its receive
-    one of its receives from `recv_peer`: it matches the peer's `braid.recv`
-    or `braid.send` as well as the halves of the peer's `braid.send_recv`,
-    in the order of each direction. The two halves need not have one type.
+      $inputs `on` $grid `grid_axes` `=` $grid_axes `send_peer` `=` $send_peer
+      `recv_peer` `=` $recv_peer attr-dict `:` type($inputs) `->`
+      type($results)
+    }], [{
+      $inputs `on` $grid `grid_axes` `=` $grid_axes `send_peer` `=` $send_peer
+      `recv_peer` `=` $recv_peer attr-dict `:` type($inputs) `->`
+      qualified(type($future))
+    }],
+    "send to one peer and receive from one, all posted at once", [{
+    Sends each of `inputs` to rank `send_peer` of the group and receives each
+    of `results` from rank `recv_peer`, all posted at once, as MPI's
+    `MPI_Sendrecv`, NCCL's grouped `ncclSend`/`ncclRecv` and torch's
+    `batch_isend_irecv` do; it completes when all of them have. Its sends
+    are the rank's next sends to `send_peer`, in order, and its receives its
+    next receives from `recv_peer`: each matches the peer's `braid.send` or
+    `braid.recv` as well as a part of the peer's `braid.send_recv`, in the
+    order of each direction. Inputs and results need not have one type.
 
     A pair of stages that each send before they receive deadlocks when
     sends are rendezvous; issued together, the exchange cannot. 1F1B's
     steady state is built on it: stage `i` sends the activation of one
     micro-batch forward while it receives the gradient of an earlier one
-    back from the same peer.
+    back from the same peer (several tensors each way where several values
+    cross the boundary).
 
     ```mlir
     %grad = braid.send_recv %act on @world grid_axes = [1] send_peer = 2
         recv_peer = 2 : tensor<8x128x768xf32> -> tensor<8x128x768xf32>
+    %f = braid.send_recv_start %a, %b on @world grid_axes = [1] send_peer = 1
+        recv_peer = 1 : tensor<8x768xf32>, tensor<8xf32>
+        -> !braid.future<tensor<8x768xf32>, tensor<8xf32>>
     ```
   }]>;
 

@@ -145,12 +145,18 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
        hyperparameters, a shared `step`) are given to every stage that
        reads them.
     2. Ops. The forward (what the loss depends on) runs on the latest stage
-       among its operands'; the backward (what the gradients depend on,
-       besides) runs on the earliest stage among its users' at which its
-       forward operands exist; the optimizer (the gradient all-reduces,
-       carrying `grad_of`, and what depends on them) on its parameters'
-       stage. Ops on constants, batch inputs and hyperparameters alone are
-       computed again on each stage that needs them.
+       among its operands': activations flow up. The backward (what the
+       gradients depend on, besides) flows down: an op reading a parameter
+       runs on its stage, any other on the latest stage among its users'
+       and its forward operands', and one on gradients alone moves up to
+       the earliest stage of its operands. The optimizer (the gradient
+       all-reduces, carrying `grad_of`, and what depends on them) runs on
+       its parameters' stage. Ops on constants, batch inputs and
+       hyperparameters alone are computed again on each stage that needs
+       them. Without `boundaries`, the stages are balanced: each parameter
+       first a stage of its own, the parameters are cut into the p runs
+       whose slowest forward and backward (on the module's cluster) is
+       fastest.
     3. Micro-batches. The step is the step of one micro-batch; a stage
        program takes `micro-batches` times the batch (the batch arguments'
        first dimension) and runs its forward and backward once per slice,
@@ -164,12 +170,17 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
        by its stage after the action (a micro-batch's forward or backward)
        that computes it and received by the other before the action that
        needs it (`braid.send`, `braid.recv` on the pipeline axis, the peer
-       named by its stage index); a send followed by a receive from the
-       same peer becomes one `braid.send_recv`, which 1F1B's steady state
+       named by its stage index); a run of transfers with nothing computed
+       between them, to one peer and from one, becomes one
+       `braid.send_recv` of all its tensors, which 1F1B's steady state
        needs to run without deadlock.
 
     The stage programs are checked as `braid-verify-schedule` checks them
-    (matching transfers, no deadlock) before the pass returns.
+    (matching transfers, no deadlock) before the pass returns. A module
+    attribute `braid.pipeline = {axis = 0 : i64, micro_batches = 4 : i64,
+    schedule = "gpipe", boundaries = ["h2"]}` (what braid.models --pp and
+    braid.export write) fills the options left at their defaults, and is
+    removed.
 
     Rejected with an error naming the cause: a boundary that names no
     parameter's module, boundaries out of order or not p - 1 of them, a
@@ -208,7 +219,7 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
            "The order of a stage's micro-batches: gpipe or 1f1b">,
     ListOption<"boundaries", "boundaries", "std::string",
                "The module that starts each stage after the first, p - 1 "
-               "names in parameter order">
+               "names in parameter order (none: balanced by the cost model)">
   ];
   let statistics = [
     Statistic<"numTransfers", "transfers", "Sends and receives made, per stage program">,

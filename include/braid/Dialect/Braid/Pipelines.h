@@ -111,8 +111,10 @@ struct CompilePipelineOptions {
   bool sequenceParallel = true;
   /// braid-fuse-kernels after the parallelism passes.
   bool fuse = true;
-  /// braid-pipeline first, when the step is to be split into stages
-  /// (pipelineAxis >= 0).
+  /// braid-pipeline first, when the step is to be split into stages: with
+  /// these options, those at their defaults taken from the module's
+  /// `braid.pipeline` when it has one.
+  bool pipeline = false;
   int64_t pipelineAxis = -1;
   int64_t microBatches = 1;
   std::string pipelineSchedule = "1f1b";

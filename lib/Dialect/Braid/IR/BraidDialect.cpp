@@ -268,6 +268,37 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kPipelineAttrName) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto axis = dict ? dict.getAs<IntegerAttr>("axis") : IntegerAttr();
+    bool ok = isa<ModuleOp>(op) && axis && axis.getInt() >= 0;
+    for (NamedAttribute entry :
+         dict ? dict.getValue() : ArrayRef<NamedAttribute>()) {
+      StringRef key = entry.getName().getValue();
+      Attribute value = entry.getValue();
+      if (key == "micro_batches") {
+        auto m = dyn_cast<IntegerAttr>(value);
+        ok &= m && m.getInt() >= 1;
+      } else if (key == "schedule") {
+        ok &= isa<StringAttr>(value);
+      } else if (key == "boundaries") {
+        auto names = dyn_cast<ArrayAttr>(value);
+        ok &= names && llvm::all_of(names, [](Attribute a) {
+                return isa<StringAttr>(a);
+              });
+      } else {
+        ok &= key == "axis";
+      }
+    }
+    if (!ok)
+      return op->emitError()
+             << "'" << kPipelineAttrName
+             << "' must be {axis = N : i64, micro_batches = M : i64, schedule "
+                "= \"NAME\", boundaries = [\"MODULE\", ...]} on a "
+                "builtin.module (all but the axis optional), but is "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kArenaBytesAttrName) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !bytes ||

@@ -259,8 +259,18 @@ template <typename Op> static LogicalResult verifyRecv(Op op) {
 }
 
 template <typename Op> static LogicalResult verifySendRecv(Op op) {
-  if (!getYieldedTensor(op, op.getResult()))
-    return failure();
+  if (op.getInputs().empty())
+    return op.emitOpError() << "sends nothing; a send-receive sends at least "
+                               "one tensor (braid.recv receives alone)";
+  size_t received = 0;
+  if constexpr (Op::kIsStartForm)
+    received = op.getFuture().getType().getValueTypes().size();
+  else
+    received = op.getResults().size();
+  if (received == 0)
+    return op.emitOpError()
+           << "receives nothing; a send-receive receives at least one "
+              "tensor (braid.send sends alone)";
   if (failed(verifyPeer(op, op.getGridAxes(), op.getSendPeer(), "send_peer")))
     return failure();
   return verifyPeer(op, op.getGridAxes(), op.getRecvPeer(), "recv_peer");

@@ -24,6 +24,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
 #include <cmath>
@@ -135,27 +136,10 @@ static LogicalResult assignOps(Step &step) {
       s = std::max(s, step.stageOf(v));
     return s;
   };
-  // The forward, and the stages where each forward value (and argument)
-  // exists: where it is computed and where forward ops read it.
-  DenseMap<Value, llvm::SmallBitVector> exists;
-  auto existsAt = [&](Value v) -> llvm::SmallBitVector & {
-    llvm::SmallBitVector &set = exists[v];
-    if (set.empty()) {
-      set.resize(p);
-      set.set(step.stageOf(v));
-    }
-    return set;
-  };
-  for (Operation &op : step.body->without_terminator()) {
-    if (step.phase[&op] != Phase::Forward)
-      continue;
-    int s = step.stage[&op] = latest(&op);
-    if (s == kFree)
-      continue;
-    for (Value v : op.getOperands())
-      if (!step.isFree(v))
-        existsAt(v).set(s);
-  }
+  // The forward: activations flow up the stages.
+  for (Operation &op : step.body->without_terminator())
+    if (step.phase[&op] == Phase::Forward)
+      step.stage[&op] = latest(&op);
   // The optimizer: a gradient all-reduce on its parameters' stage, an op
   // reading a parameter or its state (an update) on theirs, the rest on the
   // latest among its operands'.
@@ -193,47 +177,54 @@ static LogicalResult assignOps(Step &step) {
     }
     step.stage[&op] = s;
   }
-  // The backward, from the gradients back: the earliest stage among its
-  // users' at which its forward operands exist, else the latest among its
-  // operands' (what it reads is then sent there).
+  // The backward, from the gradients back; gradients flow down the stages.
+  // An op reading a parameter runs on its stage (the gradient of a layer's
+  // input where its weight is); any other on the latest stage among its
+  // users' and its forward operands', so that nothing it sends goes up and
+  // what it reads of the forward comes from below.
   SmallVector<Operation *> backward;
   for (Operation &op : step.body->without_terminator())
     if (step.phase[&op] == Phase::Backward)
       backward.push_back(&op);
+  auto isForward = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return !def || step.phase[def] == Phase::Forward;
+  };
   for (Operation *op : llvm::reverse(backward)) {
-    int operands = latest(op);
-    if (operands == kFree) {
+    if (latest(op) == kFree) {
       step.stage[op] = kFree;
       continue;
     }
-    int users = int(p);
+    int own = kFree, s = kFree;
+    for (Value v : op->getOperands()) {
+      if (isa<BlockArgument>(v))
+        own = std::max(own, step.stageOf(v));
+      else if (isForward(v))
+        s = std::max(s, step.stageOf(v));
+    }
     for (Operation *user : op->getUsers()) {
       if (user == step.terminator)
         return op->emitOpError()
                << "is a result of the step that depends on the batch; a "
                   "pipelined step returns its loss, parameters and optimizer "
                   "state";
-      int s = step.stage.lookup(user);
-      if (s != kFree)
-        users = std::min(users, s);
+      s = std::max(s, step.stage.lookup(user));
     }
-    if (users == int(p))
-      users = operands;
-    int chosen = operands;
-    for (int s = users; s < int(p); ++s) {
-      bool all = true;
-      for (Value v : op->getOperands()) {
-        Operation *def = v.getDefiningOp();
-        bool forwardValue = !def || step.phase[def] == Phase::Forward;
-        if (forwardValue && !step.isFree(v) && !existsAt(v).test(s))
-          all = false;
-      }
-      if (all) {
-        chosen = s;
-        break;
-      }
+    step.stage[op] = own != kFree ? own : s != kFree ? s : latest(op);
+  }
+  // An op on gradients alone (a residual's sum) moves up to the earliest
+  // stage of its operands: one tensor sent down instead of each operand.
+  for (Operation *op : backward) {
+    int lowest = int(p), &s = step.stage[op];
+    bool gradientsOnly = s != kFree;
+    for (Value v : op->getOperands()) {
+      if (step.isFree(v))
+        continue;
+      gradientsOnly &= !isForward(v);
+      lowest = std::min(lowest, step.stageOf(v));
     }
-    step.stage[op] = chosen;
+    if (gradientsOnly && lowest != int(p))
+      s = std::max(s, lowest);
   }
   return success();
 }
@@ -276,9 +267,16 @@ static LogicalResult assignArguments(Step &step,
         diag << "has stage boundary '" << module << "' (#" << b
              << ") before the boundary ahead of it in parameter order; "
                 "boundaries follow the parameters' order";
-      else
+      else {
         diag << "has stage boundary '" << module << "' (#" << b
-             << "), which names no module of the step's parameters";
+             << "), which names no module of the step's parameters (their "
+                "top-level modules: ";
+        llvm::SetVector<StringRef> tops;
+        for (unsigned i : params)
+          tops.insert(step.argRole(i).getName().split('.').first);
+        llvm::interleaveComma(tops, diag);
+        diag << ")";
+      }
       return diag;
     }
     if (first == at)
@@ -559,14 +557,8 @@ void StageBuilder::emitAction(const PipelineAction &action) {
   for (Operation &op : step.body->without_terminator())
     if (step.phase[&op] == phase && step.stage[&op] == int(index))
       clone(k, &op);
-  for (const Transfer &t : transfers)
-    if (t.from == int(index) && t.sendKind == action.kind) {
-      Value v = get(k, t.value);
-      if (failed)
-        return;
-      SendOp::create(builder, t.value.getLoc(), v, step.grid, axes,
-                     builder.getI64IntegerAttr(t.to));
-    }
+  // The sums first, then the sends, so that the sends and the next action's
+  // receives form one run (braid.send_recv).
   if (phase == Phase::Forward &&
       step.stageOf(step.terminator->getOperand(step.lossResult)) == int(index))
     loss =
@@ -579,6 +571,14 @@ void StageBuilder::emitAction(const PipelineAction &action) {
       sums.resize(sink->getNumOperands());
       for (auto [i, operand] : llvm::enumerate(sink->getOperands()))
         sums[i] = accumulate(sums[i], get(k, operand));
+    }
+  for (const Transfer &t : transfers)
+    if (t.from == int(index) && t.sendKind == action.kind) {
+      Value v = get(k, t.value);
+      if (failed)
+        return;
+      SendOp::create(builder, t.value.getLoc(), v, step.grid, axes,
+                     builder.getI64IntegerAttr(t.to));
     }
 }
 
@@ -723,34 +723,45 @@ static FailureOr<SmallVector<Transfer>> findTransfers(Step &step) {
   return transfers;
 }
 
-/// Merges each send followed, among transfers only, by a receive from the
-/// same peer into one braid.send_recv (the k-th send to a peer with the
-/// k-th receive from it after it); returns how many it made.
+/// Merges each run of transfers (nothing computed between them) that sends
+/// to one peer and receives from one into one braid.send_recv, placed
+/// where the run starts: its sends, and its receives, keep their order,
+/// which is what matching needs, and nothing completes later than before
+/// (the run's last transfer waited for all the others). A run with several
+/// peers a direction stays as it is. Returns how many it made.
 static unsigned pairTransfers(func::FuncOp func) {
   unsigned made = 0;
   Block &body = func.getBody().front();
   SmallVector<Operation *> run;
   auto flush = [&]() {
-    std::map<int64_t, SmallVector<SendOp>> sends;
+    SmallVector<SendOp> sends;
+    SmallVector<RecvOp> recvs;
     for (Operation *op : run) {
-      if (auto send = dyn_cast<SendOp>(op)) {
-        sends[int64_t(send.getPeer())].push_back(send);
-        continue;
-      }
-      auto recv = cast<RecvOp>(op);
-      SmallVector<SendOp> &waiting = sends[int64_t(recv.getPeer())];
-      if (waiting.empty())
-        continue;
-      SendOp send = waiting.front();
-      waiting.erase(waiting.begin());
-      OpBuilder builder(recv);
+      if (auto send = dyn_cast<SendOp>(op))
+        sends.push_back(send);
+      else
+        recvs.push_back(cast<RecvOp>(op));
+    }
+    auto onePeer = [](auto &ops) {
+      return llvm::all_of(
+          ops, [&](auto op) { return op.getPeer() == ops.front().getPeer(); });
+    };
+    if (!sends.empty() && !recvs.empty() && onePeer(sends) && onePeer(recvs)) {
+      OpBuilder builder(run.front());
+      SmallVector<Value> inputs;
+      SmallVector<Type> types;
+      for (SendOp send : sends)
+        inputs.push_back(send.getInput());
+      for (RecvOp recv : recvs)
+        types.push_back(recv.getResult().getType());
       auto pair = SendRecvOp::create(
-          builder, recv.getLoc(), recv.getResult().getType(), send.getInput(),
-          recv.getGridAttr(), recv.getGridAxesAttr(), send.getPeerAttr(),
-          recv.getPeerAttr());
-      recv.getResult().replaceAllUsesWith(pair.getResult());
-      recv.erase();
-      send.erase();
+          builder, recvs.front().getLoc(), types, inputs,
+          recvs.front().getGridAttr(), recvs.front().getGridAxesAttr(),
+          sends.front().getPeerAttr(), recvs.front().getPeerAttr());
+      for (auto [recv, result] : llvm::zip(recvs, pair.getResults()))
+        recv.getResult().replaceAllUsesWith(result);
+      for (Operation *op : run)
+        op->erase();
       ++made;
     }
     run.clear();
@@ -850,6 +861,23 @@ LogicalResult PipelinePass::findStep(ModuleOp module, Step &step) {
 
 void PipelinePass::runOnOperation() {
   ModuleOp module = getOperation();
+  // The module's request (braid.models --pp, braid.export) fills the
+  // options left at their defaults.
+  if (auto request = module->getAttrOfType<DictionaryAttr>(
+          BraidDialect::kPipelineAttrName)) {
+    if (auto a = request.getAs<IntegerAttr>("axis"); a && axis < 0)
+      axis = a.getInt();
+    if (auto m = request.getAs<IntegerAttr>("micro_batches");
+        m && microBatches == 1)
+      microBatches = m.getInt();
+    if (auto name = request.getAs<StringAttr>("schedule");
+        name && schedule == "1f1b")
+      schedule = name.str();
+    if (auto names = request.getAs<ArrayAttr>("boundaries");
+        names && boundaries.empty())
+      for (Attribute name : names)
+        boundaries.push_back(cast<StringAttr>(name).str());
+  }
   std::optional<PipelineScheduleKind> kind = parsePipelineSchedule(schedule);
   if (!kind) {
     mlir::emitError(module.getLoc())
@@ -907,6 +935,7 @@ void PipelinePass::runOnOperation() {
   }
   numTransfers += 2 * m * transfers->size();
   step.func.erase();
+  module->removeAttr(BraidDialect::kPipelineAttrName);
   if (failed(verifyStagePrograms(module))) {
     // A safety net: transfers of one kind per pair of stages, issued in one
     // order on both sides in a schedule's order, pass these checks:

@@ -69,7 +69,7 @@ void braid::buildCompilePipeline(OpPassManager &pm,
                                  const CompilePipelineOptions &options) {
   // A pipelined step becomes its stage programs first, each then compiled
   // as a step of its own.
-  if (options.pipelineAxis >= 0) {
+  if (options.pipeline) {
     PipelineOptions pipeline;
     pipeline.axis = options.pipelineAxis;
     pipeline.microBatches = options.microBatches;

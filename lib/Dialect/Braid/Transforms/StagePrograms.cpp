@@ -56,13 +56,21 @@ SmallVector<Transfer, 2> getTransfers(Operation *op) {
       .Case<RecvOp, RecvStartOp>([&](auto recv) -> SmallVector<Transfer, 2> {
         return {{int64_t(recv.getPeer()), false, yielded(recv->getResult(0))}};
       })
-      .Case<SendRecvOp, SendRecvStartOp>(
-          [&](auto pair) -> SmallVector<Transfer, 2> {
-            return {
-                {int64_t(pair.getSendPeer()), true, pair.getInput().getType()},
-                {int64_t(pair.getRecvPeer()), false,
-                 yielded(pair.getResult())}};
-          })
+      .Case<SendRecvOp, SendRecvStartOp>([&](auto pair)
+                                             -> SmallVector<Transfer, 2> {
+        SmallVector<Transfer, 2> halves;
+        for (Value v : pair.getInputs())
+          halves.push_back({int64_t(pair.getSendPeer()), true, v.getType()});
+        SmallVector<Type> received;
+        if constexpr (std::is_same_v<decltype(pair), SendRecvStartOp>)
+          llvm::append_range(received,
+                             pair.getFuture().getType().getValueTypes());
+        else
+          llvm::append_range(received, pair->getResultTypes());
+        for (Type t : received)
+          halves.push_back({int64_t(pair.getRecvPeer()), false, t});
+        return halves;
+      })
       .Default([](Operation *) { return SmallVector<Transfer, 2>(); });
 }
 

@@ -1,0 +1,97 @@
+# braid-pipeline on the models braid.models writes (docs/Pipeline.md): a
+# Llama of 4 blocks (small shapes) written with --pp 2 --micro-batches 4,
+# the step of one micro-batch that braid-compile splits into two stage
+# programs, trains on 2 ranks (and data parallel 2 x pipeline 2 on 4) as
+# braid.models' own accumulating step of the same 4 micro-batches does on 1
+# (and on 2): every loss and every saved array within 1e-5 relative, in
+# both schedules, with the stage boundary given (after block 1: one tensor
+# crosses each way) and with the stages balanced by the cost model (the
+# cut falls inside a block, where several tensors cross, each run of
+# transfers one braid.send_recv). A GPT, whose lm head is tied to the token
+# embedding, is one clear error: sharing a parameter across stages is not
+# built yet.
+#
+# REQUIRES: numpy, mpi
+# RUN: env BRAID_BIN=%braid_bin %python %s %t
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+import braidtest  # noqa: E402
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+STEPS = 4
+SHAPE = ["--layers", "4", "--hidden", "64", "--heads", "4", "--vocab", "128", "--seq", "16",
+         "--batch", "2"]
+
+
+def model(out, name, *flags):
+    mlir = os.path.join(out, name + ".mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "llama2-7b"] + SHAPE + list(flags)
+                  + ["-o", mlir])
+    plan = os.path.join(out, name + ".plan")
+    braidtest.compile_step(mlir, plan)
+    return plan
+
+
+def train(plan, ranks, save):
+    result = braidtest.braid_run(plan, ranks=ranks, args=["--steps", str(STEPS), "--save", save])
+    return braidtest.losses(result.stdout)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for dp in (1, 2):
+        want_save = os.path.join(out, "acc-dp%d.npz" % dp)
+        want = train(model(out, "acc-dp%d" % dp, "--world-size", str(dp), "--micro-batches", "4"),
+                     dp, want_save)
+        check(len(want) == STEPS and want[-1] < want[0],
+              "data parallel %d, 4 micro-batches accumulated: the loss falls %s" % (dp, want))
+        ref = np.load(want_save)
+        for schedule in ("gpipe", "1f1b"):
+            for cut in ("h2", None):
+                flags = ["--world-size", str(dp), "--pp", "2", "--micro-batches", "4",
+                         "--schedule-pp", schedule] + (["--stage-boundaries", cut] if cut else [])
+                name = "pp-dp%d-%s-%s" % (dp, schedule, cut or "balanced")
+                plan = model(out, name, *flags)
+                dump = braidtest.run([braidtest.tool("braid-run"), "--dump", plan]).stdout
+                save = os.path.join(out, name + ".npz")
+                got = train(plan, 2 * dp, save)
+                worst = max(abs(a - b) / abs(b) for a, b in zip(got, want)) if got else 1
+                saved = np.load(save)
+                arrays = max(braidtest.max_rel_diff(saved[k], ref[k]) for k in ref.files)
+                check(len(got) == STEPS and worst <= 1e-5 and sorted(saved.files) == sorted(ref.files)
+                      and arrays <= 1e-5 and "2 stages on axis 0" in dump,
+                      "%s, stages %s, data parallel %d x pipeline 2 on %d ranks: %d losses within "
+                      "1e-5 of accumulating on %d (worst %.2g), %d saved arrays (worst %.2g)" % (
+                          schedule, "cut at h2" if cut else "balanced", dp, 2 * dp, len(got), dp,
+                          worst, len(saved.files), arrays))
+
+    mlir = os.path.join(out, "gpt.mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--tiny", "--layers", "2",
+                   "--world-size", "1", "--pp", "2", "-o", mlir])
+    bad = braidtest.run([braidtest.tool("braid-compile"), mlir, "-o", os.path.join(out, "gpt.plan")],
+                        check=False)
+    check(bad.returncode == 1 and "reads 'wte' of stage 0 on stage 1; a parameter used by two "
+          "stages (tied weights) is not supported by braid-pipeline yet" in bad.stderr,
+          "a GPT with its tied lm head: one clear error: %s" % bad.stderr.strip()[:300])
+
+    if failures:
+        sys.exit("%d checks failed" % len(failures))
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
