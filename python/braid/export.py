@@ -77,7 +77,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
            output=None, name=None, input_names=None, target_names=None, global_batch=None,
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
            micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None,
-           loss_scale=None, seed=0):
+           loss_scale=None, seed=0, pipeline_stages=1, stage_boundaries=None,
+           pipeline_schedule="1f1b"):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -133,6 +134,16 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      are multiplied by 1 / S before clipping and the update, as
                      torch.cuda.amp.GradScaler.unscale_ does (its dynamic
                      scale, which skips steps, is not supported)
+    pipeline_stages  pipeline parallelism: the grid is pipeline_stages x
+                     world_size (x tensor_parallel), the step written is one
+                     micro-batch's, and braid-compile splits it into a program
+                     per stage that runs `micro_batches` micro-batches in
+                     `pipeline_schedule`'s order ("gpipe" or "1f1b";
+                     docs/Pipeline.md)
+    stage_boundaries with pipeline_stages: the module (a name of
+                     model.named_modules()) whose first parameter starts each
+                     stage after the first, pipeline_stages - 1 of them in the
+                     model's order; None balances the stages by the cost model
     seed             dropout's seed (an integer in [0, 2^32)): a model in train
                      mode with dropout draws its masks with braid.dropout_mask
                      from (seed, rank, step, site), the step counted by an
@@ -176,6 +187,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
         micro_inputs = [t[:t.shape[0] // micro_batches] for t in inputs]
         micro_targets = [t[:t.shape[0] // micro_batches] for t in targets]
 
+    pipeline = _pipeline(model, pipeline_stages, stage_boundaries, pipeline_schedule,
+                         tensor_parallel, max_grad_norm)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
         raise ExportError("seed must be an integer in [0, 2^32), not %r" % (seed,))
     half = _autocast_dtype(autocast)
@@ -202,15 +215,18 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     if tensor_parallel > 1:
         split = tensor_parallel_shardings(model, tensor_parallel_plan, tensor_parallel, aliases)
     name = name or type(model).__name__.lower() + "_step"
-    b = StepBuilder(name, world_size, tp=tensor_parallel)
+    b = StepBuilder(name, world_size, tp=tensor_parallel, pp=pipeline_stages)
     b.shardings.update(split)
+    if pipeline is not None:
+        # One micro-batch's step: braid-pipeline runs it once per micro-batch.
+        b.pipeline(micro_batches, pipeline_schedule, pipeline)
     with _attributes_as_buffers(model):
         graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn,
                        autocast=torch.bfloat16 if half else None)
         mlir, state, summary = _lower(graph, b, model, params, aliases, groups, optimizer,
                                       micro_inputs, input_names, micro_targets, target_names,
-                                      schedule, micro_batches, max_grad_norm, reduce_in,
-                                      half, loss_scale, seed)
+                                      schedule, 1 if pipeline is not None else micro_batches,
+                                      max_grad_norm, reduce_in, half, loss_scale, seed)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -232,7 +248,10 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                    loss_scale=loss_scale,
                    micro_rows=(micro_inputs + micro_targets)[0].shape[0],
                    optimizer=type(optimizer).__name__, function=name,
-                   tensor_parallel=tensor_parallel, split=split)
+                   tensor_parallel=tensor_parallel, split=split,
+                   pipeline_stages=pipeline_stages,
+                   stage_boundaries=None if pipeline is None else list(pipeline),
+                   pipeline_schedule=None if pipeline is None else pipeline_schedule)
     result = Exported(mlir, state, batch, summary)
     if output:
         result.write(output)
@@ -240,6 +259,51 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 
 
 # -- arguments ------------------------------------------------------------------
+
+
+def _pipeline(model, stages, boundaries, schedule, tensor_parallel, max_grad_norm):
+    """The checked pipeline request: None without one, else the boundary
+    modules (an empty tuple: balanced by braid-pipeline)."""
+    if not isinstance(stages, int) or isinstance(stages, bool) or stages < 1:
+        raise ExportError("pipeline_stages must be a positive integer, not %r" % (stages,))
+    if stages == 1:
+        if boundaries:
+            raise ExportError("stage_boundaries needs pipeline_stages above 1")
+        return None
+    if schedule not in ("gpipe", "1f1b"):
+        raise ExportError("pipeline_schedule must be 'gpipe' or '1f1b', not %r" % (schedule,))
+    if tensor_parallel > 1:
+        raise ExportError("pipeline_stages with tensor_parallel is not supported yet")
+    if max_grad_norm is not None:
+        raise ExportError("max_grad_norm with pipeline_stages: clipping by the global norm "
+                          "needs the norm across stages, which braid-pipeline does not build "
+                          "yet")
+    if boundaries is None:
+        return ()
+    if isinstance(boundaries, str) or not all(isinstance(b, str) for b in boundaries):
+        raise ExportError("stage_boundaries must be a list of module names, not %r"
+                          % (boundaries,))
+    boundaries = tuple(boundaries)
+    if len(boundaries) != stages - 1:
+        raise ExportError("pipeline_stages %d needs %d stage_boundaries, not %d (%s)" % (
+            stages, stages - 1, len(boundaries), ", ".join(boundaries)))
+    modules = dict(model.named_modules())
+    order = {n: i for i, (n, _) in enumerate(model.named_parameters())}
+    first = []
+    for b in boundaries:
+        if b not in modules or not b:
+            raise ExportError("stage boundary '%s' names no module of %s (its modules: %s)" % (
+                b, type(model).__name__, ", ".join(n for n, _ in model.named_children())))
+        names = [b + "." + n for n, _ in modules[b].named_parameters()]
+        if not names:
+            raise ExportError("stage boundary '%s' is a module without parameters; a stage "
+                              "starts at a module's first parameter" % b)
+        first.append(min(order.get(n, len(order)) for n in names))
+    if first != sorted(first) or len(set(first)) != len(first):
+        raise ExportError("stage_boundaries %s are not in the model's order (%s)" % (
+            ", ".join(boundaries), ", ".join(n for n, _ in model.named_children())))
+    return boundaries
+
 
 
 _HALF = {"bf16": "bf16", "fp16": "f16"}
@@ -531,7 +595,8 @@ def main(argv=None):
                     "example_targets, loss_fn, optimizer and optionally world_size, "
                     "input_names, target_names, global_batch, tensor_parallel_plan, "
                     "lr_scheduler, max_steps, micro_batches, max_grad_norm, autocast, "
-                    "reduce_dtype, loss_scale.")
+                    "reduce_dtype, loss_scale, pipeline_stages, stage_boundaries, "
+                    "pipeline_schedule.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the aten ops that have a braid lowering and exit")
@@ -560,6 +625,16 @@ def main(argv=None):
     parser.add_argument("--reduce-dtype", choices=["fp32", "bf16", "fp16"],
                         help="the type gradients are all-reduced in (overrides the spec's "
                              "reduce_dtype; default fp32)")
+    parser.add_argument("--pipeline-stages", type=int, metavar="P",
+                        help="pipeline parallelism over P stages, split at the spec's "
+                             "stage_boundaries (overrides the spec's pipeline_stages; "
+                             "default 1)")
+    parser.add_argument("--stage-boundaries", metavar="M1,M2,...",
+                        help="the modules starting each stage after the first (overrides "
+                             "the spec's stage_boundaries; default: balanced)")
+    parser.add_argument("--pipeline-schedule", choices=["gpipe", "1f1b"],
+                        help="the order of a stage's micro-batches (overrides the spec's "
+                             "pipeline_schedule; default 1f1b)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
@@ -600,7 +675,15 @@ def main(argv=None):
                         reduce_dtype=args.reduce_dtype if args.reduce_dtype is not None
                         else spec.get("reduce_dtype"),
                         loss_scale=args.loss_scale if args.loss_scale is not None
-                        else spec.get("loss_scale"))
+                        else spec.get("loss_scale"),
+                        pipeline_stages=args.pipeline_stages
+                        if args.pipeline_stages is not None
+                        else spec.get("pipeline_stages", 1),
+                        stage_boundaries=args.stage_boundaries.split(",")
+                        if args.stage_boundaries is not None
+                        else spec.get("stage_boundaries"),
+                        pipeline_schedule=args.pipeline_schedule
+                        or spec.get("pipeline_schedule", "1f1b"))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)

@@ -47,3 +47,18 @@ func.func @view(%w: tensor<16xf32> {braid.offset = 0 : i64, braid.role = #braid.
   %w2, %m2 = braid.sgd %w, %g, %m lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 {braid.offsets = array<i64: 0, 128>} : tensor<16xf32>
   return %w2, %m2, %a, %b : tensor<16xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>
 }
+
+// A view at its operand's bytes while the operand is in flight: the view
+// moves no byte, so it does not write what the send reads (a pipeline stage
+// reshapes an activation it is sending for the backward that needs it).
+// CHECK-LABEL: func.func @view_of_value_in_flight
+func.func @view_of_value_in_flight(%x: tensor<4x4xf32> {braid.offset = 0 : i64}) -> tensor<16xf32> attributes {braid.arena_bytes = 256 : i64} {
+  %a = braid.relu %x {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<4x4xf32>
+  %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
+  braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
+  %f = braid.all_reduce_start %a on @world grid_axes = [0] reduction = sum {braid.stream = #braid.stream<comm, 0>} : tensor<4x4xf32>
+  // CHECK: braid.reshape
+  %v = braid.reshape %a {braid.offsets = array<i64: 64>, braid.stream = #braid.stream<compute, 0>} : tensor<4x4xf32> -> tensor<16xf32>
+  %r = braid.wait %f {braid.offsets = array<i64: 128>, braid.stream = #braid.stream<compute, 0>} : !braid.future<tensor<4x4xf32>>
+  return %v : tensor<16xf32>
+}
