@@ -41,9 +41,9 @@ W = "tensor<%dx%dxf32>" % (D, D)
 
 def stage_program(p, i, m, schedule="gpipe"):
     """Stage i of p: micro-batch k's forward is one product (its input from
-    stage i - 1, its output to stage i + 1), its backward two (the input's
-    gradient, sent back, and the weight's) and the sum that accumulates the
-    weight's gradient. In GPipe's order every forward comes before every
+    stage i - 1, its output to stage i + 1), its backward two (the weight's
+    gradient with the sum that accumulates it, then the input's, sent
+    back). In GPipe's order every forward comes before every
     backward; in 1F1B's (Megatron-LM's schedule) stage i runs p - i - 1
     forwards, then alternates a forward and a backward, then runs the
     remaining backwards, and its steady state exchanges with both
@@ -75,10 +75,13 @@ def stage_program(p, i, m, schedule="gpipe"):
         return outputs[-1]
 
     def backward(k, g):
-        dx = op("braid.matmul %s, %%w {transpose_b} : %s, %s -> %s" % (g, T, W, T))
+        # The weight's gradient first and the input's last, so that a
+        # backward's result leaves at its end, as the formula assumes
+        # (sending the input's gradient first shortens the bubble: zero
+        # bubble's split of the backward).
         dw = op("braid.matmul %s, %s {transpose_a} : %s, %s -> %s" % (inputs[k], g, T, T, W))
         acc[0] = op("braid.add %s, %s : %s" % (acc[0], dw, W))
-        return dx
+        return op("braid.matmul %s, %%w {transpose_b} : %s, %s -> %s" % (g, T, W, T))
 
     if schedule == "gpipe":
         for k in range(m):

@@ -42,18 +42,19 @@ func.func @group_order(%a: tensor<64xf32>, %b: tensor<64xf32>) -> (tensor<64xf32
 
 // Every collective has a start form; operands that are arguments start at
 // the top. A chain (reduce_scatter then all_gather) waits right before the
-// next start, and the all_to_all of the same group stays after it. Waits
-// without users (the send's) go before the terminator.
+// next start, and the all_to_all of the same group stays after it. A wait
+// without users (the send's) goes before the next start of its group (the
+// receive), so that what it sends is not held to the end.
 // CHECK-LABEL: func.func @all_kinds
 // CHECK-NEXT: %[[S0:.*]] = braid.reduce_scatter_start %arg0 {{.*}} -> !braid.future<tensor<16x8xf32>>
 // CHECK-NEXT: %[[S1:.*]] = braid.collective_broadcast_start %arg0 {{.*}} -> !braid.future<tensor<64x8xf32>>
 // CHECK-NEXT: %[[S2:.*]] = braid.send_start %arg0 {{.*}} -> !braid.future<>
+// CHECK-NEXT: braid.wait %[[S2]] : !braid.future<>
 // CHECK-NEXT: %[[S3:.*]] = braid.recv_start on @world grid_axes = [1] peer = 0 : !braid.future<tensor<64x8xf32>>
 // CHECK-NEXT: %[[W0:.*]] = braid.wait %[[S0]]
 // CHECK-NEXT: %[[S4:.*]] = braid.all_gather_start %[[W0]] {{.*}} -> !braid.future<tensor<64x8xf32>>
 // CHECK-NEXT: %[[S5:.*]] = braid.all_to_all_start %arg0 {{.*}} -> !braid.future<tensor<16x32xf32>>
 // CHECK-NEXT: braid.wait %[[S5]]
-// CHECK:      braid.wait %[[S2]] : !braid.future<>
 // CHECK:      return
 func.func @all_kinds(%x: tensor<64x8xf32>) -> (tensor<64x8xf32>, tensor<16x16xf32>, tensor<64x8xf32>, tensor<64x8xf32>) {
   %0 = braid.reduce_scatter %x on @world grid_axes = [0] reduction = sum scatter_dim = 0 : tensor<64x8xf32> -> tensor<16x8xf32>

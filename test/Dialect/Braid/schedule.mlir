@@ -92,3 +92,28 @@ func.func @already_streamed(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf
   %a = braid.relu %x {braid.stream = #braid.stream<compute, 0>} : tensor<4xf32>
   return %a, %b : tensor<4xf32>, tensor<4xf32>
 }
+
+// A pipeline stage's program keeps braid-pipeline's order: the same
+// backward as @two_layers, as a stage of a pipeline of one, is not
+// reordered (the input gradient stays first).
+// CHECK-LABEL: func.func @stage_keeps_order
+// CHECK:      %[[DX1:.*]] = braid.matmul %arg3, %arg2
+// CHECK-NEXT: %[[DW2:.*]] = braid.matmul %arg3, %arg0 {transpose_a}
+// CHECK-NEXT: braid.all_reduce_start %[[DW2]]
+shard.grid @pipe(shape = 8x1)
+func.func @stage_keeps_order(%x: tensor<64x256xf32>,
+                             %w1: tensor<256x256xf32> {braid.role = #braid.role<parameter "w1">},
+                             %w2: tensor<256x256xf32> {braid.role = #braid.role<parameter "w2">},
+                             %dy: tensor<64x256xf32>,
+                             %m1: tensor<256x256xf32>, %m2: tensor<256x256xf32>)
+    -> (tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>)
+    attributes {braid.stage = #braid.stage<grid = @pipe, axis = 1, index = 0>} {
+  %dx1 = braid.matmul %dy, %w2 : tensor<64x256xf32>, tensor<256x256xf32> -> tensor<64x256xf32>
+  %dw2 = braid.matmul %dy, %x {transpose_a} : tensor<64x256xf32>, tensor<64x256xf32> -> tensor<256x256xf32>
+  %r2 = braid.all_reduce %dw2 on @pipe grid_axes = [0] reduction = avg grad_of = ["w2"] : tensor<256x256xf32>
+  %dw1 = braid.matmul %dx1, %x {transpose_a} : tensor<64x256xf32>, tensor<64x256xf32> -> tensor<256x256xf32>
+  %r1 = braid.all_reduce %dw1 on @pipe grid_axes = [0] reduction = avg grad_of = ["w1"] : tensor<256x256xf32>
+  %n1:2 = braid.sgd %w1, %r1, %m1 lr = 0.1 momentum = 0.9 weight_decay = 0.0 : tensor<256x256xf32>
+  %n2:2 = braid.sgd %w2, %r2, %m2 lr = 0.1 momentum = 0.9 weight_decay = 0.0 : tensor<256x256xf32>
+  return %n1#0, %n1#1, %n2#0, %n2#1 : tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>
+}

@@ -460,7 +460,10 @@ def AsyncCollectives : Pass<"braid-async-collectives", "mlir::ModuleOp"> {
     Replaces each synchronous collective by its start form, which yields a
     `!braid.future`, and a `braid.wait`. The start is placed right after the
     last producer of its operands; the wait right before the first user of
-    its results (before the terminator if there is none).
+    its results (before the terminator if there is none). A collective
+    without results (a send) is waited right before the next start of its
+    group, whose collectives run in order anyway, so that its input is not
+    held to the end of the step.
 
     Issue order rule: starts on the same group (same grid and grid axes)
     keep the relative order the collectives had, so a start is also placed
@@ -531,7 +534,11 @@ def Schedule : Pass<"braid-schedule", "mlir::ModuleOp"> {
     live, while the buckets only start in the last micro-batch's backward.
     If no tail fits, or `partial` is false, the function keeps its order. A function
     that already has streams (after `braid-assign-streams`) is left as it
-    is, so the pipeline can run twice.
+    is, so the pipeline can run twice, and so is a pipeline stage's program
+    (`braid.stage`): braid-pipeline wrote it in its schedule's order, which
+    bounds the micro-batches whose activations it holds, and these
+    priorities would pull later micro-batches' forwards ahead of earlier
+    backwards.
 
     Before (as autograd emits it):
     ```mlir

@@ -118,13 +118,28 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
   DenseMap<Operation *, unsigned> index;
   for (auto [i, op] : llvm::enumerate(body))
     index[&op] = i;
+  // A wait without results (a send's) has no user: it goes before the next
+  // start of its group, whose transfers run in order anyway, so that what
+  // it sends is not held to the end of the step (a pipeline stage sends an
+  // activation per micro-batch).
   SmallVector<Operation *> firstUsers;
-  for (auto [start, wait] : splits) {
+  DenseMap<CollectiveGroup, Operation *> nextStart;
+  SmallVector<Operation *> nextOfSplit(splits.size(), nullptr);
+  for (size_t i = splits.size(); i-- > 0;) {
+    CollectiveGroup group =
+        CollectiveGroup::of(cast<CollectiveOpInterface>(splits[i].first));
+    nextOfSplit[i] = nextStart.lookup(group);
+    nextStart[group] = splits[i].first;
+  }
+  for (auto [i, split] : llvm::enumerate(splits)) {
+    auto [start, wait] = split;
     Operation *firstUser = body.getTerminator();
     for (Operation *user : wait->getUsers())
       if (Operation *ancestor = body.findAncestorOpInBlock(*user))
         if (index[ancestor] < index[firstUser])
           firstUser = ancestor;
+    if (wait->getNumResults() == 0 && nextOfSplit[i])
+      firstUser = nextOfSplit[i];
     firstUsers.push_back(firstUser);
   }
   for (auto [split, firstUser] : llvm::zip(splits, firstUsers))

@@ -107,8 +107,12 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
   // A function with streams is already scheduled: its events order its
-  // streams, and moving ops would break them. Leave it as it is.
-  if (ops.empty() || llvm::any_of(ops, [](Operation *op) {
+  // streams, and moving ops would break them. A pipeline stage's program is
+  // in its schedule's order (braid-pipeline), which bounds the activations
+  // it holds: the priorities below would pull later micro-batches' forwards
+  // ahead of earlier backwards. Leave both as they are.
+  if (ops.empty() || func->hasAttr(BraidDialect::kStageAttrName) ||
+      llvm::any_of(ops, [](Operation *op) {
         return getStreamIndex(op) || isa<RecordEventOp, WaitEventOp>(op);
       }))
     return success();
