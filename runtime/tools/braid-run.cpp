@@ -706,9 +706,12 @@ int main(int argc, char **argv) {
     bool writes = rank == 0 || o.save.find("{rank}") != std::string::npos;
     RankPlace place = placeRank(plan, rank);
     MPI_Comm tpComm = MPI_COMM_NULL;
+    // One communicator per tensor-parallel group: the ranks of one
+    // data-parallel replica and one pipeline stage.
     if (plan.tpAxis >= 0)
-      MPI_Comm_split(MPI_COMM_WORLD, int(place.dpIndex), int(place.tpIndex),
-                     &tpComm);
+      MPI_Comm_split(MPI_COMM_WORLD,
+                     int(place.dpIndex * place.ppSize + place.ppIndex),
+                     int(place.tpIndex), &tpComm);
     std::string savePath = savePathOf(o.save, rank);
     try {
       std::map<std::string, NpyArray> out;
