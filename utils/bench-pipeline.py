@@ -11,11 +11,13 @@ outermost: stages on different nodes, data parallelism within a node), and
 prints a markdown table: step time, the simulated bubble fraction against
 GPipe's and 1F1B's (p - 1)/(m + p - 1), the memory plan's peak of the first
 and the last stage, and rank 0's exposed communication. GPT-2's presets tie
-the lm head to the token embedding, which braid-pipeline refuses; their
-rows say so.
+the lm head to the token embedding: the last stage keeps a copy of the
+table (docs/Pipeline.md, "Tied parameters"). A case braid-compile refuses
+prints its error in its row.
 
-Claims checked (exit 1 otherwise): 1F1B's step within 2% of GPipe's (the
-same bubble); 1F1B's first stage no larger than GPipe's, and its peak
+Claims checked (exit 1 otherwise): 1F1B's step no more than 2% above
+GPipe's (the same bubble in theory; its transfers overlap more); 1F1B's
+first stage no larger than GPipe's, and its peak
 non-increasing from the first stage to the last (stage i holds p - i
 micro-batches, GPipe every stage all m).
 
@@ -39,6 +41,7 @@ CASES = [
     ("llama2-13b", "h100-8x8", 4, 16),
     ("llama2-13b", "h100-8x8", 8, 32),
     ("gpt2-xl", "h100-8x8", 4, 16),
+    ("gpt2-xl", "h100-8x8", 8, 32),
 ]
 SCHEDULES = ("gpipe", "1f1b")
 GPUS = 64
@@ -103,16 +106,16 @@ def main():
                     model, pp, ", ".join("%.2f" % x for x in mem)))
         if len(rows) == 2:
             g, o = rows["gpipe"], rows["1f1b"]
-            if abs(o["step_time"] - g["step_time"]) > 0.02 * g["step_time"]:
-                failures.append("%s pp %d: 1F1B's step %.1f ms is not within 2%% of GPipe's "
+            if o["step_time"] > 1.02 * g["step_time"]:
+                failures.append("%s pp %d: 1F1B's step %.1f ms is more than 2%% above GPipe's "
                                 "%.1f ms" % (model, pp, o["step_time"] * 1e3,
                                              g["step_time"] * 1e3))
             if o["stages"][0]["peak_memory_bytes"] > g["stages"][0]["peak_memory_bytes"]:
                 failures.append("%s pp %d: 1F1B's first stage holds more than GPipe's" % (
                     model, pp))
     print()
-    print("%d cases, %.0f s. Claims: 1F1B's step within 2%% of GPipe's, its first stage no "
-          "larger and its peak non-increasing along the stages: %s" % (
+    print("%d cases, %.0f s. Claims: 1F1B's step at most 2%% above GPipe's, its first stage "
+          "no larger and its peak non-increasing along the stages: %s" % (
               len(CASES), time.time() - start, "holds" if not failures else "FAIL"))
     for f in failures:
         print("FAIL " + f)

@@ -42,34 +42,6 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 
 // -----
 
-// Tied weights: stage 1 reads stage 0's parameter.
-shard.grid @world(shape = 1x2)
-func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
-                %labels: tensor<4xi64> {braid.role = #braid.role<batch "labels">},
-                %w1: tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">},
-                %w2: tensor<3x8xf32> {braid.role = #braid.role<parameter "fc2.weight">})
-    -> (tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">},
-        tensor<3x8xf32> {braid.role = #braid.role<parameter "fc2.weight">},
-        tensor<f32> {braid.role = #braid.role<loss "loss">}) {
-  %h = braid.matmul %x, %w1 {transpose_b} : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-  // expected-error @below {{reads 'fc1.weight' of stage 0 on stage 1; a parameter used by two stages (tied weights) is not supported by braid-pipeline yet}}
-  %ww = braid.matmul %w2, %w1 : tensor<3x8xf32>, tensor<8x8xf32> -> tensor<3x8xf32>
-  %o = braid.matmul %h, %ww {transpose_b} : tensor<4x8xf32>, tensor<3x8xf32> -> tensor<4x3xf32>
-  %l = braid.cross_entropy %o, %labels reduction = mean : tensor<4x3xf32>, tensor<4xi64> -> tensor<f32>
-  %one = braid.constant dense<1.000000e+00> : tensor<f32>
-  %do = braid.cross_entropy_backward %one, %o, %labels reduction = mean : tensor<f32>, tensor<4x3xf32>, tensor<4xi64>
-  %g2 = braid.matmul %do, %h {transpose_a} : tensor<4x3xf32>, tensor<4x8xf32> -> tensor<3x8xf32>
-  %dh = braid.matmul %do, %w2 : tensor<4x3xf32>, tensor<3x8xf32> -> tensor<4x8xf32>
-  %g1 = braid.matmul %dh, %x {transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
-  %r1 = braid.all_reduce %g1 on @world grid_axes = [0] reduction = avg grad_of = ["fc1.weight"] : tensor<8x8xf32>
-  %r2 = braid.all_reduce %g2 on @world grid_axes = [0] reduction = avg grad_of = ["fc2.weight"] : tensor<3x8xf32>
-  %n1 = braid.sub %w1, %r1 : tensor<8x8xf32>
-  %n2 = braid.sub %w2, %r2 : tensor<3x8xf32>
-  return %n1, %n2, %l : tensor<8x8xf32>, tensor<3x8xf32>, tensor<f32>
-}
-
-// -----
-
 // A collective of the step on the pipeline axis.
 shard.grid @world(shape = 1x2)
 func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
@@ -433,6 +405,35 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
   %kb = braid.broadcast %ks dims = [0, 1] : tensor<f32> -> tensor<3x8xf32>
   %g2x = braid.add %g2, %kb : tensor<3x8xf32>
   %r2 = braid.all_reduce %g2x on @world grid_axes = [0] reduction = avg grad_of = ["fc2.weight"] : tensor<3x8xf32>
+  %n1 = braid.sub %w1, %r1 : tensor<8x8xf32>
+  %n2 = braid.sub %w2, %r2 : tensor<3x8xf32>
+  return %n1, %n2, %l : tensor<8x8xf32>, tensor<3x8xf32>, tensor<f32>
+}
+
+// -----
+
+// Optimizer state read by another stage's forward.
+shard.grid @world(shape = 1x2)
+// expected-error @below {{has 'fc1.weight.momentum' read by the forward of stages 0 and 1; only a parameter may be shared between stages}}
+func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
+                %labels: tensor<4xi64> {braid.role = #braid.role<batch "labels">},
+                %w1: tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">},
+                %w2: tensor<3x8xf32> {braid.role = #braid.role<parameter "fc2.weight">},
+                %m1: tensor<8x8xf32> {braid.role = #braid.role<optimizer_state "fc1.weight.momentum">})
+    -> (tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">},
+        tensor<3x8xf32> {braid.role = #braid.role<parameter "fc2.weight">},
+        tensor<f32> {braid.role = #braid.role<loss "loss">}) {
+  %h = braid.matmul %x, %w1 {transpose_b} : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %ww = braid.matmul %w2, %m1 : tensor<3x8xf32>, tensor<8x8xf32> -> tensor<3x8xf32>
+  %o = braid.matmul %h, %ww {transpose_b} : tensor<4x8xf32>, tensor<3x8xf32> -> tensor<4x3xf32>
+  %l = braid.cross_entropy %o, %labels reduction = mean : tensor<4x3xf32>, tensor<4xi64> -> tensor<f32>
+  %one = braid.constant dense<1.000000e+00> : tensor<f32>
+  %do = braid.cross_entropy_backward %one, %o, %labels reduction = mean : tensor<f32>, tensor<4x3xf32>, tensor<4xi64>
+  %g2 = braid.matmul %do, %h {transpose_a} : tensor<4x3xf32>, tensor<4x8xf32> -> tensor<3x8xf32>
+  %dh = braid.matmul %do, %w2 : tensor<4x3xf32>, tensor<3x8xf32> -> tensor<4x8xf32>
+  %g1 = braid.matmul %dh, %x {transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+  %r1 = braid.all_reduce %g1 on @world grid_axes = [0] reduction = avg grad_of = ["fc1.weight"] : tensor<8x8xf32>
+  %r2 = braid.all_reduce %g2 on @world grid_axes = [0] reduction = avg grad_of = ["fc2.weight"] : tensor<3x8xf32>
   %n1 = braid.sub %w1, %r1 : tensor<8x8xf32>
   %n2 = braid.sub %w2, %r2 : tensor<3x8xf32>
   return %n1, %n2, %l : tensor<8x8xf32>, tensor<3x8xf32>, tensor<f32>

@@ -182,12 +182,18 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
     braid.export write) fills the options left at their defaults, and is
     removed.
 
+    A parameter that the forward of other stages reads too (tied weights:
+    a GPT's lm head and token embedding) is shared: each of those stages
+    takes a copy, computes its part of the gradient there and sends it to
+    the parameter's stage, which sums, all-reduces and updates it and sends
+    the new value back at the end of the step.
+
     Rejected with an error naming the cause: a boundary that names no
     parameter's module, boundaries out of order or not p - 1 of them, a
-    stage left without parameters, a parameter used on a stage other than
-    its own (tied weights), an optimizer that needs values from another
-    stage (clipping by the global norm), a collective of the step on the
-    pipeline axis, results other than the loss that depend on the batch.
+    stage left without parameters, optimizer state read by another stage's
+    forward, an optimizer that needs values from another stage (clipping by
+    the global norm), a collective of the step on the pipeline axis,
+    results other than the loss that depend on the batch.
 
     Before (`--braid-pipeline="axis=0 micro-batches=2 boundaries=fc2"` on a
     grid of 2):

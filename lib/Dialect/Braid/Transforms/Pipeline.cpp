@@ -24,6 +24,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -65,8 +66,19 @@ struct Step {
   DenseMap<Operation *, Phase> phase;
   DenseMap<Operation *, int> stage;
   SmallVector<int> argStage;
+  /// Per argument of a stage: the other stages whose forward reads it too
+  /// (a tied parameter); each keeps a copy, updated from its own stage's
+  /// optimizer at the end of the step.
+  SmallVector<SmallVector<int, 1>> sharedWith;
   /// Per op: its position in the body, which orders transfers.
   DenseMap<Operation *, unsigned> position;
+  /// A shared parameter's gradient part computed on another stage than the
+  /// parameter's, and the sum that adds it to the rest right before the
+  /// all-reduce: summed over the micro-batches where it is computed and
+  /// sent once, after the last backward (per micro-batch, its transfer
+  /// would wait for a stage that is not the next one). The sum is null
+  /// where the part is the whole gradient, the all-reduce's operand.
+  llvm::MapVector<Value, Operation *> deferred;
 
   RoleAttr argRole(unsigned i) {
     return func.getArgAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
@@ -136,10 +148,26 @@ static LogicalResult assignOps(Step &step) {
       s = std::max(s, step.stageOf(v));
     return s;
   };
-  // The forward: activations flow up the stages.
-  for (Operation &op : step.body->without_terminator())
-    if (step.phase[&op] == Phase::Forward)
-      step.stage[&op] = latest(&op);
+  // The forward: activations flow up the stages. A parameter read by the
+  // forward of other stages than its own (tied weights) is shared with
+  // them.
+  step.sharedWith.assign(step.func.getNumArguments(), {});
+  for (Operation &op : step.body->without_terminator()) {
+    if (step.phase[&op] != Phase::Forward)
+      continue;
+    int s = step.stage[&op] = latest(&op);
+    for (Value v : op.getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        int own = step.argStage[arg.getArgNumber()];
+        auto &with = step.sharedWith[arg.getArgNumber()];
+        if (own != kFree && s != own && !llvm::is_contained(with, s))
+          with.push_back(s);
+      }
+  }
+  auto readableOn = [&](BlockArgument arg, int s) {
+    return step.argStage[arg.getArgNumber()] == s ||
+           llvm::is_contained(step.sharedWith[arg.getArgNumber()], s);
+  };
   // The optimizer: a gradient all-reduce on its parameters' stage, an op
   // reading a parameter or its state (an update) on theirs, the rest on the
   // latest among its operands'.
@@ -196,11 +224,14 @@ static LogicalResult assignOps(Step &step) {
       continue;
     }
     int own = kFree, s = kFree;
+    SmallVector<BlockArgument> args;
     for (Value v : op->getOperands()) {
-      if (isa<BlockArgument>(v))
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
         own = std::max(own, step.stageOf(v));
-      else if (isForward(v))
+        args.push_back(arg);
+      } else if (isForward(v)) {
         s = std::max(s, step.stageOf(v));
+      }
     }
     for (Operation *user : op->getUsers()) {
       if (user == step.terminator)
@@ -210,6 +241,12 @@ static LogicalResult assignOps(Step &step) {
                   "state";
       s = std::max(s, step.stage.lookup(user));
     }
+    // On a shared parameter, where the rest of the op would run if that
+    // stage has a copy of each (the lm head's gradient next to the head).
+    if (own != kFree && s != kFree && llvm::all_of(args, [&](BlockArgument a) {
+          return step.isFree(a) || readableOn(a, s);
+        }))
+      own = s;
     step.stage[op] = own != kFree ? own : s != kFree ? s : latest(op);
   }
   // An op on gradients alone (a residual's sum) moves up to the earliest
@@ -369,6 +406,39 @@ balancedBoundaries(Step &step, const cost::Cluster &cluster) {
   return boundaries;
 }
 
+/// The gradient parts that go to their parameter's stage once, summed
+/// (Step::deferred): a backward value used only by a sum whose only use is
+/// a gradient all-reduce on another stage.
+static void findDeferredParts(Step &step) {
+  for (Operation *sink : step.sinks)
+    for (Value total : sink->getOperands()) {
+      // The whole gradient computed on another stage: the sink's operand.
+      Operation *def = total.getDefiningOp();
+      if (def && total.hasOneUse() &&
+          step.phase.lookup(def) == Phase::Backward &&
+          step.stage.lookup(def) != kFree &&
+          step.stage.lookup(def) != step.stage[sink]) {
+        step.deferred[total] = nullptr;
+        continue;
+      }
+      auto sum = total.getDefiningOp<AddOp>();
+      if (!sum || !total.hasOneUse() ||
+          step.stage.lookup(sum) != step.stage[sink])
+        continue;
+      SmallVector<Value> far;
+      for (Value part : sum->getOperands()) {
+        Operation *def = part.getDefiningOp();
+        if (def && part.hasOneUse() &&
+            step.phase.lookup(def) == Phase::Backward &&
+            step.stage.lookup(def) != kFree &&
+            step.stage.lookup(def) != step.stage[sink])
+          far.push_back(part);
+      }
+      if (far.size() == 1)
+        step.deferred[far.front()] = sum;
+    }
+}
+
 /// What braid-pipeline cannot split, named.
 static LogicalResult checkAssignment(Step &step) {
   for (unsigned i = 0; i < step.func.getNumArguments(); ++i) {
@@ -377,14 +447,22 @@ static LogicalResult checkAssignment(Step &step) {
       continue;
     for (Operation *user : step.func.getArgument(i).getUsers()) {
       int s = step.stage.lookup(user);
-      if (user == step.terminator || s == own)
+      if (user == step.terminator || s == own ||
+          llvm::is_contained(step.sharedWith[i], s))
         continue;
+      // The forward's readers make the copies and the backward runs on
+      // one: not reachable from input.
       return user->emitOpError()
              << "reads '" << step.argRole(i).getName() << "' of stage " << own
-             << " on stage " << s
-             << "; a parameter used by two stages (tied weights) is not "
-                "supported by braid-pipeline yet";
+             << " on stage " << s << ", which has no copy of it";
     }
+    if (!step.sharedWith[i].empty() &&
+        step.argRole(i).getKind() != RoleKind::Parameter)
+      return step.func.emitError()
+             << "has '" << step.argRole(i).getName()
+             << "' read by the forward of stages " << own << " and "
+             << step.sharedWith[i].front()
+             << "; only a parameter may be shared between stages";
   }
   for (Operation &op : step.body->without_terminator()) {
     if (step.phase[&op] != Phase::Optimizer)
@@ -448,6 +526,27 @@ private:
   void clone(int k, Operation *op);
   /// The step's arguments that `v` reads through free ops.
   void argumentsRead(Value v, llvm::SmallBitVector &into);
+  /// The argument of the shared parameter whose new value result `i` is,
+  /// or -1.
+  int sharedParameterOf(unsigned i) {
+    RoleAttr role = step.resultRole(i);
+    if (!role || role.getKind() != RoleKind::Parameter)
+      return -1;
+    for (unsigned a = 0; a < step.func.getNumArguments(); ++a)
+      if (RoleAttr r = step.argRole(a); r && !step.sharedWith[a].empty() &&
+                                        r.getKind() == RoleKind::Parameter &&
+                                        r.getName() == role.getName())
+        return int(a);
+    return -1;
+  }
+  /// The argument of the shared parameter result `i` is the new value of on
+  /// another stage that has a copy of it (this one), or -1.
+  int sharedCopyOf(unsigned i) {
+    int arg = sharedParameterOf(i);
+    return arg >= 0 && llvm::is_contained(step.sharedWith[arg], int(index))
+               ? arg
+               : -1;
+  }
   void emitAction(const PipelineAction &action);
   Value accumulate(Value sum, Value part) {
     return sum ? AddOp::create(builder, part.getLoc(), sum, part).getResult()
@@ -466,6 +565,9 @@ private:
   IRMapping shared;
   /// The accumulated loss, and each all-reduce's accumulated operands.
   Value loss;
+  /// The sums of the gradient parts this stage computes for another's
+  /// parameter (Step::deferred).
+  llvm::MapVector<Value, Value> partSums;
   DenseMap<Operation *, SmallVector<Value>> gradients;
   bool failed = false;
 };
@@ -554,9 +656,20 @@ void StageBuilder::emitAction(const PipelineAction &action) {
     }
   Phase phase =
       action.kind == ActionKind::Forward ? Phase::Forward : Phase::Backward;
-  for (Operation &op : step.body->without_terminator())
-    if (step.phase[&op] == phase && step.stage[&op] == int(index))
-      clone(k, &op);
+  for (Operation &op : step.body->without_terminator()) {
+    if (step.phase[&op] != phase || step.stage[&op] != int(index))
+      continue;
+    // A sum with a part from afar is the local part until the end.
+    auto part = llvm::find_if(step.deferred, [&](const auto &d) {
+      return d.second && d.second == &op;
+    });
+    if (part != step.deferred.end()) {
+      Value local = op.getOperand(op.getOperand(0) == part->first ? 1 : 0);
+      perBatch[k].map(op.getResult(0), get(k, local));
+      continue;
+    }
+    clone(k, &op);
+  }
   // The sums first, then the sends, so that the sends and the next action's
   // receives form one run (braid.send_recv).
   if (phase == Phase::Forward &&
@@ -564,13 +677,18 @@ void StageBuilder::emitAction(const PipelineAction &action) {
     loss =
         accumulate(loss, get(k, step.terminator->getOperand(step.lossResult)));
   if (phase == Phase::Backward)
+    for (auto &[part, sum] : step.deferred)
+      if (step.stageOf(part) == int(index))
+        partSums[part] = accumulate(partSums.lookup(part), get(k, part));
+  if (phase == Phase::Backward)
     for (Operation *sink : step.sinks) {
       if (step.stage[sink] != int(index))
         continue;
       SmallVector<Value> &sums = gradients[sink];
       sums.resize(sink->getNumOperands());
       for (auto [i, operand] : llvm::enumerate(sink->getOperands()))
-        sums[i] = accumulate(sums[i], get(k, operand));
+        if (!step.deferred.count(operand))
+          sums[i] = accumulate(sums[i], get(k, operand));
     }
   for (const Transfer &t : transfers)
     if (t.from == int(index) && t.sendKind == action.kind) {
@@ -598,11 +716,12 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   // The results: the stage's own, the loss where it is computed, free ones
   // on every stage that reads all their arguments (a shared step count),
   // and those that read none on stage 0.
+  // A shared parameter's new value too, on every stage that has a copy.
   SmallVector<unsigned> results;
   for (unsigned i = 0; i < step.terminator->getNumOperands(); ++i) {
     Value v = step.terminator->getOperand(i);
     int s = step.stageOf(v);
-    if (s == int(index)) {
+    if (s == int(index) || sharedCopyOf(i) >= 0) {
       results.push_back(i);
       continue;
     }
@@ -657,6 +776,29 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
     if (failed)
       return failure();
   }
+  // Gradient parts for another stage's parameter: sent once, summed; the
+  // parameter's stage adds them to its own sums (in step order on both
+  // sides, after every transfer of the micro-batches).
+  auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
+  for (auto &[part, sum] : step.deferred) {
+    Value total = sum ? sum->getResult(0) : part;
+    Operation *sink = *total.getUsers().begin();
+    int from = step.stageOf(part), to = step.stage[sink];
+    if (from == int(index)) {
+      SendOp::create(builder, part.getLoc(), partSums[part], step.grid, axes,
+                     builder.getI64IntegerAttr(to));
+    } else if (to == int(index)) {
+      Value far =
+          RecvOp::create(builder, part.getLoc(), part.getType(), step.grid,
+                         axes, builder.getI64IntegerAttr(from))
+              .getResult();
+      SmallVector<Value> &sums = gradients[sink];
+      sums.resize(sink->getNumOperands());
+      for (auto [i, operand] : llvm::enumerate(sink->getOperands()))
+        if (operand == total)
+          sums[i] = accumulate(sums[i], far);
+    }
+  }
   // The micro-batches' mean.
   double share = 1.0 / double(microBatches);
   auto mean = [&](Value sum) {
@@ -677,9 +819,33 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
     if (failed)
       return failure();
   }
+  // Shared parameters: their stage sends each update to the stages with a
+  // copy, which take it as theirs (after every transfer of the actions on
+  // both sides, so the order of each pair's transfers stays one).
+  DenseMap<unsigned, Value> copies;
+  for (unsigned i = 0; i < step.terminator->getNumOperands(); ++i) {
+    int arg = sharedParameterOf(i);
+    if (arg < 0)
+      continue;
+    Value v = step.terminator->getOperand(i);
+    int owner = step.argStage[arg];
+    if (owner == int(index)) {
+      Value update = get(-1, v);
+      if (failed)
+        return failure();
+      for (int t : step.sharedWith[arg])
+        SendOp::create(builder, v.getLoc(), update, step.grid, axes,
+                       builder.getI64IntegerAttr(t));
+    } else if (llvm::is_contained(step.sharedWith[arg], int(index))) {
+      copies[i] = RecvOp::create(builder, v.getLoc(), v.getType(), step.grid,
+                                 axes, builder.getI64IntegerAttr(owner))
+                      .getResult();
+    }
+  }
   SmallVector<Value> values;
   for (unsigned i : results)
-    values.push_back(get(-1, step.terminator->getOperand(i)));
+    values.push_back(copies.count(i) ? copies[i]
+                                     : get(-1, step.terminator->getOperand(i)));
   if (failed)
     return failure();
   func::ReturnOp::create(builder, step.terminator->getLoc(), values);
@@ -697,6 +863,8 @@ static FailureOr<SmallVector<Transfer>> findTransfers(Step &step) {
     if (phase == Phase::Optimizer || from == kFree)
       continue;
     for (Value v : op.getResults()) {
+      if (step.deferred.count(v))
+        continue;
       std::set<int> to;
       for (Operation *user : v.getUsers())
         if (user != step.terminator && step.stage.lookup(user) != from)
@@ -920,6 +1088,7 @@ void PipelinePass::runOnOperation() {
   if (failed(assignArguments(step, cuts)) || failed(assignOps(step)) ||
       failed(checkAssignment(step)))
     return signalPassFailure();
+  findDeferredParts(step);
   FailureOr<SmallVector<Transfer>> transfers = findTransfers(step);
   if (failed(transfers))
     return signalPassFailure();
