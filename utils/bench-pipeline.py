@@ -25,6 +25,7 @@ usage: /usr/bin/python3 utils/bench-pipeline.py [--quick] [--keep DIR]
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -64,7 +65,6 @@ def case(model, cluster, pp, m, schedule, work, layers):
     report = plan + ".json"
     benchlib.run([os.path.join(benchlib.BIN, "braid-run"), "--backend=sim", plan,
                   "--report", report], "bench-pipeline")
-    import json
     with open(report) as f:
         return json.load(f), None
 

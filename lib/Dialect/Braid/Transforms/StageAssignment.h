@@ -1,0 +1,103 @@
+//===- StageAssignment.h - where each op of a pipelined step runs -*- C++
+//-*-===//
+//
+// braid-pipeline's first half (Pipeline.cpp builds the stage programs): the
+// phase of every op of the step (forward, backward, optimizer) and the stage
+// it runs on, from the stages of the parameters; the tied parameters each
+// stage keeps a copy of, and the gradient parts sent once per step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_LIB_DIALECT_BRAID_TRANSFORMS_STAGEASSIGNMENT_H
+#define BRAID_LIB_DIALECT_BRAID_TRANSFORMS_STAGEASSIGNMENT_H
+
+#include "braid/Dialect/Braid/BraidAttributes.h"
+#include "braid/Dialect/Braid/BraidDialect.h"
+
+#include "braid-common/CostModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <string>
+
+namespace braid::pipeline {
+
+using namespace mlir;
+
+enum class Phase { Forward, Backward, Optimizer };
+
+/// The stage of a value computed again wherever it is needed.
+constexpr int kFree = -1;
+
+/// The step being split and where each of its ops runs.
+struct Step {
+  func::FuncOp func;
+  Block *body = nullptr;
+  Operation *terminator = nullptr;
+  FlatSymbolRefAttr grid;
+  unsigned stages = 0;
+  int64_t axis = 0;
+  int lossResult = -1;
+  /// The gradient all-reduces (carrying grad_of): where the optimizer
+  /// starts.
+  SmallVector<Operation *> sinks;
+
+  DenseMap<Operation *, Phase> phase;
+  DenseMap<Operation *, int> stage;
+  SmallVector<int> argStage;
+  /// Per argument of a stage: the other stages whose forward reads it too
+  /// (a tied parameter); each keeps a copy, updated from its own stage's
+  /// optimizer at the end of the step.
+  SmallVector<SmallVector<int, 1>> sharedWith;
+  /// Per op: its position in the body, which orders transfers.
+  DenseMap<Operation *, unsigned> position;
+  /// A shared parameter's gradient part computed on another stage than the
+  /// parameter's, and the sum that adds it to the rest right before the
+  /// all-reduce: summed over the micro-batches where it is computed and
+  /// sent once, after the last backward (per micro-batch, its transfer
+  /// would wait for a stage that is not the next one). The sum is null
+  /// where the part is the whole gradient, the all-reduce's operand.
+  llvm::MapVector<Value, Operation *> deferred;
+
+  RoleAttr argRole(unsigned i) {
+    return func.getArgAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
+  }
+  RoleAttr resultRole(unsigned i) {
+    return func.getResultAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
+  }
+  int stageOf(Value v) const {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return argStage[arg.getArgNumber()];
+    return stage.lookup(v.getDefiningOp());
+  }
+  bool isFree(Value v) const { return stageOf(v) == kFree; }
+};
+
+/// Phases: the optimizer is the gradient all-reduces and what depends on
+/// them; the forward what the loss depends on; the backward what the
+/// gradients depend on besides.
+void classify(Step &step);
+
+/// The stage of each parameter from the boundary modules; optimizer state
+/// follows its parameter, everything else is free.
+LogicalResult assignArguments(Step &step, ArrayRef<std::string> boundaries);
+
+/// The stage of each op, from the stages of the arguments.
+LogicalResult assignOps(Step &step);
+
+/// Boundaries that balance the stages' forward and backward time on
+/// `cluster`.
+FailureOr<SmallVector<std::string>>
+balancedBoundaries(Step &step, const cost::Cluster &cluster);
+
+/// The gradient parts that go to their parameter's stage once, summed
+/// (Step::deferred).
+void findDeferredParts(Step &step);
+
+/// What braid-pipeline cannot split, named.
+LogicalResult checkAssignment(Step &step);
+
+} // namespace braid::pipeline
+
+#endif // BRAID_LIB_DIALECT_BRAID_TRANSFORMS_STAGEASSIGNMENT_H
