@@ -17,9 +17,11 @@ prints its error in its row.
 
 Claims checked (exit 1 otherwise): 1F1B's step no more than 2% above
 GPipe's (the same bubble in theory; its transfers overlap more); 1F1B's
-first stage no larger than GPipe's, and its peak
-non-increasing from the first stage to the last (stage i holds p - i
-micro-batches, GPipe every stage all m).
+peak no larger than GPipe's on any stage (stage i holds p - i
+micro-batches' activations, GPipe every stage all m). The peak also holds
+the stage's parameters and optimizer state, so where the last stage's lm
+head outweighs a block's activations (--quick: one block a stage) it need
+not fall along the stages.
 
 usage: /usr/bin/python3 utils/bench-pipeline.py [--quick] [--keep DIR]
 """
@@ -101,21 +103,19 @@ def main():
                 r["bubble_fraction"], formula, mem[0], mem[-1],
                 "" if r["fits"] else " **does not fit**", r["exposed_comm"] * 1e3))
             sys.stdout.flush()
-            if schedule == "1f1b" and any(b > a * (1 + 1e-9) for a, b in zip(mem, mem[1:])):
-                failures.append("%s pp %d: 1F1B's peak grows along the stages: %s" % (
-                    model, pp, ", ".join("%.2f" % x for x in mem)))
         if len(rows) == 2:
             g, o = rows["gpipe"], rows["1f1b"]
             if o["step_time"] > 1.02 * g["step_time"]:
                 failures.append("%s pp %d: 1F1B's step %.1f ms is more than 2%% above GPipe's "
                                 "%.1f ms" % (model, pp, o["step_time"] * 1e3,
                                              g["step_time"] * 1e3))
-            if o["stages"][0]["peak_memory_bytes"] > g["stages"][0]["peak_memory_bytes"]:
-                failures.append("%s pp %d: 1F1B's first stage holds more than GPipe's" % (
-                    model, pp))
+            for i, (a, b) in enumerate(zip(g["stages"], o["stages"])):
+                if b["peak_memory_bytes"] > a["peak_memory_bytes"]:
+                    failures.append("%s pp %d: 1F1B's stage %d holds more than GPipe's" % (
+                        model, pp, i))
     print()
-    print("%d cases, %.0f s. Claims: 1F1B's step at most 2%% above GPipe's, its first stage "
-          "no larger and its peak non-increasing along the stages: %s" % (
+    print("%d cases, %.0f s. Claims: 1F1B's step at most 2%% above GPipe's, its peak no "
+          "larger than GPipe's on any stage: %s" % (
               len(CASES), time.time() - start, "holds" if not failures else "FAIL"))
     for f in failures:
         print("FAIL " + f)
