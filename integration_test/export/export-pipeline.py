@@ -7,14 +7,14 @@
 # block, trains 10 steps
 #   - pipeline 2 on 2 ranks, and
 #   - data parallel 2 x pipeline 2 on 4 ranks,
-# in GPipe's and in 1F1B's order, and is judged by braid.compare against
+# in GPipe's, 1F1B's and ZB-H1's order, and is judged by braid.compare against
 # PyTorch accumulating the same micro-batches ((loss / 2).backward() per
 # micro-batch, DDP's mean over the data-parallel ranks): every loss within
 # 1e-5 relative of float64 PyTorch, every final array no farther from it
 # than float32 PyTorch is (4x its spread).
 # Export errors, each one ExportError and nothing written: a stage boundary
 # naming no module, boundaries out of the model's order or of the wrong
-# count, a micro-batch count that does not divide the batch, clipping by the
+# count, a schedule braid-pipeline does not know, a micro-batch count that does not divide the batch, clipping by the
 # global norm with a pipeline. A model whose head is tied to its embedding
 # (nanoGPT) trains against PyTorch too, split at its second block: the last
 # stage keeps a copy of the table.
@@ -33,6 +33,7 @@ from exporttest import Checker, braidtest  # noqa: E402
 import zoo  # noqa: E402
 import braid  # noqa: E402
 from braid import compare  # noqa: E402
+from braid.ir import PIPELINE_SCHEDULES  # noqa: E402
 
 STEPS = 10
 MICRO = 2
@@ -65,7 +66,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     check = Checker()
     for dp in (1, 2):
-        for schedule in ("gpipe", "1f1b"):
+        for schedule in PIPELINE_SCHEDULES:
             model, batch = zoo.make("llama")
             spec = spec_of(model, batch, dp)
             name = "llama-dp%d-%s" % (dp, schedule)
@@ -110,6 +111,10 @@ def main():
                  lambda: braid.export(model, spec["example_inputs"], (), spec["loss_fn"],
                                       spec["optimizer"], 1, output=bad, micro_batches=3,
                                       pipeline_stages=2, stage_boundaries=["layers.1"]))
+    expect_error(check, "an unknown schedule",
+                 "pipeline_schedule must be one of 1f1b, gpipe, zb-h1, not 'zb-h2'",
+                 lambda: export(spec, bad, 1, batch, pipeline_stages=2,
+                                stage_boundaries=["layers.1"], pipeline_schedule="zb-h2"))
     expect_error(check, "clipping with a pipeline", "max_grad_norm with pipeline_stages",
                  lambda: export(spec, bad, 1, batch, pipeline_stages=2,
                                 stage_boundaries=["layers.1"], max_grad_norm=1.0))

@@ -4,7 +4,8 @@
 # programs, trains on 2 ranks (and data parallel 2 x pipeline 2 on 4) as
 # braid.models' own accumulating step of the same 4 micro-batches does on 1
 # (and on 2): every loss and every saved array within 1e-5 relative, in
-# both schedules, with the stage boundary given (after block 1: one tensor
+# each schedule (gpipe, 1f1b, zb-h1: B and W of each block's backward
+# split), with the stage boundary given (after block 1: one tensor
 # crosses each way) and with the stages balanced by the cost model (the
 # cut falls inside a block, where several tensors cross, each run of
 # transfers one braid.send_recv); and pipeline 2 x tensor parallel 2 on 4
@@ -22,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
 import braidtest  # noqa: E402
+from braid.ir import PIPELINE_SCHEDULES  # noqa: E402
 
 failures = []
 
@@ -61,7 +63,7 @@ def main():
         check(len(want) == STEPS and want[-1] < want[0],
               "data parallel %d, 4 micro-batches accumulated: the loss falls %s" % (dp, want))
         ref = np.load(want_save)
-        for schedule in ("gpipe", "1f1b"):
+        for schedule in PIPELINE_SCHEDULES:
             for cut in ("h2", None):
                 flags = ["--world-size", str(dp), "--pp", "2", "--micro-batches", "4",
                          "--schedule-pp", schedule] + (["--stage-boundaries", cut] if cut else [])
@@ -102,7 +104,7 @@ def main():
     # copy of the table, sends its part of the gradient down and receives
     # the update at the end of the step.
     gpt = ["gpt", "--tiny", "--layers", "4", "--world-size", "1", "--micro-batches", "2"]
-    for schedule in ("gpipe", "1f1b"):
+    for schedule in PIPELINE_SCHEDULES:
         acc_save, pp_save = os.path.join(out, "gpt-acc.npz"), os.path.join(out, "gpt-pp.npz")
         plans = []
         for name, flags in (("gpt-acc", []), ("gpt-pp-" + schedule,

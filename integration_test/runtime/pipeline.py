@@ -14,7 +14,8 @@
 #     on each stage: with a send and a receive it would deadlock), on 2
 #     and on 4 ranks, against the accumulating whole step; the same stage
 #     programs made by braid-pipeline (braid-compile --pipeline-axis) from
-#     the step of one micro-batch, in both schedules;
+#     the step of one micro-batch, in each schedule (zb-h1 too, whose
+#     split backward changes no kernel, only their order);
 #   - a ring of three send-receives with two peers each.
 #
 # Judged: the losses of every step and every array --save writes (gathered
@@ -33,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
 import braidtest  # noqa: E402
+from braid.ir import PIPELINE_SCHEDULES  # noqa: E402
 
 failures = []
 
@@ -393,11 +395,11 @@ def main():
                 % schedule, plan, 4, acc2, 2, out)
 
     # braid-pipeline makes the stage programs from the step of one
-    # micro-batch (4 rows): with 2 micro-batches in either schedule they
+    # micro-batch (4 rows): with 2 micro-batches in any schedule they
     # train as the accumulating step does (which weights each micro-batch's
     # loss by 1/2 where braid-pipeline halves the gradients' sum: equal to
     # rounding, within 1e-5).
-    for schedule in ("gpipe", "1f1b"):
+    for schedule in PIPELINE_SCHEDULES:
         for dp in (1, 2):
             mlir = os.path.join(out, "split-dp%d.mlir" % dp)
             with open(mlir, "w") as f:
@@ -414,6 +416,13 @@ def main():
             compare("braid-pipeline, %s, 2 micro-batches, data parallel %d x pipeline 2 vs "
                     "accumulating on %d" % (schedule, dp, dp), plan, 2 * dp,
                     acc1 if dp == 1 else acc2, dp, out, tol=1e-5)
+
+    # The schedules braid.models and braid.export offer are braid-pipeline's.
+    refused = braidtest.run([braidtest.tool("braid-opt"), "--braid-pipeline=axis=0 schedule=none",
+                             os.path.join(out, "split-dp1.mlir")], check=False)
+    known = refused.stderr.split("(known: ")[-1].split(")")[0].split(", ")
+    check(refused.returncode != 0 and sorted(known) == sorted(PIPELINE_SCHEDULES),
+          "braid-pipeline knows the schedules braid.ir.PIPELINE_SCHEDULES lists (%s)" % known)
 
     # A ring of three stages, each sending its parameter to the next and
     # receiving the one before's in one send-receive (two different peers):

@@ -40,7 +40,7 @@ from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_
                           _parameters, _tensors, _trace)
 from braid import recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, RandomState, op_name
-from braid.ir import StepBuilder
+from braid.ir import PIPELINE_SCHEDULES, StepBuilder
 from braid.spec import _parse_value, load_spec, torch_reference
 from braid.tensor_parallel import shardings as tensor_parallel_shardings
 
@@ -138,7 +138,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      world_size (x tensor_parallel), the step written is one
                      micro-batch's, and braid-compile splits it into a program
                      per stage that runs `micro_batches` micro-batches in
-                     `pipeline_schedule`'s order ("gpipe" or "1f1b";
+                     `pipeline_schedule`'s order ("gpipe", "1f1b" or "zb-h1";
                      docs/Pipeline.md)
     stage_boundaries with pipeline_stages: the module (a name of
                      model.named_modules()) whose first parameter starts each
@@ -270,8 +270,9 @@ def _pipeline(model, stages, boundaries, schedule, tensor_parallel, max_grad_nor
         if boundaries:
             raise ExportError("stage_boundaries needs pipeline_stages above 1")
         return None
-    if schedule not in ("gpipe", "1f1b"):
-        raise ExportError("pipeline_schedule must be 'gpipe' or '1f1b', not %r" % (schedule,))
+    if schedule not in PIPELINE_SCHEDULES:
+        raise ExportError("pipeline_schedule must be one of %s, not %r"
+                          % (", ".join(PIPELINE_SCHEDULES), schedule))
     if tensor_parallel > 1:
         raise ExportError("pipeline_stages with tensor_parallel is not supported yet")
     if max_grad_norm is not None:
@@ -632,7 +633,7 @@ def main(argv=None):
     parser.add_argument("--stage-boundaries", metavar="M1,M2,...",
                         help="the modules starting each stage after the first (overrides "
                              "the spec's stage_boundaries; default: balanced)")
-    parser.add_argument("--pipeline-schedule", choices=["gpipe", "1f1b"],
+    parser.add_argument("--pipeline-schedule", choices=PIPELINE_SCHEDULES,
                         help="the order of a stage's micro-batches (overrides the spec's "
                              "pipeline_schedule; default 1f1b)")
     parser.add_argument("--name", help="the step function's name")

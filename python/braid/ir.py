@@ -12,6 +12,11 @@ import math
 
 from braid.op_table import OPS
 
+# The schedules braid-pipeline knows (parsePipelineSchedule in
+# lib/Dialect/Braid/Analysis/PipelineSchedule.cpp; integration_test/runtime/
+# pipeline.py checks the two agree), the default first.
+PIPELINE_SCHEDULES = ("1f1b", "gpipe", "zb-h1")
+
 
 def _check_op(text, results):
     """`text` starts with a braid op that yields `results` values."""
@@ -460,6 +465,9 @@ class StepBuilder:
         `boundaries` (none: balanced by the cost model)."""
         if self.pp < 2:
             raise ValueError("pipeline() needs a builder with pp > 1")
+        if schedule not in PIPELINE_SCHEDULES:
+            raise ValueError("unknown pipeline schedule %r (known: %s)"
+                             % (schedule, ", ".join(PIPELINE_SCHEDULES)))
         attrs = ["axis = 0 : i64", "micro_batches = %d : i64" % micro_batches,
                  'schedule = "%s"' % schedule]
         if boundaries:

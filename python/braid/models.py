@@ -13,7 +13,7 @@ import math
 import sys
 
 from braid._cli import module_command
-from braid.ir import StepBuilder
+from braid.ir import PIPELINE_SCHEDULES, StepBuilder
 
 
 def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
@@ -475,7 +475,7 @@ def main(argv=None):
                         help="pipeline stages: the grid is PP x WORLD_SIZE (x TP), the step "
                              "one micro-batch's, which braid-compile splits into stage "
                              "programs (braid-pipeline; default 1: no pipeline)")
-    parser.add_argument("--schedule-pp", choices=["gpipe", "1f1b"], default=None,
+    parser.add_argument("--schedule-pp", choices=PIPELINE_SCHEDULES, default=None,
                         help="with --pp: the order of a stage's micro-batches (default 1f1b)")
     parser.add_argument("--stage-boundaries", default=None,
                         help="with --pp: the module starting each stage after the first, "

@@ -72,7 +72,7 @@ static cl::opt<int64_t>
 static cl::opt<std::string> pipelineSchedule(
     "pipeline-schedule",
     cl::desc("With --pipeline-axis: the order of a stage's micro-batches, "
-             "gpipe or 1f1b (default)"),
+             "gpipe, 1f1b (default) or zb-h1"),
     cl::init("1f1b"), cl::cat(category));
 static cl::list<std::string> stageBoundaries(
     "stage-boundaries",

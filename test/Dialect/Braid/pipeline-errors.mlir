@@ -8,7 +8,7 @@
 // RUN: sed 's/shape = 2x3/shape = 2x4/' %S/pipeline.mlir | not braid-opt --split-input-file --braid-pipeline="axis=1" 2>&1 | FileCheck %s --check-prefix=FEW
 
 // AXIS: error: braid-pipeline needs axis=N, the pipeline axis of grid @world (0 to 1), but axis is -1
-// SCHEDULE: error: braid-pipeline: unknown schedule 'zb-h2' (known: gpipe, 1f1b)
+// SCHEDULE: error: braid-pipeline: unknown schedule 'zb-h2' (known: gpipe, 1f1b, zb-h1)
 // MICRO: error: braid-pipeline: micro-batches must be at least 1, but is 0
 // COUNT: error: is split into 2 pipeline stages (axis 1 of grid @world), which needs 1 boundaries, but 2 are given
 // FEW: error: has 3 parameters, too few for 4 pipeline stages

@@ -1,5 +1,6 @@
 // RUN: braid-opt %s --split-input-file --braid-pipeline="axis=1 micro-batches=2 boundaries=fc2,fc3" | FileCheck %s
 // RUN: braid-opt %s --split-input-file --braid-pipeline="axis=1 micro-batches=3 schedule=gpipe boundaries=fc2,fc3" | FileCheck %s --check-prefix=GPIPE
+// RUN: braid-opt %s --split-input-file --braid-pipeline="axis=1 micro-batches=2 schedule=zb-h1 boundaries=fc2,fc3" | FileCheck %s --check-prefix=ZB
 
 // A three-layer MLP on data parallel 2 x pipeline 3, a layer per stage.
 // 1F1B with two micro-batches: stage 0 runs one warm-up forward and sends
@@ -52,6 +53,39 @@ func.func @step(
   return %w19, %m19, %w20, %m20, %w21, %m21, %v6 : tensor<32x16xf32>, tensor<32x16xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<10x32xf32>, tensor<10x32xf32>, tensor<f32>
 }
 
+
+// ZB-H1 splits each backward into B, the input's gradient that goes down
+// a stage, and W, the weight's gradient: stage 0's whole backward is W
+// (nothing goes down from it, and the relu's gradient serves fc1.weight's
+// alone); stage i runs micro-batch k's W after the B of k + i, so the
+// middle stage's first W follows its second B's send, and the last
+// stage's two follow every send. Gradients still add up in micro-batch
+// order before their mean.
+// ZB-LABEL: func.func @step_stage0(
+// ZB: %[[G0:.*]] = braid.send_recv
+// ZB-NEXT: %[[R0:.*]] = braid.relu_backward %[[G0]]
+// ZB-NEXT: %[[W0:.*]] = braid.matmul %[[R0]], %{{.*}} {transpose_a}
+// ZB-NEXT: %[[G1:.*]] = braid.recv
+// ZB-NEXT: %[[R1:.*]] = braid.relu_backward %[[G1]]
+// ZB-NEXT: %[[W1:.*]] = braid.matmul %[[R1]], %{{.*}} {transpose_a}
+// ZB-NEXT: braid.add %[[W0]], %[[W1]]
+// ZB-LABEL: func.func @step_stage1(
+// ZB: braid.send_recv %{{.*}} send_peer = 2 recv_peer = 2
+// ZB-NEXT: %[[R0:.*]] = braid.relu_backward
+// ZB-NEXT: braid.matmul %[[R0]], %arg0 :
+// ZB-NEXT: braid.send_recv %{{.*}} send_peer = 0 recv_peer = 2
+// ZB-NEXT: %[[R1:.*]] = braid.relu_backward
+// ZB-NEXT: braid.matmul %[[R1]], %arg0 :
+// ZB-NEXT: braid.send %{{.*}} peer = 0
+// ZB-NEXT: %[[W0:.*]] = braid.matmul %[[R0]], %{{.*}} {transpose_a}
+// ZB-NEXT: %[[W1:.*]] = braid.matmul %[[R1]], %{{.*}} {transpose_a}
+// ZB-NEXT: braid.add %[[W0]], %[[W1]]
+// ZB-LABEL: func.func @step_stage2(
+// ZB: braid.send_recv
+// ZB: braid.send %{{.*}} peer = 1
+// ZB-NEXT: %[[W0:.*]] = braid.matmul %{{.*}} {transpose_a}
+// ZB-NEXT: %[[W1:.*]] = braid.matmul %{{.*}} {transpose_a}
+// ZB-NEXT: braid.add %[[W0]], %[[W1]]
 
 // CHECK-LABEL: func.func @step_stage0(
 // CHECK-SAME: %[[X:.*]]: tensor<16x16xf32> {braid.role = #braid.role<batch "x">}

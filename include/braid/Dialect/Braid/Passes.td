@@ -162,7 +162,13 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
        first dimension) and runs its forward and backward once per slice,
        in the order of `schedule` (`gpipe`: all forwards, then all
        backwards; `1f1b`: stage i runs p - i - 1 forwards, then one of each
-       in turn, then the rest). Gradients add up over the micro-batches and
+       in turn, then the rest; `zb-h1`: 1F1B with each backward split in
+       B, what the stage's sends and more than one parameter's gradient
+       need, and W, the rest (each op of which serves one parameter's
+       gradient), stage i running micro-batch k's W after the B of
+       k + i and the last i at the end, which fills 1F1B's drain: a
+       bubble of (p - 1)(F + B - W) instead of (p - 1)(F + B + W)).
+       Gradients add up over the micro-batches and
        are scaled by 1/m before their all-reduce; the loss is the mean of
        the micro-batches'. The optimizer runs once, after the last
        backward.
@@ -222,7 +228,7 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
            "Micro-batches per step: each stage program takes this many times "
            "the step's batch">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "The order of a stage's micro-batches: gpipe or 1f1b">,
+           "The order of a stage's micro-batches: gpipe, 1f1b or zb-h1">,
     ListOption<"boundaries", "boundaries", "std::string",
                "The module that starts each stage after the first, p - 1 "
                "names in parameter order (none: balanced by the cost model)">

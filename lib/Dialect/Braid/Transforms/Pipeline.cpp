@@ -48,7 +48,8 @@ using namespace braid::pipeline;
 namespace {
 
 /// Which action of a stage sends or receives a transfer: a micro-batch's
-/// forward or backward.
+/// forward or backward (B where the schedule splits the backward; W sends
+/// nothing).
 using ActionKind = PipelineAction::Kind;
 
 } // namespace
@@ -69,9 +70,9 @@ struct Transfer {
 
 class StageBuilder {
 public:
-  StageBuilder(Step &step, unsigned index, unsigned microBatches,
+  StageBuilder(Step &step, unsigned index, unsigned microBatches, bool split,
                ArrayRef<Transfer> transfers)
-      : step(step), index(index), microBatches(microBatches),
+      : step(step), index(index), microBatches(microBatches), split(split),
         transfers(transfers), builder(step.func.getContext()),
         perBatch(microBatches) {}
 
@@ -113,6 +114,8 @@ private:
 
   Step &step;
   unsigned index, microBatches;
+  /// Whether the actions split the backward into B and W.
+  bool split;
   ArrayRef<Transfer> transfers;
   OpBuilder builder;
   Block *block = nullptr;
@@ -214,8 +217,14 @@ void StageBuilder::emitAction(const PipelineAction &action) {
     }
   Phase phase =
       action.kind == ActionKind::Forward ? Phase::Forward : Phase::Backward;
+  // The action that completes a micro-batch's gradients.
+  bool last =
+      action.kind == (split ? ActionKind::Weight : ActionKind::Backward);
   for (Operation &op : step.body->without_terminator()) {
     if (step.phase[&op] != phase || step.stage[&op] != int(index))
+      continue;
+    if (split && phase == Phase::Backward &&
+        step.weight.count(&op) != (action.kind == ActionKind::Weight))
       continue;
     // A sum with a part from afar is the local part until the end.
     auto part = llvm::find_if(step.deferred, [&](const auto &d) {
@@ -234,11 +243,11 @@ void StageBuilder::emitAction(const PipelineAction &action) {
       step.stageOf(step.terminator->getOperand(step.lossResult)) == int(index))
     loss =
         accumulate(loss, get(k, step.terminator->getOperand(step.lossResult)));
-  if (phase == Phase::Backward)
+  if (last)
     for (auto &[part, sum] : step.deferred)
       if (step.stageOf(part) == int(index))
         partSums[part] = accumulate(partSums.lookup(part), get(k, part));
-  if (phase == Phase::Backward)
+  if (last)
     for (Operation *sink : step.sinks) {
       if (step.stage[sink] != int(index))
         continue;
@@ -647,13 +656,15 @@ void PipelinePass::runOnOperation() {
       failed(checkAssignment(step)))
     return signalPassFailure();
   findDeferredParts(step);
+  if (splitsBackward(*kind))
+    splitBackward(step);
   FailureOr<SmallVector<Transfer>> transfers = findTransfers(step);
   if (failed(transfers))
     return signalPassFailure();
 
   unsigned m = unsigned(microBatches);
   for (unsigned s = 0; s < step.stages; ++s) {
-    StageBuilder builder(step, s, m, *transfers);
+    StageBuilder builder(step, s, m, splitsBackward(*kind), *transfers);
     FailureOr<func::FuncOp> func =
         builder.build(pipelineActions(*kind, step.stages, s, m));
     if (failed(func))

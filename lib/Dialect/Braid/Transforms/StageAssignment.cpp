@@ -356,6 +356,49 @@ void pipeline::findDeferredParts(Step &step) {
     }
 }
 
+void pipeline::splitBackward(Step &step) {
+  // Each operand of a gradient all-reduce is one parameter's gradient; an
+  // op of W serves one of them, or none.
+  constexpr int kNone = -1, kMany = -2;
+  DenseMap<OpOperand *, int> gradient;
+  for (Operation *sink : step.sinks)
+    for (OpOperand &use : sink->getOpOperands())
+      gradient[&use] = int(gradient.size());
+  auto join = [&](int a, int b) {
+    return a == kNone ? b : b == kNone || a == b ? a : kMany;
+  };
+  DenseMap<Operation *, int> serves;
+  // Users first: an op is B if one of its users is.
+  for (Operation &op : llvm::reverse(step.body->without_terminator())) {
+    int s = step.stage[&op];
+    if (step.phase[&op] != Phase::Backward || s == kFree)
+      continue;
+    int r = kNone;
+    bool input = false;
+    for (OpOperand &use : op.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto it = gradient.find(&use); it != gradient.end()) {
+        r = join(r, it->second);
+        continue;
+      }
+      if (user == step.terminator || step.phase[user] != Phase::Backward)
+        continue;
+      // A value of the backward that another stage needs is sent after B
+      // (but a gradient part sent once at the end of the step is not).
+      if (step.stage[user] != s && !step.deferred.count(use.get()))
+        input = true;
+      else if (!step.weight.count(user))
+        input = true;
+      else
+        r = join(r, serves[user]);
+    }
+    if (input || r == kMany)
+      continue;
+    step.weight.insert(&op);
+    serves[&op] = r;
+  }
+}
+
 /// What braid-pipeline cannot split, named.
 LogicalResult pipeline::checkAssignment(Step &step) {
   for (unsigned i = 0; i < step.func.getNumArguments(); ++i) {

@@ -17,6 +17,7 @@
 #include "braid-common/CostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <string>
@@ -59,6 +60,9 @@ struct Step {
   /// would wait for a stage that is not the next one). The sum is null
   /// where the part is the whole gradient, the all-reduce's operand.
   llvm::MapVector<Value, Operation *> deferred;
+  /// The backward ops that make W where the schedule splits the backward
+  /// (splitBackward); the others make B.
+  DenseSet<Operation *> weight;
 
   RoleAttr argRole(unsigned i) {
     return func.getArgAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
@@ -94,6 +98,12 @@ balancedBoundaries(Step &step, const cost::Cluster &cluster);
 /// The gradient parts that go to their parameter's stage once, summed
 /// (Step::deferred).
 void findDeferredParts(Step &step);
+
+/// Splits the backward into B and W (Step::weight): B is what a stage's
+/// sends of the backward need and what more than one parameter's gradient
+/// needs (the gradient of the input, passed down the layers), W the rest,
+/// each op of which serves one parameter's gradient alone (dW = X^T dY).
+void splitBackward(Step &step);
 
 /// What braid-pipeline cannot split, named.
 LogicalResult checkAssignment(Step &step);

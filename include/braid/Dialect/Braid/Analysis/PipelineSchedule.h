@@ -2,11 +2,11 @@
 //-*-===//
 //
 // A pipeline schedule as torch.distributed.pipelining writes one: per
-// stage, the list of its actions (a micro-batch's forward or backward) in
-// the order the stage runs them. braid-pipeline builds each stage program
-// by emitting its actions in this order; the schedules are IR-free so that
-// their arithmetic (the micro-batches a stage holds) is tested without a
-// model (unittests/PipelineScheduleTest.cpp).
+// stage, the list of its actions (a micro-batch's forward, backward, or
+// weight gradient) in the order the stage runs them. braid-pipeline builds each
+// stage program by emitting its actions in this order; the schedules are
+// IR-free so that their arithmetic (the micro-batches a stage holds) is tested
+// without a model (unittests/PipelineScheduleTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,16 +28,29 @@ enum class PipelineScheduleKind {
   /// turn, then the remaining backwards (PipeDream-Flush, Megatron-LM's
   /// non-interleaved schedule, Narayanan et al. 2021).
   OneForwardOneBackward,
+  /// 1F1B with each backward split into B, the gradient of the stage's
+  /// input that the previous stage waits for, and W, the rest (the weights'
+  /// gradients); stage i runs micro-batch k's W right after the B of
+  /// micro-batch k + i, and the last i at the end, so that they fill the
+  /// waits of 1F1B's drain: ZB-H1 of Qi et al. 2024, a bubble of
+  /// (p - 1)(F + B - W) instead of (p - 1)(F + B + W) for m >= p, holding
+  /// p micro-batches on every stage (1F1B's most, on its first).
+  ZeroBubbleH1,
 };
 
-/// The schedule a name (`gpipe`, `1f1b`) spells, if any.
+/// The schedule a name (`gpipe`, `1f1b`, `zb-h1`) spells, if any.
 std::optional<PipelineScheduleKind> parsePipelineSchedule(llvm::StringRef name);
 
 /// The names parsePipelineSchedule knows, for messages.
 llvm::StringRef pipelineScheduleNames();
 
+/// Whether the schedule splits each backward into B and W.
+bool splitsBackward(PipelineScheduleKind kind);
+
 struct PipelineAction {
-  enum Kind { Forward, Backward } kind;
+  /// Backward is the whole backward, or B where the schedule splits it;
+  /// Weight is W.
+  enum Kind { Forward, Backward, Weight } kind;
   unsigned microBatch;
   bool operator==(const PipelineAction &other) const {
     return kind == other.kind && microBatch == other.microBatch;
@@ -45,15 +58,17 @@ struct PipelineAction {
 };
 
 /// Stage `stage`'s actions, of `stages` stages running `microBatches`
-/// micro-batches: each micro-batch's forward once and its backward once,
-/// the forward first, forwards and backwards each in micro-batch order.
+/// micro-batches: each micro-batch's forward once and its backward once
+/// (and its W once, after its B, where the schedule splits the backward),
+/// the forward first, each kind in micro-batch order.
 llvm::SmallVector<PipelineAction> pipelineActions(PipelineScheduleKind kind,
                                                   unsigned stages,
                                                   unsigned stage,
                                                   unsigned microBatches);
 
-/// The most micro-batches whose forward has run and whose backward has not,
-/// over `actions`: the activations a stage holds at its peak.
+/// The most micro-batches whose forward has run and whose backward (its W,
+/// where there is one) has not, over `actions`: the activations a stage
+/// holds at its peak.
 unsigned peakInFlight(llvm::ArrayRef<PipelineAction> actions);
 
 } // namespace braid
