@@ -79,6 +79,12 @@ std::string Instr::describe() const {
   return std::string("'") + name() + "' at " + location;
 }
 
+std::string Instr::actionLabel() const {
+  if (action == 0 || microBatch < 0)
+    return "";
+  return "FBW"[action - 1] + std::to_string(microBatch);
+}
+
 /// A FlatBuffer vector's elements, copied bytewise: the verifier checks
 /// the alignment of a vector's length, not of its 8-byte elements, so a
 /// crafted plan can place them 4 bytes off (an element-wise read would be a
@@ -243,6 +249,15 @@ static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage) {
         for (const plan::Instr *i : *s->instrs()) {
           Instr instr;
           instr.location = toString(i->location());
+          instr.action = uint8_t(i->action());
+          instr.microBatch = i->micro_batch();
+          if (instr.action > uint8_t(plan::ActionKind::MAX) ||
+              (instr.action != 0) != (instr.microBatch >= 0))
+            throw PlanError("an instruction at " + instr.location +
+                            " has action " + std::to_string(instr.action) +
+                            " of micro-batch " +
+                            std::to_string(instr.microBatch) +
+                            ", which is no action of a pipeline schedule");
           instr.info = ops::findOp(i->opcode());
           if (!instr.info)
             throw PlanError("an instruction at " + instr.location +

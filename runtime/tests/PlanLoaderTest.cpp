@@ -33,7 +33,9 @@ Plan loadOne(uint16_t opcode, std::vector<uint32_t> operands,
              std::vector<uint32_t> results, std::vector<AttrSpec> attrs,
              uint64_t arena = 192, uint64_t lastOffset = 128,
              plan::StreamKind streamKind = plan::StreamKind::Compute,
-             uint32_t streamIndex = 0) {
+             uint32_t streamIndex = 0,
+             plan::ActionKind action = plan::ActionKind::None,
+             int32_t microBatch = -1) {
   fb::FlatBufferBuilder b;
   std::vector<fb::Offset<plan::Buffer>> buffers;
   for (int i = 0; i < 3; ++i) {
@@ -49,7 +51,8 @@ Plan loadOne(uint16_t opcode, std::vector<uint32_t> operands,
                          a.floats.empty() ? 0 : b.CreateVector(a.floats)));
   auto instr = plan::CreateInstr(
       b, opcode, b.CreateVector(operands), b.CreateVector(results),
-      b.CreateVector(attrOffsets), -1, -1, -1, b.CreateString("test.mlir:1:1"));
+      b.CreateVector(attrOffsets), -1, -1, -1, b.CreateString("test.mlir:1:1"),
+      0, 0, 0, 0, 0, 0, 0, action, microBatch);
   std::vector<fb::Offset<plan::Instr>> instrs = {instr};
   std::vector<fb::Offset<plan::Stream>> streams = {
       plan::CreateStream(b, streamKind, streamIndex, b.CreateVector(instrs))};
@@ -179,6 +182,35 @@ TEST(PlanLoaderTest, UnknownOpcode) {
                 .find("has opcode 999, which no op of this braid-run has"),
             std::string::npos);
   EXPECT_NE(errorOf(0, {0}, {1}, {}).find("has opcode 0"), std::string::npos);
+}
+
+TEST(PlanLoaderTest, PipelineActions) {
+  // braid-pipeline's label of the action an op belongs to travels with it;
+  // a kind without a micro-batch, a micro-batch without a kind, or a kind
+  // the schema lacks is refused.
+  Plan p = loadOne(code(Opcode::Gelu), {0}, {1}, {}, 192, 128,
+                   plan::StreamKind::Compute, 0, plan::ActionKind::Weight, 4);
+  EXPECT_EQ(p.streams[0].instrs[0].actionLabel(), "W4");
+  Plan q = loadOne(code(Opcode::Gelu), {0}, {1}, {});
+  EXPECT_EQ(q.streams[0].instrs[0].actionLabel(), "");
+  auto error = [](plan::ActionKind kind, int32_t microBatch) {
+    try {
+      loadOne(code(Opcode::Gelu), {0}, {1}, {}, 192, 128,
+              plan::StreamKind::Compute, 0, kind, microBatch);
+    } catch (const PlanError &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error(plan::ActionKind::Backward, -1)
+                .find("has action 2 of micro-batch -1, which is no action of "
+                      "a pipeline schedule"),
+            std::string::npos);
+  EXPECT_NE(
+      error(plan::ActionKind::None, 3).find("has action 0 of micro-batch 3"),
+      std::string::npos);
+  EXPECT_NE(error(plan::ActionKind(9), 0).find("has action 9"),
+            std::string::npos);
 }
 
 TEST(PlanLoaderTest, AttributeIdOutOfRange) {

@@ -11,6 +11,7 @@
 #include "braid/Target/Plan.h"
 
 #include "braid/Dialect/Braid/Analysis/CollectiveGroup.h"
+#include "braid/Dialect/Braid/Analysis/PipelineSchedule.h"
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 
@@ -524,10 +525,20 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
       bytesWritten = cost.getBytesWritten();
       product = cost.getProductShape();
     }
+    plan::ActionKind action = plan::ActionKind::None;
+    int32_t microBatch = -1;
+    if (auto label =
+            op.getAttrOfType<StringAttr>(BraidDialect::kActionAttrName)) {
+      // The dialect verified the label.
+      std::optional<PipelineAction> a = parseActionLabel(label.getValue());
+      action = plan::ActionKind(uint8_t(a->kind) + 1);
+      microBatch = int32_t(a->microBatch);
+    }
     streams[key].push_back(plan::CreateInstr(
         builder, uint16_t(*opcode), *operands, *resultsVec, *attrs, group,
         future, event, builder.CreateString(getLocation(&op)), flops, bytesRead,
-        bytesWritten, product.batch, product.m, product.n, product.k));
+        bytesWritten, product.batch, product.m, product.n, product.k, action,
+        microBatch));
   }
 
   Operation *terminator = body.getTerminator();

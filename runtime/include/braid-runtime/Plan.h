@@ -64,6 +64,14 @@ struct Instr {
   uint64_t flops = 0, bytesRead = 0, bytesWritten = 0;
   /// A matrix product's sizes (getProductShape); empty for other kernels.
   cost::ProductShape product;
+  /// Pipeline parallelism: the schedule's action the op belongs to (the
+  /// plan's ActionKind: 0 none, 1 forward, 2 backward or B, 3 W) and its
+  /// micro-batch, -1 outside one.
+  uint8_t action = 0;
+  int microBatch = -1;
+  /// The action's label ("F3", "B3", "W3"; empty outside one), as
+  /// braid-pipeline's braid.action spells it.
+  std::string actionLabel() const;
 
   /// The attributes of an op whose struct is `T` (the loader made `attrs`
   /// the struct of `opcode`).

@@ -29,6 +29,7 @@
 
 #include "braid-common/PlanMemory.h"
 
+#include <array>
 #include <ostream>
 #include <vector>
 
@@ -69,6 +70,10 @@ struct SimReport {
   /// a stage computes nothing, averaged over the stages. Empty and 0 for
   /// one program.
   std::vector<double> stageBusy, stageCompute;
+  /// Per stage, its kernels' uncontended time by the schedule's action
+  /// they belong to (braid.action): outside any action (the optimizer),
+  /// forwards, backwards (B where the schedule splits them), and W.
+  std::vector<std::array<double, 4>> stageActionCompute;
   std::vector<uint64_t> stageMemory;
   double bubbleFraction = 0;
 };

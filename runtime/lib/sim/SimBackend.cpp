@@ -238,6 +238,12 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
       double busy = play.busy[size_t(firstRank[i])];
       rep.stageBusy.push_back(busy);
       rep.stageCompute.push_back(stageCompute);
+      std::array<double, 4> byAction{};
+      for (const auto &stream : programs[i].streams)
+        for (const Item &item : stream)
+          if (!item.comm)
+            byAction[std::min<size_t>(item.instr->action, 3)] += item.seconds;
+      rep.stageActionCompute.push_back(byAction);
       rep.stageMemory.push_back(programs[i].plan->arenaBytes);
       idle += rep.stepTime > 0 ? 1 - busy / rep.stepTime : 0;
     }

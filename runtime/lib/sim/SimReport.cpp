@@ -60,6 +60,9 @@ void braid::rt::sim::writeTrace(std::ostream &os,
        << (e.item->comm ? "comm" : "compute") << "\",\"ts\":" << e.start * 1e6
        << ",\"dur\":" << (e.end - e.start) * 1e6
        << ",\"args\":{\"location\":" << quoted(i.location);
+    if (i.microBatch >= 0)
+      os << ",\"action\":" << quoted(i.actionLabel())
+         << ",\"micro_batch\":" << i.microBatch;
     if (e.item->comm)
       os << ",\"bytes\":" << e.item->commBytes
          << ",\"algorithm\":" << quoted(e.algorithm);
@@ -120,7 +123,12 @@ void braid::rt::printSimReport(std::ostream &os, const SimReport &r,
        << ms(r.stageCompute[i]) << " uncontended), idle "
        << std::setprecision(4)
        << (r.stepTime > 0 ? 1 - r.stageBusy[i] / r.stepTime : 0)
-       << ", peak memory " << r.stageMemory[i] << " bytes\n";
+       << ", peak memory " << r.stageMemory[i] << " bytes\n"
+       << "  " << std::setw(23) << ""
+       << "kernels of forwards " << ms(r.stageActionCompute[i][1])
+       << ", backwards " << ms(r.stageActionCompute[i][2]) << ", W "
+       << ms(r.stageActionCompute[i][3]) << ", the rest "
+       << ms(r.stageActionCompute[i][0]) << "\n";
 }
 
 void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
@@ -150,6 +158,10 @@ void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
   for (size_t i = 0; i < r.stageBusy.size(); ++i)
     os << (i ? ", " : "") << "{\"busy\": " << r.stageBusy[i]
        << ", \"compute\": " << r.stageCompute[i]
-       << ", \"peak_memory_bytes\": " << r.stageMemory[i] << "}";
+       << ", \"peak_memory_bytes\": " << r.stageMemory[i]
+       << ", \"action_compute\": {\"none\": " << r.stageActionCompute[i][0]
+       << ", \"F\": " << r.stageActionCompute[i][1]
+       << ", \"B\": " << r.stageActionCompute[i][2]
+       << ", \"W\": " << r.stageActionCompute[i][3] << "}}";
   os << "]}\n";
 }

@@ -301,3 +301,27 @@ module attributes {braid.pipeline = {axis = 0 : i64, boundaries = ["h2", 3]}} {
 // expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
 module attributes {braid.pipeline = {axis = 0 : i64, stages = 4 : i64}} {
 }
+
+// -----
+
+func.func @action_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'braid.action' must be a string naming an action of a pipeline schedule (F, B or W and a micro-batch, "F3"), but is "X3"}}
+  %y = braid.relu %x {braid.action = "X3"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @action_number(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'braid.action' must be a string naming an action of a pipeline schedule (F, B or W and a micro-batch, "F3"), but is "W-1"}}
+  %y = braid.relu %x {braid.action = "W-1"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @action_integer(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'braid.action' must be a string naming an action}}
+  %y = braid.relu %x {braid.action = 3 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -49,9 +49,9 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 // CHECK-LABEL: func.func @step_stage1(
 // CHECK-SAME: %{{[a-z0-9]+}}: tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}
 // CHECK-SAME: -> (tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}, tensor<3x8xf32> {braid.role = #braid.role<parameter "fc2.weight">}, tensor<f32> {braid.role = #braid.role<loss "loss">})
-// CHECK: %[[G0:.*]] = braid.add %{{.*}}, %{{.*}} : tensor<8x8xf32>
-// CHECK: %[[G1:.*]] = braid.add %{{.*}}, %{{.*}} : tensor<8x8xf32>
-// CHECK-NEXT: %[[SUM:.*]] = braid.add %[[G0]], %[[G1]] : tensor<8x8xf32>
+// CHECK: %[[G0:.*]] = braid.add %{{.*}}, %{{.*}} {braid.action = "B0"} : tensor<8x8xf32>
+// CHECK: %[[G1:.*]] = braid.add %{{.*}}, %{{.*}} {braid.action = "B1"} : tensor<8x8xf32>
+// CHECK-NEXT: %[[SUM:.*]] = braid.add %[[G0]], %[[G1]] {braid.action = "B1"} : tensor<8x8xf32>
 // CHECK: braid.send %[[SUM]] on @world grid_axes = [1] peer = 0 : tensor<8x8xf32>
 // CHECK: %[[COPY:.*]] = braid.recv on @world grid_axes = [1] peer = 0 : tensor<8x8xf32>
 // CHECK-NEXT: return %[[COPY]],

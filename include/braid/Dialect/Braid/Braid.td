@@ -69,6 +69,11 @@ def Braid_Dialect : Dialect {
     /// boundaries = ["h2"]}` (all but the axis optional; braid.models --pp
     /// and braid.export write it).
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "braid.pipeline";
+    /// The op attribute braid-pipeline tags each op of a stage program's
+    /// actions with: `"F3"` (micro-batch 3's forward), `"B3"` (its
+    /// backward, or B where the schedule splits it), `"W3"` (its W). The
+    /// plan and the simulator's trace carry it (the pipeline diagram).
+    static constexpr ::llvm::StringLiteral kActionAttrName = "braid.action";
     /// The function attribute of `braid-plan-memory`: the arena size.
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
         "braid.arena_bytes";

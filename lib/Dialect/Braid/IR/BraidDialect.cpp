@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/Analysis/PipelineSchedule.h"
 #include "braid/Dialect/Braid/BraidAttributes.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/BraidTypes.h"
@@ -296,6 +297,16 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
              << "' must be {axis = N : i64, micro_batches = M : i64, schedule "
                 "= \"NAME\", boundaries = [\"MODULE\", ...]} on a "
                 "builtin.module (all but the axis optional), but is "
+             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kActionAttrName) {
+    auto label = dyn_cast<StringAttr>(attr.getValue());
+    if (!label || !parseActionLabel(label.getValue()))
+      return op->emitError()
+             << "'" << kActionAttrName
+             << "' must be a string naming an action of a pipeline schedule "
+                "(F, B or W and a micro-batch, \"F3\"), but is "
              << attr.getValue();
     return success();
   }

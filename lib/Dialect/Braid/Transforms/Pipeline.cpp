@@ -107,6 +107,7 @@ private:
                : -1;
   }
   void emitAction(const PipelineAction &action);
+  void emitActionOps(const PipelineAction &action);
   Value accumulate(Value sum, Value part) {
     return sum ? AddOp::create(builder, part.getLoc(), sum, part).getResult()
                : part;
@@ -206,6 +207,17 @@ Value StageBuilder::get(int k, Value v) {
 }
 
 void StageBuilder::emitAction(const PipelineAction &action) {
+  // Every op the action emits carries its label (the pipeline diagram).
+  Operation *before = block->empty() ? nullptr : &block->back();
+  emitActionOps(action);
+  auto label = builder.getStringAttr(actionLabel(action));
+  for (Operation &op : llvm::make_range(
+           before ? std::next(before->getIterator()) : block->begin(),
+           block->end()))
+    op.setAttr(BraidDialect::kActionAttrName, label);
+}
+
+void StageBuilder::emitActionOps(const PipelineAction &action) {
   int k = int(action.microBatch);
   auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
   for (const Transfer &t : transfers)

@@ -14,10 +14,12 @@
 #define BRAID_DIALECT_BRAID_ANALYSIS_PIPELINESCHEDULE_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
+#include <string>
 
 namespace braid {
 
@@ -56,6 +58,27 @@ struct PipelineAction {
     return kind == other.kind && microBatch == other.microBatch;
   }
 };
+
+/// An action's label, as braid-pipeline tags the ops it emits for it
+/// (`braid.action = "F3"`: micro-batch 3's forward; `B3` its backward, or
+/// B; `W3` its W) and the plan and the simulator's trace carry it.
+inline std::string actionLabel(const PipelineAction &a) {
+  const char *kinds = "FBW";
+  return kinds[a.kind] + std::to_string(a.microBatch);
+}
+
+/// The action a label names, if it is one.
+inline std::optional<PipelineAction> parseActionLabel(llvm::StringRef label) {
+  if (label.size() < 2)
+    return std::nullopt;
+  size_t kind = llvm::StringRef("FBW").find(label.front());
+  unsigned k;
+  if (kind == llvm::StringRef::npos || label.drop_front().getAsInteger(10, k) ||
+      !llvm::all_of(label.drop_front(),
+                    [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return PipelineAction{PipelineAction::Kind(kind), k};
+}
 
 /// Stage `stage`'s actions, of `stages` stages running `microBatches`
 /// micro-batches: each micro-batch's forward once and its backward once
