@@ -120,6 +120,106 @@ def stage_program(p, i, m, schedule="gpipe"):
                 i, args, W, i, "\n".join(lines), acc[0], W))
 
 
+N = 1024  # rows of a micro-batch of the uniform stages, as wide as a layer
+U = "tensor<%dx%dxf32>" % (N, N)
+
+
+def uniform_program(p, i, m, schedule):
+    """Stage i of p uniform stages, each action one product and one sum of
+    the same size (a forward x W^T and y + y, B the input's gradient g W
+    and its double, W the weight's g^T x and its sum into the
+    accumulator), so that F = B = W; in `schedule`'s order (1F1B's backward
+    is B and W, W first so that the gradient leaves at its end; ZB-H1 runs
+    W apart). Transfers are sends after the action that computes them and
+    receives before the one that needs them (or, after a B's sends, before
+    the W between), each run with one peer each way one send-receive, as
+    braid-pipeline makes them."""
+    items, n = [], [0]
+
+    def op(text):
+        n[0] += 1
+        items.append(("op", "  %%u%d = %s" % (n[0], text)))
+        return "%%u%d" % n[0]
+
+    def mm(a, b, attr=""):
+        return op("braid.matmul %s, %s%s : %s, %s -> %s" % (a, b, attr, U, U, U))
+
+    def double(v):
+        return op("braid.add %s, %s : %s" % (v, v, U))
+
+    def recv(peer):
+        n[0] += 1
+        items.append(("recv", "%%u%d" % n[0], peer))
+        return "%%u%d" % n[0]
+
+    first, last = i == 0, i + 1 == p
+    inputs, outputs, grads, acc = {}, {}, {}, ["%acc"]
+
+    def weight(k):
+        dw = mm(inputs[k], grads[k], " {transpose_a}")
+        acc[0] = op("braid.add %s, %s : %s" % (acc[0], dw, U))
+
+    acts = braidtest.pipeline_actions(schedule, p, i, m)
+    for j, (kind, k) in enumerate(acts):
+        if kind == "F":
+            if k not in inputs:
+                inputs[k] = "%x" if first else recv(i - 1)
+            outputs[k] = double(mm(inputs[k], "%w", " {transpose_b}"))
+            if not last:
+                items.append(("send", outputs[k], i + 1))
+        elif kind == "B":
+            if k not in grads:
+                grads[k] = outputs[k] if last else recv(i + 1)
+            if schedule != "zb-h1":
+                weight(k)
+            dx = double(mm(grads[k], "%w"))
+            if not first:
+                items.append(("send", dx, i - 1))
+        else:
+            # After a B's sends, the next action's receives go before the W
+            # (braid-pipeline's order: one send-receive with those sends).
+            if items and items[-1][0] == "send" and j + 1 < len(acts) and acts[j + 1][0] != "W":
+                nk, nb = acts[j + 1]
+                if nk == "F" and not first:
+                    inputs[nb] = recv(i - 1)
+                elif nk == "B" and not last:
+                    grads[nb] = recv(i + 1)
+            weight(k)
+    lines, run = [], []
+
+    def flush():
+        sends = [x for x in run if x[0] == "send"]
+        recvs = [x for x in run if x[0] == "recv"]
+        if sends and recvs and len({x[2] for x in sends}) == 1 and len({x[2] for x in recvs}) == 1:
+            assert len(sends) == len(recvs) == 1
+            lines.append("  %s = braid.send_recv %s on @pipe grid_axes = [0] send_peer = %d "
+                         "recv_peer = %d : %s -> %s" % (recvs[0][1], sends[0][1], sends[0][2],
+                                                         recvs[0][2], U, U))
+        else:
+            for x in run:
+                if x[0] == "send":
+                    lines.append("  braid.send %s on @pipe grid_axes = [0] peer = %d : %s"
+                                 % (x[1], x[2], U))
+                else:
+                    lines.append("  %s = braid.recv on @pipe grid_axes = [0] peer = %d : %s"
+                                 % (x[1], x[2], U))
+        run.clear()
+
+    for x in items:
+        if x[0] == "op":
+            flush()
+            lines.append(x[1])
+        else:
+            run.append(x)
+    flush()
+    args = "%%w: %s {braid.role = #braid.role<parameter \"w%d\">}, %%acc: %s" % (U, i, U)
+    if first:
+        args += ", %%x: %s {braid.role = #braid.role<batch \"x\">}" % U
+    return ("func.func @stage%d(%s) -> %s\n    attributes {braid.stage = #braid.stage<grid = @pipe, "
+            "axis = 0, index = %d>} {\n%s\n  return %s : %s\n}\n" % (
+                i, args, U, i, "\n".join(lines), acc[0], U))
+
+
 def pipeline(p, m, schedule):
     return "shard.grid @pipe(shape = %d)\n\n" % p + "\n".join(
         stage_program(p, i, m, schedule) for i in range(p))
@@ -139,18 +239,7 @@ def simulate(plan, cluster, out, trace=None):
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    # Ideal links: the h100-8 preset with transfers that take no time and
-    # no contention between kernels and transfers.
-    with open(os.path.join(os.path.dirname(__file__), "..", "..", "common", "clusters",
-                           "h100-8.json")) as f:
-        ideal = json.load(f)
-    ideal.update(name="ideal-links-8", nvlink_latency_us=0, network_latency_us=0,
-                 collective_base_latency_us=0, nvlink_gb_per_s=1e6, network_gb_per_s=1e6,
-                 compute_slowdown_during_comm=0, comm_slowdown_during_compute=0)
-    ideal.pop("nccl", None)
-    ideal_path = os.path.join(out, "ideal-links-8.json")
-    with open(ideal_path, "w") as f:
-        json.dump(ideal, f)
+    ideal_path = braidtest.ideal_links_cluster(out)
 
     for p in (2, 4, 8):
         for m in (4, 8, 16, 32):
@@ -199,6 +288,40 @@ def main():
                                if e.get("name") == "process_name")
                 check(names == ["rank %d (stage %d)" % (r, r) for r in range(4)],
                       "the trace names each rank's stage: %s" % names)
+    # Zero bubble: uniform stages whose backward splits into B and W of the
+    # same time as the forward. ZB-H1's step is m (F + B + W) + (p - 1)
+    # (F + B - W) to 1e-3 and its bubble (p - 1) / (3m + p - 1) (Qi et al.
+    # 2024, for m >= p) to 5e-3 relative (the nanosecond transfers weigh
+    # more in the smallest bubbles, 0.01 of the step at p = 2, m = 32);
+    # 1F1B's of the same programs (its backward B and W together)
+    # m (F + B + W) + (p - 1)(F + B + W), so ZB-H1 gains 2 (p - 1) W, two
+    # thirds of 1F1B's bubble.
+    for p in (2, 4, 8):
+        for m in (4, 8, 16, 32):
+            if m < p:
+                continue
+            got = {}
+            for schedule in ("1f1b", "zb-h1"):
+                name = os.path.join(out, "uniform-%s-p%d-m%d" % (schedule, p, m))
+                with open(name + ".mlir", "w") as f:
+                    f.write("shard.grid @pipe(shape = %d)\n\n" % p + "\n".join(
+                        uniform_program(p, i, m, schedule) for i in range(p)))
+                braidtest.compile_step(name + ".mlir", name + ".plan", "--cluster=h100-8")
+                got[schedule] = simulate(name + ".plan", ideal_path, name)
+            zb, plain = got["zb-h1"], got["1f1b"]
+            f = zb["stages"][0]["compute"] / (3 * m)  # F = B = W
+            want = (p - 1) / (3 * m + p - 1)
+            check(abs(zb["bubble_fraction"] - want) <= 5e-3 * want
+                  and abs(zb["step_time"] - (3 * m + p - 1) * f) <= 1e-3 * zb["step_time"],
+                  "ZB-H1 p=%d m=%d on ideal links: bubble %.6f, formula (p-1)/(3m+p-1) = %.6f; "
+                  "step %.4f ms, formula (3m + p - 1) F = %.4f ms" % (
+                      p, m, zb["bubble_fraction"], want, zb["step_time"] * 1e3,
+                      (3 * m + p - 1) * f * 1e3))
+            gain = plain["step_time"] - zb["step_time"]
+            check(abs(gain - 2 * (p - 1) * f) <= 1e-3 * plain["step_time"],
+                  "ZB-H1 p=%d m=%d: %.4f ms faster than 1F1B (bubble %.4f), formula 2(p-1)W = "
+                  "%.4f ms" % (p, m, gain * 1e3, plain["bubble_fraction"],
+                               2 * (p - 1) * f * 1e3))
     if failures:
         sys.exit("%d checks failed" % len(failures))
     print("all checks passed")

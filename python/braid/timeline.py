@@ -110,7 +110,8 @@ def render(trace_path, out_path, max_ranks=8, title=None):
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
     plt.close(fig)
-    return len(rows), sum(len(s) for p in bars.values() for s in p)
+    batches = {e["args"]["micro_batch"] for e in spans if "micro_batch" in e.get("args", {})}
+    return len(rows), sum(len(s) for p in bars.values() for s in p), len(batches)
 
 
 def main(argv=None):
@@ -121,10 +122,12 @@ def main(argv=None):
     parser.add_argument("--title")
     args = parser.parse_args(argv)
     try:
-        rows, spans = render(args.trace, args.output, args.ranks, args.title)
+        rows, spans, batches = render(args.trace, args.output, args.ranks, args.title)
     except (OSError, ValueError, KeyError) as e:
         sys.exit("braid.timeline: error: %s" % e)
-    print("timeline: %s (%d streams, %d spans)" % (args.output, rows, spans))
+    print("timeline: %s (%d streams, %d spans%s)" % (
+        args.output, rows, spans,
+        ", the pipeline diagram of %d micro-batches" % batches if batches else ""))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Helpers for the runtime's integration tests: compile, run, compare."""
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -66,3 +67,43 @@ def losses(stdout):
 # The comparison every runtime and export test uses (braid.compare, which
 # says why its floor is what it is).
 from braid.compare import REL_FLOOR, ShapeMismatch, max_rel_diff  # noqa: E402,F401
+
+
+def pipeline_actions(schedule, p, i, m):
+    """Stage i's actions (("F", k), ("B", k), ("W", k)) in `schedule`'s
+    order, the rules of PipelineSchedule.cpp written again for the tests:
+    GPipe every forward then every backward; 1F1B p - i - 1 warm-up
+    forwards, then a forward and a backward in turn, then the rest; ZB-H1
+    1F1B's with micro-batch k's W after the B of k + i, the last i at the
+    end."""
+    warm = m if schedule == "gpipe" else min(p - i - 1, m)
+    a = [("F", k) for k in range(warm)]
+    for k in range(warm, m):
+        a += [("F", k), ("B", k - warm)]
+    a += [("B", k) for k in range(m - warm, m)]
+    if schedule != "zb-h1":
+        return a
+    out = []
+    for x in a:
+        out.append(x)
+        if x[0] == "B" and x[1] >= i:
+            out.append(("W", x[1] - i))
+    return out + [("W", k) for k in range(max(0, m - i), m)]
+
+
+def ideal_links_cluster(out):
+    """A cluster file in `out` of ideal links: the h100-8 preset with
+    transfers that take no time (a nanosecond for a MiB) and no contention
+    between kernels and transfers, for schedules judged by their formulas.
+    Returns its path."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "common", "clusters",
+                           "h100-8.json")) as f:
+        ideal = json.load(f)
+    ideal.update(name="ideal-links-8", nvlink_latency_us=0, network_latency_us=0,
+                 collective_base_latency_us=0, nvlink_gb_per_s=1e6, network_gb_per_s=1e6,
+                 compute_slowdown_during_comm=0, comm_slowdown_during_compute=0)
+    ideal.pop("nccl", None)
+    path = os.path.join(out, "ideal-links-8.json")
+    with open(path, "w") as f:
+        json.dump(ideal, f)
+    return path

@@ -75,6 +75,9 @@ struct SimReport {
   /// forwards, backwards (B where the schedule splits them), and W.
   std::vector<std::array<double, 4>> stageActionCompute;
   std::vector<uint64_t> stageMemory;
+  /// Per stage, the most bytes of activations its program holds at once
+  /// (buffers a micro-batch's forward writes and its backward reads).
+  std::vector<uint64_t> stageActivations;
   double bubbleFraction = 0;
 };
 

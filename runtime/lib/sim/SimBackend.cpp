@@ -245,6 +245,8 @@ SimReport SimBackend::simulate(std::ostream *trace, int64_t traceRanks) {
             byAction[std::min<size_t>(item.instr->action, 3)] += item.seconds;
       rep.stageActionCompute.push_back(byAction);
       rep.stageMemory.push_back(programs[i].plan->arenaBytes);
+      rep.stageActivations.push_back(
+          sim::activationPeakBytes(*programs[i].plan));
       idle += rep.stepTime > 0 ? 1 - busy / rep.stepTime : 0;
     }
     rep.bubbleFraction = idle / double(programs.size());

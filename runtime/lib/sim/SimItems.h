@@ -60,6 +60,11 @@ void writeTrace(std::ostream &os, const std::vector<Program> &programs,
                 const std::vector<uint32_t> &programOf,
                 const std::vector<TraceEvent> &events, int64_t ranks);
 
+/// The most bytes of activations `plan` (a stage program) holds at once:
+/// buffers a micro-batch's forward writes and its backward or W reads
+/// (SimActivations.cpp).
+uint64_t activationPeakBytes(const Plan &plan);
+
 } // namespace braid::rt::sim
 
 #endif // BRAID_RUNTIME_LIB_SIM_SIMITEMS_H

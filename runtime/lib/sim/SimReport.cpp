@@ -128,7 +128,8 @@ void braid::rt::printSimReport(std::ostream &os, const SimReport &r,
        << "kernels of forwards " << ms(r.stageActionCompute[i][1])
        << ", backwards " << ms(r.stageActionCompute[i][2]) << ", W "
        << ms(r.stageActionCompute[i][3]) << ", the rest "
-       << ms(r.stageActionCompute[i][0]) << "\n";
+       << ms(r.stageActionCompute[i][0]) << "; activations at most "
+       << r.stageActivations[i] << " bytes\n";
 }
 
 void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
@@ -159,6 +160,7 @@ void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
     os << (i ? ", " : "") << "{\"busy\": " << r.stageBusy[i]
        << ", \"compute\": " << r.stageCompute[i]
        << ", \"peak_memory_bytes\": " << r.stageMemory[i]
+       << ", \"activation_peak_bytes\": " << r.stageActivations[i]
        << ", \"action_compute\": {\"none\": " << r.stageActionCompute[i][0]
        << ", \"F\": " << r.stageActionCompute[i][1]
        << ", \"B\": " << r.stageActionCompute[i][2]

@@ -2,11 +2,12 @@
 
 // A parameter of stage 0 read by stage 1's forward too (tied weights, as a
 // GPT's lm head and token embedding): stage 1 takes a copy of it and
-// computes the gradient there (here all of it, %g1t: its backward reads
-// stage 1's values), sums it over the micro-batches and sends the sum once,
+// computes its part of the gradient there (%gpart, from stage 1's values),
+// sums it over the micro-batches and sends the sum once,
 // after its last backward (per micro-batch, a transfer to a stage that is
 // not the next one would wait for that stage's backward); stage 0 adds it
-// to its own sum, all-reduces and updates the parameter, and sends the new
+// to its own sum (%g1, from the input's gradient and the batch; the batch
+// keeps it on the stage of fc1.weight), all-reduces and updates the parameter, and sends the new
 // value up at the end of the step; stage 1 returns it as its copy.
 
 shard.grid @world(shape = 1x2)
@@ -37,11 +38,12 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 
 // CHECK-LABEL: func.func @step_stage0(
 // CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}
-// Stage 1 computes the whole gradient of fc1.weight here (its backward
-// reads stage 1's values), summed there and received once, with the last
-// activation's send:
-// CHECK: %[[FAR:.*]] = braid.send_recv %{{.*}} send_peer = 1 recv_peer = 1 : tensor<4x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[MEAN:.*]] = braid.scale %[[FAR]] by 5.000000e-01
+// CHECK: %[[P0:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B0", transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK: %[[P1:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B1", transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[OWN:.*]] = braid.add %[[P0]], %[[P1]] {braid.action = "B1"}
+// CHECK-NEXT: %[[FAR:.*]] = braid.recv on @world grid_axes = [1] peer = 1 : tensor<8x8xf32>
+// CHECK-NEXT: %[[SUM:.*]] = braid.add %[[OWN]], %[[FAR]]
+// CHECK-NEXT: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01
 // CHECK-NEXT: braid.all_reduce %[[MEAN]]
 // CHECK-NEXT: %[[NEW:.*]] = braid.sub %[[W1]]
 // CHECK-NEXT: braid.send %[[NEW]] on @world grid_axes = [1] peer = 1 : tensor<8x8xf32>
@@ -49,8 +51,8 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 // CHECK-LABEL: func.func @step_stage1(
 // CHECK-SAME: %{{[a-z0-9]+}}: tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}
 // CHECK-SAME: -> (tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}, tensor<3x8xf32> {braid.role = #braid.role<parameter "fc2.weight">}, tensor<f32> {braid.role = #braid.role<loss "loss">})
-// CHECK: %[[G0:.*]] = braid.add %{{.*}}, %{{.*}} {braid.action = "B0"} : tensor<8x8xf32>
-// CHECK: %[[G1:.*]] = braid.add %{{.*}}, %{{.*}} {braid.action = "B1"} : tensor<8x8xf32>
+// CHECK: %[[G0:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B0", transpose_a} : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<8x8xf32>
+// CHECK: %[[G1:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B1", transpose_a} : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<8x8xf32>
 // CHECK-NEXT: %[[SUM:.*]] = braid.add %[[G0]], %[[G1]] {braid.action = "B1"} : tensor<8x8xf32>
 // CHECK: braid.send %[[SUM]] on @world grid_axes = [1] peer = 0 : tensor<8x8xf32>
 // CHECK: %[[COPY:.*]] = braid.recv on @world grid_axes = [1] peer = 0 : tensor<8x8xf32>

@@ -93,7 +93,7 @@ func.func @step(
 // CHECK: %[[X0:.*]] = braid.slice %[[X]] offsets = [0, 0] {braid.action = "F0"} : tensor<16x16xf32> -> tensor<8x16xf32>
 // CHECK: braid.send %{{.*}} on @world grid_axes = [1] peer = 1 {braid.action = "F0"} : tensor<8x32xf32>
 // CHECK: braid.slice %[[X]] offsets = [8, 0]
-// CHECK: braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 : tensor<8x32xf32> -> tensor<8x32xf32>
+// CHECK: braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = "B0"} : tensor<8x32xf32> -> tensor<8x32xf32>
 // CHECK: braid.recv on @world grid_axes = [1] peer = 1 {braid.action = "B1"} : tensor<8x32xf32>
 // CHECK: %[[SUM:.*]] = braid.add
 // CHECK: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01 : tensor<32x16xf32>

@@ -106,8 +106,15 @@ private:
                ? arg
                : -1;
   }
-  void emitAction(const PipelineAction &action);
+  /// Emits `action`: its receives (unless `received`, emitted before the
+  /// W ahead of it), its ops, its sums and its sends; true if it emitted
+  /// the next action's receives.
+  bool emitAction(const PipelineAction &action, bool received);
+  void emitReceives(const PipelineAction &action);
   void emitActionOps(const PipelineAction &action);
+  /// The action after the one being emitted, unless it is a W or there is
+  /// none.
+  const PipelineAction *next = nullptr;
   Value accumulate(Value sum, Value part) {
     return sum ? AddOp::create(builder, part.getLoc(), sum, part).getResult()
                : part;
@@ -206,18 +213,36 @@ Value StageBuilder::get(int k, Value v) {
   return {};
 }
 
-void StageBuilder::emitAction(const PipelineAction &action) {
+bool StageBuilder::emitAction(const PipelineAction &action, bool received) {
   // Every op the action emits carries its label (the pipeline diagram).
   Operation *before = block->empty() ? nullptr : &block->back();
+  if (!received)
+    emitReceives(action);
+  // A W receives nothing: where the B before it ended with sends, the next
+  // action's receives go before the W, next to those sends (one
+  // send-receive, as in 1F1B), so that the neighbour's matching send waits
+  // for no W. (Without sends before, they would join the B's receives and
+  // hold the W back.)
+  bool hoist = action.kind == ActionKind::Weight && next && before &&
+               isa<SendOp>(before);
+  if (hoist) {
+    emitReceives(*next);
+    auto label = builder.getStringAttr(actionLabel(*next));
+    for (Operation &op :
+         llvm::make_range(std::next(before->getIterator()), block->end()))
+      op.setAttr(BraidDialect::kActionAttrName, label);
+    before = &block->back();
+  }
   emitActionOps(action);
   auto label = builder.getStringAttr(actionLabel(action));
   for (Operation &op : llvm::make_range(
            before ? std::next(before->getIterator()) : block->begin(),
            block->end()))
     op.setAttr(BraidDialect::kActionAttrName, label);
+  return hoist;
 }
 
-void StageBuilder::emitActionOps(const PipelineAction &action) {
+void StageBuilder::emitReceives(const PipelineAction &action) {
   int k = int(action.microBatch);
   auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
   for (const Transfer &t : transfers)
@@ -227,6 +252,11 @@ void StageBuilder::emitActionOps(const PipelineAction &action) {
                          step.grid, axes, builder.getI64IntegerAttr(t.from));
       perBatch[k].map(t.value, recv.getResult());
     }
+}
+
+void StageBuilder::emitActionOps(const PipelineAction &action) {
+  int k = int(action.microBatch);
+  auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
   Phase phase =
       action.kind == ActionKind::Forward ? Phase::Forward : Phase::Backward;
   // The action that completes a micro-batch's gradients.
@@ -350,8 +380,12 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
     args[arg] = block->getArgument(i);
   builder.setInsertionPointToEnd(block);
 
-  for (const PipelineAction &action : actions) {
-    emitAction(action);
+  bool received = false;
+  for (auto [i, action] : llvm::enumerate(actions)) {
+    next = i + 1 < actions.size() && actions[i + 1].kind != ActionKind::Weight
+               ? &actions[i + 1]
+               : nullptr;
+    received = emitAction(action, received);
     if (failed)
       return failure();
   }
@@ -505,6 +539,11 @@ static unsigned pairTransfers(func::FuncOp func) {
           builder, recvs.front().getLoc(), types, inputs,
           recvs.front().getGridAttr(), recvs.front().getGridAxesAttr(),
           sends.front().getPeerAttr(), recvs.front().getPeerAttr());
+      // It receives for the action that follows (the pipeline diagram and
+      // the activations it holds count its results there).
+      if (Attribute action =
+              recvs.front()->getAttr(BraidDialect::kActionAttrName))
+        pair->setAttr(BraidDialect::kActionAttrName, action);
       for (auto [recv, result] : llvm::zip(recvs, pair.getResults()))
         recv.getResult().replaceAllUsesWith(result);
       for (Operation *op : run)

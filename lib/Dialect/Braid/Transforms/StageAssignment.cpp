@@ -168,14 +168,15 @@ LogicalResult pipeline::assignOps(Step &step) {
   }
   // An op on gradients alone (a residual's sum) moves up to the earliest
   // stage of its operands: one tensor sent down instead of each operand.
+  // One that reads the batch (a first layer's weight gradient, dY^T x)
+  // stays, as one reading any forward value does.
   for (Operation *op : backward) {
     int lowest = int(p), &s = step.stage[op];
     bool gradientsOnly = s != kFree;
     for (Value v : op->getOperands()) {
-      if (step.isFree(v))
-        continue;
       gradientsOnly &= !isForward(v);
-      lowest = std::min(lowest, step.stageOf(v));
+      if (!step.isFree(v))
+        lowest = std::min(lowest, step.stageOf(v));
     }
     if (gradientsOnly && lowest != int(p))
       s = std::max(s, lowest);
