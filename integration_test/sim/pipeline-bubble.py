@@ -39,6 +39,17 @@ T = "tensor<%dx%dxf32>" % (B, D)
 W = "tensor<%dx%dxf32>" % (D, D)
 
 
+def stage_function(i, x_type, w_type, lines, result):
+    """Stage i's program of `lines`: its weight %w and accumulator %acc,
+    the batch %x on stage 0, the accumulated gradient returned."""
+    args = "%%w: %s {braid.role = #braid.role<parameter \"w%d\">}, %%acc: %s" % (w_type, i, w_type)
+    if i == 0:
+        args += ", %%x: %s {braid.role = #braid.role<batch \"x\">}" % x_type
+    return ("func.func @stage%d(%s) -> %s\n    attributes {braid.stage = #braid.stage<grid = @pipe, "
+            "axis = 0, index = %d>} {\n%s\n  return %s : %s\n}\n" % (
+                i, args, w_type, i, "\n".join(lines), result, w_type))
+
+
 def stage_program(p, i, m, schedule="gpipe"):
     """Stage i of p: micro-batch k's forward is one product (its input from
     stage i - 1, its output to stage i + 1), its backward two (the weight's
@@ -112,12 +123,7 @@ def stage_program(p, i, m, schedule="gpipe"):
             dx = backward(k, recv(i + 1))
             if not first:
                 send(dx, i - 1)
-    args = "%%w: %s {braid.role = #braid.role<parameter \"w%d\">}, %%acc: %s" % (W, i, W)
-    if first:
-        args += ", %%x: %s {braid.role = #braid.role<batch \"x\">}" % T
-    return ("func.func @stage%d(%s) -> %s\n    attributes {braid.stage = #braid.stage<grid = @pipe, "
-            "axis = 0, index = %d>} {\n%s\n  return %s : %s\n}\n" % (
-                i, args, W, i, "\n".join(lines), acc[0], W))
+    return stage_function(i, T, W, lines, acc[0])
 
 
 N = 1024  # rows of a micro-batch of the uniform stages, as wide as a layer
@@ -212,12 +218,7 @@ def uniform_program(p, i, m, schedule):
         else:
             run.append(x)
     flush()
-    args = "%%w: %s {braid.role = #braid.role<parameter \"w%d\">}, %%acc: %s" % (U, i, U)
-    if first:
-        args += ", %%x: %s {braid.role = #braid.role<batch \"x\">}" % U
-    return ("func.func @stage%d(%s) -> %s\n    attributes {braid.stage = #braid.stage<grid = @pipe, "
-            "axis = 0, index = %d>} {\n%s\n  return %s : %s\n}\n" % (
-                i, args, U, i, "\n".join(lines), acc[0], U))
+    return stage_function(i, U, U, lines, acc[0])
 
 
 def pipeline(p, m, schedule):

@@ -111,6 +111,9 @@ private:
   /// the next action's receives.
   bool emitAction(const PipelineAction &action, bool received);
   void emitReceives(const PipelineAction &action);
+  /// Labels the ops after `before` (from the block's start if null) with
+  /// `action`; returns the block's last op.
+  Operation *tagSince(Operation *before, const PipelineAction &action);
   void emitActionOps(const PipelineAction &action);
   /// The action after the one being emitted, unless it is a W or there is
   /// none.
@@ -213,6 +216,16 @@ Value StageBuilder::get(int k, Value v) {
   return {};
 }
 
+Operation *StageBuilder::tagSince(Operation *before,
+                                  const PipelineAction &action) {
+  auto label = builder.getStringAttr(actionLabel(action));
+  for (Operation &op : llvm::make_range(
+           before ? std::next(before->getIterator()) : block->begin(),
+           block->end()))
+    op.setAttr(BraidDialect::kActionAttrName, label);
+  return block->empty() ? nullptr : &block->back();
+}
+
 bool StageBuilder::emitAction(const PipelineAction &action, bool received) {
   // Every op the action emits carries its label (the pipeline diagram).
   Operation *before = block->empty() ? nullptr : &block->back();
@@ -227,18 +240,10 @@ bool StageBuilder::emitAction(const PipelineAction &action, bool received) {
                isa<SendOp>(before);
   if (hoist) {
     emitReceives(*next);
-    auto label = builder.getStringAttr(actionLabel(*next));
-    for (Operation &op :
-         llvm::make_range(std::next(before->getIterator()), block->end()))
-      op.setAttr(BraidDialect::kActionAttrName, label);
-    before = &block->back();
+    before = tagSince(before, *next);
   }
   emitActionOps(action);
-  auto label = builder.getStringAttr(actionLabel(action));
-  for (Operation &op : llvm::make_range(
-           before ? std::next(before->getIterator()) : block->begin(),
-           block->end()))
-    op.setAttr(BraidDialect::kActionAttrName, label);
+  tagSince(before, action);
   return hoist;
 }
 
