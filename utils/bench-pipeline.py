@@ -9,16 +9,24 @@ braid-compile split it into stage programs and schedule them, simulates
 each with braid-run --backend=sim on the cluster (the pipeline axis
 outermost: stages on different nodes, data parallelism within a node), and
 prints a markdown table: step time, the simulated bubble fraction against
-GPipe's and 1F1B's (p - 1)/(m + p - 1), the memory plan's peak of the first
-and the last stage, and rank 0's exposed communication. GPT-2's presets tie
+its schedule's formula, the memory plan's peak of every stage, the
+activations the first and the last stage hold at their peak, and rank 0's
+exposed communication. GPipe's and 1F1B's formula is (p - 1)/(m + p - 1);
+ZB-H1's is (p - 1)(F + B - W) / (m(F + B + W) + (p - 1)(F + B - W)) with
+F, B and W a micro-batch's simulated forward, input-gradient and
+weight-gradient kernel time averaged over the stages (the report's
+action_compute), Qi et al.'s bubble for F >= W. GPT-2's presets tie
 the lm head to the token embedding: the last stage keeps a copy of the
 table (docs/Pipeline.md, "Tied parameters"). A case braid-compile refuses
 prints its error in its row.
 
 Claims checked (exit 1 otherwise): 1F1B's step no more than 2% above
-GPipe's (the same bubble in theory; its transfers overlap more); 1F1B's
-peak no larger than GPipe's on any stage (stage i holds p - i
-micro-batches' activations, GPipe every stage all m). The peak also holds
+GPipe's (the same bubble in theory; its transfers overlap more); ZB-H1's
+step below 1F1B's; 1F1B's peak no larger than GPipe's on any stage (stage
+i holds p - i micro-batches' activations, GPipe every stage all m); ZB-H1's
+activations no more than 1F1B's plus the W-parts it defers (its stage i
+holds p - i micro-batches whole and i more of which only W's inputs
+remain, so at most p micro-batches' worth on any stage). The peak also holds
 the stage's parameters and optimizer state, so where the last stage's lm
 head outweighs a block's activations (--quick: one block a stage) it need
 not fall along the stages.
@@ -46,7 +54,7 @@ CASES = [
     ("gpt2-xl", "h100-8x8", 4, 16),
     ("gpt2-xl", "h100-8x8", 8, 32),
 ]
-SCHEDULES = ("gpipe", "1f1b")
+SCHEDULES = ("gpipe", "1f1b", "zb-h1")
 GPUS = 64
 
 
@@ -71,6 +79,38 @@ def case(model, cluster, pp, m, schedule, work, layers):
         return json.load(f), None
 
 
+def formula(schedule, pp, m, report):
+    """The bubble fraction the schedule's formula gives for the report's
+    stages made uniform: GPipe's and 1F1B's (p - 1)/(m + p - 1), ZB-H1's from
+    the stages' mean forward, input-gradient and weight-gradient time."""
+    if schedule != "zb-h1":
+        return (pp - 1) / (m + pp - 1)
+    f, b, w = (sum(s["action_compute"][k] for s in report["stages"]) / (pp * m)
+               for k in ("F", "B", "W"))
+    bubble = (pp - 1) * (f + b - w)
+    return bubble / (m * (f + b + w) + bubble)
+
+
+def check(model, pp, rows):
+    """The claims of one case's schedules, as failure messages."""
+    failures = []
+    g, o, z = rows.get("gpipe"), rows.get("1f1b"), rows.get("zb-h1")
+    if g and o and o["step_time"] > 1.02 * g["step_time"]:
+        failures.append("%s pp %d: 1F1B's step %.1f ms is more than 2%% above GPipe's "
+                        "%.1f ms" % (model, pp, o["step_time"] * 1e3, g["step_time"] * 1e3))
+    if o and z and z["step_time"] >= o["step_time"]:
+        failures.append("%s pp %d: ZB-H1's step %.1f ms is not below 1F1B's %.1f ms" % (
+            model, pp, z["step_time"] * 1e3, o["step_time"] * 1e3))
+    for i in range(pp):
+        if g and o and o["stages"][i]["peak_memory_bytes"] > g["stages"][i]["peak_memory_bytes"]:
+            failures.append("%s pp %d: 1F1B's stage %d holds more than GPipe's" % (model, pp, i))
+        if o and z and (z["stages"][i]["activation_peak_bytes"] * (pp - i) >
+                        1.001 * pp * o["stages"][i]["activation_peak_bytes"]):
+            failures.append("%s pp %d: ZB-H1's stage %d holds more than p / (p - i) of "
+                            "1F1B's activations" % (model, pp, i))
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -81,9 +121,10 @@ def main():
     os.makedirs(work, exist_ok=True)
 
     print("| model | cluster | pp x dp | m | schedule | step ms | bubble (formula) "
-          "| peak GiB first / last stage | exposed comm ms |")
-    print("|---|---|---|---:|---|---:|---|---|---:|")
+          "| peak GiB per stage | activations GiB first / last | exposed comm ms |")
+    print("|---|---|---|---:|---|---:|---|---|---|---:|")
     failures = []
+    gains = []
     start = time.time()
     for model, cluster, pp, m in CASES:
         if args.quick:
@@ -92,30 +133,31 @@ def main():
         for schedule in SCHEDULES:
             r, error = case(model, cluster, pp, m, schedule, work, 8 if args.quick else None)
             if error:
-                print("| %s | %s | %d x %d | %d | %s | refused: %s | | | |" % (
+                print("| %s | %s | %d x %d | %d | %s | refused: %s | | | | |" % (
                     model, cluster, pp, GPUS // pp, m, schedule, error))
                 continue
             rows[schedule] = r
-            formula = (pp - 1) / (m + pp - 1)
             mem = [s["peak_memory_bytes"] / 2 ** 30 for s in r["stages"]]
-            print("| %s | %s | %d x %d | %d | %s | %.1f | %.4f (%.4f) | %.2f / %.2f%s | %.1f |" % (
-                model, cluster, pp, GPUS // pp, m, schedule, r["step_time"] * 1e3,
-                r["bubble_fraction"], formula, mem[0], mem[-1],
-                "" if r["fits"] else " **does not fit**", r["exposed_comm"] * 1e3))
+            act = [s["activation_peak_bytes"] / 2 ** 30 for s in r["stages"]]
+            print("| %s | %s | %d x %d | %d | %s | %.1f | %.4f (%.4f) | %s%s | %.2f / %.2f "
+                  "| %.1f |" % (
+                      model, cluster, pp, GPUS // pp, m, schedule, r["step_time"] * 1e3,
+                      r["bubble_fraction"], formula(schedule, pp, m, r),
+                      " / ".join("%.1f" % x for x in mem),
+                      "" if r["fits"] else " **does not fit**", act[0], act[-1],
+                      r["exposed_comm"] * 1e3))
             sys.stdout.flush()
-        if len(rows) == 2:
-            g, o = rows["gpipe"], rows["1f1b"]
-            if o["step_time"] > 1.02 * g["step_time"]:
-                failures.append("%s pp %d: 1F1B's step %.1f ms is more than 2%% above GPipe's "
-                                "%.1f ms" % (model, pp, o["step_time"] * 1e3,
-                                             g["step_time"] * 1e3))
-            for i, (a, b) in enumerate(zip(g["stages"], o["stages"])):
-                if b["peak_memory_bytes"] > a["peak_memory_bytes"]:
-                    failures.append("%s pp %d: 1F1B's stage %d holds more than GPipe's" % (
-                        model, pp, i))
+        failures += check(model, pp, rows)
+        if "1f1b" in rows and "zb-h1" in rows:
+            gains.append(rows["1f1b"]["step_time"] / rows["zb-h1"]["step_time"] - 1)
+    if gains:
+        print()
+        print("ZB-H1 over 1F1B: %.1f%% to %.1f%% faster (Qi et al. report up to 23%%)" % (
+            100 * min(gains), 100 * max(gains)))
     print()
-    print("%d cases, %.0f s. Claims: 1F1B's step at most 2%% above GPipe's, its peak no "
-          "larger than GPipe's on any stage: %s" % (
+    print("%d cases, %.0f s. Claims: 1F1B's step at most 2%% above GPipe's and ZB-H1's "
+          "below 1F1B's; 1F1B's peak no larger than GPipe's on any stage, ZB-H1's "
+          "activations at most p/(p - i) of 1F1B's on stage i: %s" % (
               len(CASES), time.time() - start, "holds" if not failures else "FAIL"))
     for f in failures:
         print("FAIL " + f)
