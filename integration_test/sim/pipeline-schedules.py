@@ -19,7 +19,9 @@
 #     m A_i under GPipe, (p - i) A_i under 1F1B (Narayanan et al.), and
 #     (p - i) A_i + i A^W_i under ZB-H1 (its i postponed W's each hold
 #     their part), within 0.1%;
-#   - braid.timeline draws the trace as the pipeline diagram.
+#   - braid.timeline draws the trace as the pipeline diagram, and as text
+#     (--text, docs/Pipeline.md's diagrams): each stage's line names its
+#     actions in the order it runs them.
 # The bubble's formulas are pipeline-bubble.py's, on uniform stages.
 #
 # REQUIRES: numpy
@@ -176,6 +178,18 @@ def main():
                 check(orders == want, "%s p=%d m=%d: every stage runs its actions in the "
                       "schedule's order (stage %d: %s)" % (
                           schedule, p, m, p - 1, " ".join("%s%d" % a for a in orders[-1][:12])))
+                if (p, m) == (4, 8):
+                    drawn = braidtest.run([sys.executable, "-m", "braid.timeline", trace,
+                                           "--text"]).stdout
+                    print(drawn, end="")
+                    lines = drawn.splitlines()
+                    got = [[(a[0], int(a[1:])) for a in re.findall(r"[FBW]\d+", line)]
+                           for line in lines]
+                    check(len(lines) == p and all(line.startswith("rank %d " % i)
+                                                  for i, line in enumerate(lines))
+                          and got == orders,
+                          "%s p=%d m=%d: braid.timeline --text draws a line per stage, its "
+                          "actions in the order it runs them" % (schedule, p, m))
                 if schedule != "gpipe":
                     stages = braidtest.run([braidtest.tool("braid-opt"), name + ".mlir",
                                             "--braid-pipeline"]).stdout

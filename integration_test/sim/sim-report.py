@@ -6,7 +6,8 @@
 # memory the plan's arena, the kernel and collective counts; the
 # overlapped schedule beats the naive one, the Chrome trace has a process
 # per rank and a thread per stream whose spans match the report, and
-# braid.timeline renders it as a PNG. The plan records its cluster, which
+# braid.timeline renders it as a PNG (and refuses to draw it as a pipeline
+# diagram, --text: it is not pipelined). The plan records its cluster, which
 # the simulator uses unless --cluster overrides it. Then bad input: unknown
 # and malformed clusters, a plan larger than the cluster, misplaced options.
 #
@@ -147,6 +148,10 @@ def main():
         with open(png, "rb") as f:
             check(f.read(8) == b"\x89PNG\r\n\x1a\n" and "4 streams" in q.stdout,
                   variant + ": timeline PNG rendered")
+        q = braidtest.run([sys.executable, "-m", "braid.timeline", trace, "--text"], check=False)
+        check(q.returncode == 1 and "not a pipelined trace (no kernel names an action" in q.stderr,
+              variant + ": braid.timeline --text refuses a trace that is not pipelined: "
+              + q.stderr.strip())
     check(reports["naive"]["overlap_fraction"] < 0.05, "naive: (almost) nothing overlaps")
     check(reports["braid"]["step_time"] < reports["naive"]["step_time"],
           "braid's schedule is faster than naive (%.6f < %.6f s)" % (

@@ -1,6 +1,7 @@
 """Renders a Chrome trace of `braid-run --backend=sim --trace` as a PNG.
 
     python3 -m braid.timeline trace.json -o timeline.png [--ranks N]
+    python3 -m braid.timeline trace.json --text [--ranks N]
 
 One row per (rank, stream); kernels blue, collectives orange. A pipelined
 plan's trace (braid-pipeline tags each kernel with its schedule's action)
@@ -8,6 +9,13 @@ is drawn as the pipeline diagram: each rank's stage on its row, kernels
 coloured by micro-batch, forwards full, backwards (B) lighter, W lightest,
 the optimizer grey. Perfetto (ui.perfetto.dev) opens the same trace
 interactively.
+
+`--text` prints a pipelined trace's diagram as text instead, one line per
+rank: each action (F3, B3, W3: micro-batch 3's forward, input gradient and
+weight gradient) at its place in time, a column per `--unit` of time (the
+median action's by default; an action takes at least one column and starts
+no earlier than the one before it ends), '.' where the stage computes
+nothing of an action, '-' where an action lasts more than one column.
 """
 
 import argparse
@@ -114,13 +122,74 @@ def render(trace_path, out_path, max_ranks=8, title=None):
     return len(rows), sum(len(s) for p in bars.values() for s in p), len(batches)
 
 
+def actions(spans):
+    """Per rank, its actions in time order: (start, end, label), the kernels
+    of one action (consecutive, one label) merged."""
+    per_rank = {}
+    for e in sorted(spans, key=lambda e: e["ts"]):
+        label = e.get("args", {}).get("action")
+        if label is None or e.get("cat", "compute") != "compute":
+            continue
+        row = per_rank.setdefault(e["pid"], [])
+        start, end = e["ts"], e["ts"] + e["dur"]
+        if row and row[-1][2] == label:
+            row[-1] = (row[-1][0], max(row[-1][1], end), label)
+        else:
+            row.append((start, end, label))
+    return per_rank
+
+
+def text(trace_path, max_ranks=8, unit=None):
+    """The pipeline diagram as lines of text (see the module's doc)."""
+    names, spans = load(trace_path)
+    per_rank = actions(spans)
+    if not per_rank:
+        raise ValueError("%s: not a pipelined trace (no kernel names an action; "
+                         "braid-pipeline's plans do)" % trace_path)
+    if unit is None:
+        durations = sorted(end - start for row in per_rank.values() for start, end, _ in row)
+        unit = durations[len(durations) // 2] or 1.0
+    elif unit <= 0:
+        raise ValueError("--unit must be positive, not %g" % unit)
+    else:
+        unit *= 1e3  # ms -> the trace's microseconds
+    width = max(len(label) for row in per_rank.values() for _, _, label in row) + 1
+    columns = max(round(end / unit) for row in per_rank.values() for _, end, _ in row)
+    if columns * width > 100000 or columns > 100 * sum(map(len, per_rank.values())):
+        raise ValueError("--unit %g ms makes %d columns; choose a larger one" % (unit / 1e3, columns))
+    lines = []
+    for r in sorted(per_rank)[:max_ranks]:
+        cells = []
+        for start, end, label in per_rank[r]:
+            a = max(round(start / unit), len(cells))
+            b = max(round(end / unit), a + 1)
+            cells += ["." * width] * (a - len(cells))
+            cells += [label.ljust(width)] + ["-" * width] * (b - a - 1)
+        lines.append("rank %-3d %s" % (r, "".join(cells).rstrip()))
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog=module_command("braid.timeline"), description=__doc__.splitlines()[0])
     parser.add_argument("trace")
-    parser.add_argument("-o", "--output", required=True, help="the PNG to write")
+    parser.add_argument("-o", "--output", help="the PNG to write")
+    parser.add_argument("--text", action="store_true",
+                        help="print the pipeline diagram as text instead")
+    parser.add_argument("--unit", type=float,
+                        help="with --text: ms per column (default: the shortest action's)")
     parser.add_argument("--ranks", type=int, default=8, help="ranks to show (default 8)")
     parser.add_argument("--title")
     args = parser.parse_args(argv)
+    if args.text == bool(args.output):
+        parser.error("give one of -o/--output and --text")
+    if args.unit is not None and not args.text:
+        parser.error("--unit needs --text")
+    if args.text:
+        try:
+            print("\n".join(text(args.trace, args.ranks, args.unit)))
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit("braid.timeline: error: %s" % e)
+        return
     try:
         rows, spans, batches = render(args.trace, args.output, args.ranks, args.title)
     except (OSError, ValueError, KeyError) as e:
