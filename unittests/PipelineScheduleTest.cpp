@@ -8,7 +8,10 @@
 // list scheduler (each stage runs its actions in order, each as soon as
 // its inputs are there), the schedules' step times are the formulas':
 // m (F + B + W) plus a bubble of (p - 1)(F + B + W) for GPipe and 1F1B and
-// (p - 1)(F + B - W) for ZB-H1 (Qi et al. 2024) when m >= p.
+// (p - 1)(F + B - W) for ZB-H1 (Qi et al. 2024) when m >= p. The
+// interleaved schedule runs each micro-batch's forward and backward once per
+// chunk, in Megatron-LM's order, holds at most 2 (p - r - 1) + (v - 1) p + 1
+// chunk-micro-batches on rank r, and its bubble is 1F1B's over v.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,17 +52,19 @@ void expectComplete(llvm::ArrayRef<A> actions, unsigned m, bool split = false) {
 /// in order, each once its inputs are there (a forward after the previous
 /// stage's, a backward after its forward and the next stage's backward, a
 /// W after its B), transfers taking no time. Without a split the backward
-/// takes b + w.
+/// takes b + w. Under the interleaved schedule, rank r runs virtual stages
+/// c p + r of p v, each chunk's actions taking f, b.
 double stepTime(PipelineScheduleKind kind, unsigned p, unsigned m, double f,
-                double b, double w) {
+                double b, double w, unsigned v = 1) {
   if (!splitsBackward(kind))
     b += w;
   std::vector<llvm::SmallVector<A>> actions;
   for (unsigned i = 0; i < p; ++i)
-    actions.push_back(pipelineActions(kind, p, i, m));
+    actions.push_back(pipelineActions(kind, p, i, m, v));
   std::map<std::tuple<int, unsigned, unsigned>, double> done;
   std::vector<size_t> next(p, 0);
   std::vector<double> clock(p, 0);
+  unsigned last = p * v - 1;
   bool progress = true;
   while (progress) {
     progress = false;
@@ -67,16 +72,17 @@ double stepTime(PipelineScheduleKind kind, unsigned p, unsigned m, double f,
       if (next[i] == actions[i].size())
         continue;
       A a = actions[i][next[i]];
+      unsigned s = a.chunk * p + i;
       llvm::SmallVector<std::tuple<int, unsigned, unsigned>> deps;
-      if (a.kind == A::Forward && i > 0)
-        deps.push_back({A::Forward, i - 1, a.microBatch});
+      if (a.kind == A::Forward && s > 0)
+        deps.push_back({A::Forward, s - 1, a.microBatch});
       if (a.kind == A::Backward) {
-        deps.push_back({A::Forward, i, a.microBatch});
-        if (i + 1 < p)
-          deps.push_back({A::Backward, i + 1, a.microBatch});
+        deps.push_back({A::Forward, s, a.microBatch});
+        if (s < last)
+          deps.push_back({A::Backward, s + 1, a.microBatch});
       }
       if (a.kind == A::Weight)
-        deps.push_back({A::Backward, i, a.microBatch});
+        deps.push_back({A::Backward, s, a.microBatch});
       double start = clock[i];
       bool ready = true;
       for (auto &d : deps) {
@@ -90,13 +96,15 @@ double stepTime(PipelineScheduleKind kind, unsigned p, unsigned m, double f,
       clock[i] = start + (a.kind == A::Forward    ? f
                           : a.kind == A::Backward ? b
                                                   : w);
-      done[{a.kind, i, a.microBatch}] = clock[i];
+      done[{a.kind, s, a.microBatch}] = clock[i];
       ++next[i];
       progress = true;
     }
   }
   for (unsigned i = 0; i < p; ++i)
-    EXPECT_EQ(next[i], actions[i].size()) << "stage " << i << " waits forever";
+    EXPECT_EQ(next[i], actions[i].size())
+        << "p=" << p << " v=" << v << " m=" << m << ": stage " << i
+        << " waits forever";
   return *std::max_element(clock.begin(), clock.end());
 }
 
@@ -105,6 +113,9 @@ TEST(PipelineScheduleTest, Names) {
   EXPECT_EQ(parsePipelineSchedule("1f1b"),
             PipelineScheduleKind::OneForwardOneBackward);
   EXPECT_EQ(parsePipelineSchedule("zb-h1"), PipelineScheduleKind::ZeroBubbleH1);
+  EXPECT_EQ(parsePipelineSchedule("interleaved"),
+            PipelineScheduleKind::Interleaved);
+  EXPECT_FALSE(splitsBackward(PipelineScheduleKind::Interleaved));
   EXPECT_EQ(parsePipelineSchedule("1F1B"), std::nullopt);
   EXPECT_FALSE(splitsBackward(PipelineScheduleKind::OneForwardOneBackward));
   EXPECT_TRUE(splitsBackward(PipelineScheduleKind::ZeroBubbleH1));
@@ -208,6 +219,66 @@ TEST(PipelineScheduleTest, StepTimesFollowTheFormulas) {
             << "p=" << p << " m=" << m;
       }
     }
+}
+
+TEST(PipelineScheduleTest, InterleavedRunsEveryChunk) {
+  for (unsigned p : {2u, 4u, 8u})
+    for (unsigned v : {1u, 2u, 3u, 4u})
+      for (unsigned m : {p, 2 * p, 4 * p})
+        for (unsigned r = 0; r < p; ++r) {
+          auto actions =
+              pipelineActions(PipelineScheduleKind::Interleaved, p, r, m, v);
+          // Per chunk, the forwards and backwards of every micro-batch in
+          // order, each backward after its forward.
+          for (unsigned c = 0; c < v; ++c) {
+            llvm::SmallVector<A> mine;
+            for (A a : actions)
+              if (a.chunk == c) {
+                a.chunk = 0;
+                mine.push_back(a);
+              }
+            expectComplete(mine, m);
+          }
+          ASSERT_EQ(actions.size(), 2 * m * v);
+          unsigned warmup =
+              m == p ? m * v : std::min(2 * (p - r - 1) + (v - 1) * p, m * v);
+          EXPECT_EQ(peakInFlight(actions), std::min(warmup + 1, m * v))
+              << "p=" << p << " v=" << v << " m=" << m << " rank " << r;
+        }
+}
+
+TEST(PipelineScheduleTest, InterleavedOrder) {
+  // Rank 0 of 2 with 2 chunks and 4 micro-batches (Megatron-LM's order):
+  // forwards in groups of p = 2 micro-batches through chunk 0, then chunk
+  // 1; backwards through chunk 1, then 0; 2 (p - 1) + (v - 1) p = 4 warm-up
+  // forwards.
+  auto first = pipelineActions(PipelineScheduleKind::Interleaved, 2, 0, 4, 2);
+  llvm::SmallVector<A> want{
+      {A::Forward, 0, 0},  {A::Forward, 1, 0},  {A::Forward, 0, 1},
+      {A::Forward, 1, 1},  {A::Forward, 2, 0},  {A::Backward, 0, 1},
+      {A::Forward, 3, 0},  {A::Backward, 1, 1}, {A::Forward, 2, 1},
+      {A::Backward, 0, 0}, {A::Forward, 3, 1},  {A::Backward, 1, 0},
+      {A::Backward, 2, 1}, {A::Backward, 3, 1}, {A::Backward, 2, 0},
+      {A::Backward, 3, 0}};
+  EXPECT_EQ(first, want);
+}
+
+TEST(PipelineScheduleTest, InterleavedBubbleIsOneFOneBsOverV) {
+  // Each chunk a 1/v of the stage: f = F / v, b = B / v; the step is
+  // m (F + B) + (p - 1)(F + B) / v.
+  for (unsigned p : {2u, 4u, 8u})
+    for (unsigned v : {1u, 2u, 4u})
+      for (unsigned m : {p, 2 * p, 4 * p, 8u, 16u, 32u}) {
+        if (m % p || m < p)
+          continue;
+        for (auto [f, b] : {std::pair{1.0, 2.0}, {1.0, 1.0}}) {
+          double fc = f / v, bc = b / v;
+          EXPECT_DOUBLE_EQ(
+              stepTime(PipelineScheduleKind::Interleaved, p, m, fc, bc, 0, v),
+              m * (f + b) + (p - 1) * (f + b) / v)
+              << "p=" << p << " v=" << v << " m=" << m;
+        }
+      }
 }
 
 } // namespace

@@ -7,7 +7,9 @@
 # block, trains 10 steps
 #   - pipeline 2 on 2 ranks, and
 #   - data parallel 2 x pipeline 2 on 4 ranks,
-# in GPipe's, 1F1B's and ZB-H1's order, and is judged by braid.compare against
+# in GPipe's, 1F1B's and ZB-H1's order (split at its second block) and
+# interleaved (2 virtual stages per rank: the embedding, each block, and the
+# norm with the head, a stage each), and is judged by braid.compare against
 # PyTorch accumulating the same micro-batches ((loss / 2).backward() per
 # micro-batch, DDP's mean over the data-parallel ranks): every loss within
 # 1e-5 relative of float64 PyTorch, every final array no farther from it
@@ -15,7 +17,9 @@
 # Export errors, each one ExportError and nothing written: a stage boundary
 # naming no module, boundaries out of the model's order or of the wrong
 # count, a schedule braid-pipeline does not know, a micro-batch count that does not divide the batch, clipping by the
-# global norm with a pipeline. A model whose head is tied to its embedding
+# global norm with a pipeline, the interleaved schedule with one virtual
+# stage or a micro-batch count that is not a multiple of the stages,
+# virtual stages with another schedule. A model whose head is tied to its embedding
 # (nanoGPT) trains against PyTorch too, split at its second block: the last
 # stage keeps a copy of the table.
 #
@@ -37,6 +41,9 @@ from braid.ir import PIPELINE_SCHEDULES  # noqa: E402
 
 STEPS = 10
 MICRO = 2
+# The interleaved schedule's 2 x 2 stages: the embedding, each block, the
+# norm and the head.
+CUTS = {"interleaved": ["layers.0", "layers.1", "norm"]}
 
 
 def spec_of(model, batch, dp):
@@ -71,11 +78,15 @@ def main():
             spec = spec_of(model, batch, dp)
             name = "llama-dp%d-%s" % (dp, schedule)
             prefix = os.path.join(out, name)
-            e = export(spec, prefix, dp, batch, pipeline_stages=2, stage_boundaries=["layers.1"],
-                       pipeline_schedule=schedule)
+            cuts = CUTS.get(schedule, ["layers.1"])
+            e = export(spec, prefix, dp, batch, pipeline_stages=2, stage_boundaries=cuts,
+                       pipeline_schedule=schedule,
+                       virtual_stages=2 if schedule == "interleaved" else 1)
             text = open(e.paths["mlir"]).read()
-            check("braid.pipeline = {axis = 0 : i64, micro_batches = 2 : i64, schedule = \"%s\", "
-                  "boundaries = [\"layers.1\"]}" % schedule in text
+            check("braid.pipeline = {axis = 0 : i64, micro_batches = 2 : i64, schedule = \"%s\"%s, "
+                  "boundaries = [%s]}" % (
+                      schedule, ", virtual_stages = 2 : i64" if schedule == "interleaved" else "",
+                      ", ".join('"%s"' % c for c in cuts)) in text
                   and "shard.grid @world(shape = 2x%d)" % dp in text,
                   "%s: the export asks for 2 stages of %d micro-batches on a grid of 2 x %d"
                   % (name, MICRO, dp))
@@ -112,12 +123,34 @@ def main():
                                       spec["optimizer"], 1, output=bad, micro_batches=3,
                                       pipeline_stages=2, stage_boundaries=["layers.1"]))
     expect_error(check, "an unknown schedule",
-                 "pipeline_schedule must be one of 1f1b, gpipe, zb-h1, not 'zb-h2'",
+                 "pipeline_schedule must be one of 1f1b, gpipe, zb-h1, interleaved, not 'zb-h2'",
                  lambda: export(spec, bad, 1, batch, pipeline_stages=2,
                                 stage_boundaries=["layers.1"], pipeline_schedule="zb-h2"))
     expect_error(check, "clipping with a pipeline", "max_grad_norm with pipeline_stages",
                  lambda: export(spec, bad, 1, batch, pipeline_stages=2,
                                 stage_boundaries=["layers.1"], max_grad_norm=1.0))
+    expect_error(check, "interleaved with one virtual stage",
+                 "pipeline_schedule interleaved: the interleaved schedule needs at least 2 "
+                 "virtual stages per rank, not 1 (with 1 it is 1f1b)",
+                 lambda: export(spec, bad, 1, batch, pipeline_stages=2,
+                                stage_boundaries=["layers.1"], pipeline_schedule="interleaved"))
+    expect_error(check, "interleaved micro-batches not a multiple of the stages",
+                 "the interleaved schedule on 2 pipeline ranks needs a multiple of 2 "
+                 "micro-batches, not 1",
+                 lambda: braid.export(model, spec["example_inputs"], (), spec["loss_fn"],
+                                      spec["optimizer"], 1, output=bad, micro_batches=1,
+                                      pipeline_stages=2, pipeline_schedule="interleaved",
+                                      virtual_stages=2))
+    expect_error(check, "virtual stages with 1f1b",
+                 "pipeline_schedule 1f1b: 2 virtual stages need the interleaved schedule, "
+                 "not 1f1b",
+                 lambda: export(spec, bad, 1, batch, pipeline_stages=2,
+                                stage_boundaries=["layers.1"], virtual_stages=2))
+    expect_error(check, "interleaved boundaries of the wrong count",
+                 "pipeline_stages 2 x virtual_stages 2 needs 3 stage_boundaries, not 1 (layers.1)",
+                 lambda: export(spec, bad, 1, batch, pipeline_stages=2,
+                                stage_boundaries=["layers.1"], pipeline_schedule="interleaved",
+                                virtual_stages=2))
     check(not any(f.startswith("bad") for f in os.listdir(out)),
           "nothing written for the refused exports")
 

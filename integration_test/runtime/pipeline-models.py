@@ -5,8 +5,10 @@
 # braid.models' own accumulating step of the same 4 micro-batches does on 1
 # (and on 2): every loss and every saved array within 1e-5 relative, in
 # each schedule (gpipe, 1f1b, zb-h1: B and W of each block's backward
-# split), with the stage boundary given (after block 1: one tensor
-# crosses each way) and with the stages balanced by the cost model (the
+# split; interleaved: 2 virtual stages per rank, a block each, rank 0
+# holding blocks 0 and 2), with the stage boundary given (after block 1:
+# one tensor crosses each way; interleaved, after every block) and with
+# the stages balanced by the cost model (the
 # cut falls inside a block, where several tensors cross, each run of
 # transfers one braid.send_recv); and pipeline 2 x tensor parallel 2 on 4
 # ranks as tensor parallel 2 on 2. A GPT, whose lm head is tied to the token
@@ -35,6 +37,9 @@ def check(ok, what):
 
 
 STEPS = 4
+# The stage boundaries: one block a stage under the interleaved schedule
+# (2 ranks x 2 virtual stages), two under the others.
+CUTS = {s: "h1,h2,h3" if s == "interleaved" else "h2" for s in PIPELINE_SCHEDULES}
 SHAPE = ["--layers", "4", "--hidden", "64", "--heads", "4", "--vocab", "128", "--seq", "16",
          "--batch", "2"]
 
@@ -64,7 +69,7 @@ def main():
               "data parallel %d, 4 micro-batches accumulated: the loss falls %s" % (dp, want))
         ref = np.load(want_save)
         for schedule in PIPELINE_SCHEDULES:
-            for cut in ("h2", None):
+            for cut in (CUTS[schedule], None):
                 flags = ["--world-size", str(dp), "--pp", "2", "--micro-batches", "4",
                          "--schedule-pp", schedule] + (["--stage-boundaries", cut] if cut else [])
                 name = "pp-dp%d-%s-%s" % (dp, schedule, cut or "balanced")
@@ -79,7 +84,7 @@ def main():
                       and arrays <= 1e-5 and "2 stages on axis 0" in dump,
                       "%s, stages %s, data parallel %d x pipeline 2 on %d ranks: %d losses within "
                       "1e-5 of accumulating on %d (worst %.2g), %d saved arrays (worst %.2g)" % (
-                          schedule, "cut at h2" if cut else "balanced", dp, 2 * dp, len(got), dp,
+                          schedule, "cut at " + cut if cut else "balanced", dp, 2 * dp, len(got), dp,
                           worst, len(saved.files), arrays))
 
     # With tensor parallelism too: pipeline 2 x tensor parallel 2 on 4 ranks
@@ -109,7 +114,7 @@ def main():
         plans = []
         for name, flags in (("gpt-acc", []), ("gpt-pp-" + schedule,
                                                ["--pp", "2", "--schedule-pp", schedule,
-                                                "--stage-boundaries", "h2"])):
+                                                "--stage-boundaries", CUTS[schedule]])):
             mlir = os.path.join(out, name + ".mlir")
             braidtest.run([sys.executable, "-m", "braid.models"] + gpt + flags + ["-o", mlir])
             plans.append(os.path.join(out, name + ".plan"))

@@ -15,7 +15,8 @@
 #     and on 4 ranks, against the accumulating whole step; the same stage
 #     programs made by braid-pipeline (braid-compile --pipeline-axis) from
 #     the step of one micro-batch, in each schedule (zb-h1 too, whose
-#     split backward changes no kernel, only their order);
+#     split backward changes no kernel, only their order; not the
+#     interleaved one, whose 2 x 2 stages need more than these 3 layers);
 #   - a ring of three send-receives with two peers each.
 #
 # Judged: the losses of every step and every array --save writes (gathered
@@ -398,8 +399,10 @@ def main():
     # micro-batch (4 rows): with 2 micro-batches in any schedule they
     # train as the accumulating step does (which weights each micro-batch's
     # loss by 1/2 where braid-pipeline halves the gradients' sum: equal to
-    # rounding, within 1e-5).
-    for schedule in PIPELINE_SCHEDULES:
+    # rounding, within 1e-5). (Not the interleaved schedule: its 2 x 2
+    # stages need four layers; pipeline-models.py and export-pipeline.py
+    # train it.)
+    for schedule in (s for s in PIPELINE_SCHEDULES if s != "interleaved"):
         for dp in (1, 2):
             mlir = os.path.join(out, "split-dp%d.mlir" % dp)
             with open(mlir, "w") as f:

@@ -40,7 +40,7 @@ from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_
                           _parameters, _tensors, _trace)
 from braid import recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, RandomState, op_name
-from braid.ir import PIPELINE_SCHEDULES, StepBuilder
+from braid.ir import PIPELINE_SCHEDULES, StepBuilder, check_virtual_stages
 from braid.spec import _parse_value, load_spec, torch_reference
 from braid.tensor_parallel import shardings as tensor_parallel_shardings
 
@@ -78,7 +78,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
            micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None,
            loss_scale=None, seed=0, pipeline_stages=1, stage_boundaries=None,
-           pipeline_schedule="1f1b"):
+           pipeline_schedule="1f1b", virtual_stages=1):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -138,12 +138,17 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      world_size (x tensor_parallel), the step written is one
                      micro-batch's, and braid-compile splits it into a program
                      per stage that runs `micro_batches` micro-batches in
-                     `pipeline_schedule`'s order ("gpipe", "1f1b" or "zb-h1";
-                     docs/Pipeline.md)
+                     `pipeline_schedule`'s order ("gpipe", "1f1b", "zb-h1" or
+                     "interleaved"; docs/Pipeline.md)
+    virtual_stages   with pipeline_schedule "interleaved": the virtual stages
+                     (model chunks) per rank, at least 2; the model is split
+                     into pipeline_stages x virtual_stages stages, and
+                     micro_batches must be a multiple of pipeline_stages
     stage_boundaries with pipeline_stages: the module (a name of
                      model.named_modules()) whose first parameter starts each
-                     stage after the first, pipeline_stages - 1 of them in the
-                     model's order; None balances the stages by the cost model
+                     stage after the first, pipeline_stages x virtual_stages - 1
+                     of them in the model's order; None balances the stages by
+                     the cost model
     seed             dropout's seed (an integer in [0, 2^32)): a model in train
                      mode with dropout draws its masks with braid.dropout_mask
                      from (seed, rank, step, site), the step counted by an
@@ -188,7 +193,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
         micro_targets = [t[:t.shape[0] // micro_batches] for t in targets]
 
     pipeline = _pipeline(model, pipeline_stages, stage_boundaries, pipeline_schedule,
-                         tensor_parallel, max_grad_norm)
+                         tensor_parallel, max_grad_norm, virtual_stages, micro_batches)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
         raise ExportError("seed must be an integer in [0, 2^32), not %r" % (seed,))
     half = _autocast_dtype(autocast)
@@ -219,7 +224,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     b.shardings.update(split)
     if pipeline is not None:
         # One micro-batch's step: braid-pipeline runs it once per micro-batch.
-        b.pipeline(micro_batches, pipeline_schedule, pipeline)
+        b.pipeline(micro_batches, pipeline_schedule, pipeline, virtual_stages)
     with _attributes_as_buffers(model):
         graph = _trace(model, params, aliases, micro_inputs, micro_targets, loss_fn,
                        autocast=torch.bfloat16 if half else None)
@@ -251,7 +256,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                    tensor_parallel=tensor_parallel, split=split,
                    pipeline_stages=pipeline_stages,
                    stage_boundaries=None if pipeline is None else list(pipeline),
-                   pipeline_schedule=None if pipeline is None else pipeline_schedule)
+                   pipeline_schedule=None if pipeline is None else pipeline_schedule,
+                   virtual_stages=None if pipeline is None else virtual_stages)
     result = Exported(mlir, state, batch, summary)
     if output:
         result.write(output)
@@ -261,7 +267,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 # -- arguments ------------------------------------------------------------------
 
 
-def _pipeline(model, stages, boundaries, schedule, tensor_parallel, max_grad_norm):
+def _pipeline(model, stages, boundaries, schedule, tensor_parallel, max_grad_norm,
+              virtual_stages=1, micro_batches=1):
     """The checked pipeline request: None without one, else the boundary
     modules (an empty tuple: balanced by braid-pipeline)."""
     if not isinstance(stages, int) or isinstance(stages, bool) or stages < 1:
@@ -269,10 +276,17 @@ def _pipeline(model, stages, boundaries, schedule, tensor_parallel, max_grad_nor
     if stages == 1:
         if boundaries:
             raise ExportError("stage_boundaries needs pipeline_stages above 1")
+        if virtual_stages != 1:
+            raise ExportError("virtual_stages needs pipeline_stages above 1")
         return None
     if schedule not in PIPELINE_SCHEDULES:
         raise ExportError("pipeline_schedule must be one of %s, not %r"
                           % (", ".join(PIPELINE_SCHEDULES), schedule))
+    try:
+        check_virtual_stages(schedule, virtual_stages, stages, micro_batches)
+    except ValueError as e:
+        raise ExportError("pipeline_schedule %s: %s" % (schedule, e))
+    stages *= virtual_stages
     if tensor_parallel > 1:
         raise ExportError("pipeline_stages with tensor_parallel is not supported yet")
     if max_grad_norm is not None:
@@ -286,8 +300,11 @@ def _pipeline(model, stages, boundaries, schedule, tensor_parallel, max_grad_nor
                           % (boundaries,))
     boundaries = tuple(boundaries)
     if len(boundaries) != stages - 1:
-        raise ExportError("pipeline_stages %d needs %d stage_boundaries, not %d (%s)" % (
-            stages, stages - 1, len(boundaries), ", ".join(boundaries)))
+        raise ExportError("%s needs %d stage_boundaries, not %d (%s)" % (
+            "pipeline_stages %d" % stages if virtual_stages == 1 else
+            "pipeline_stages %d x virtual_stages %d" % (stages // virtual_stages,
+                                                        virtual_stages),
+            stages - 1, len(boundaries), ", ".join(boundaries)))
     modules = dict(model.named_modules())
     order = {n: i for i, (n, _) in enumerate(model.named_parameters())}
     first = []
@@ -597,7 +614,7 @@ def main(argv=None):
                     "input_names, target_names, global_batch, tensor_parallel_plan, "
                     "lr_scheduler, max_steps, micro_batches, max_grad_norm, autocast, "
                     "reduce_dtype, loss_scale, pipeline_stages, stage_boundaries, "
-                    "pipeline_schedule.")
+                    "pipeline_schedule, virtual_stages.")
     parser.add_argument("spec", metavar="SPEC", nargs="?")
     parser.add_argument("--list-ops", action="store_true",
                         help="print the aten ops that have a braid lowering and exit")
@@ -636,6 +653,10 @@ def main(argv=None):
     parser.add_argument("--pipeline-schedule", choices=PIPELINE_SCHEDULES,
                         help="the order of a stage's micro-batches (overrides the spec's "
                              "pipeline_schedule; default 1f1b)")
+    parser.add_argument("--virtual-stages", type=int, metavar="V",
+                        help="with --pipeline-schedule interleaved: virtual stages per rank "
+                             "(overrides the spec's virtual_stages; default 2 with the "
+                             "interleaved schedule)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
@@ -654,6 +675,7 @@ def main(argv=None):
             kwargs[key] = _parse_value(value)
         spec = load_spec(args.spec, world_size=args.world_size, **kwargs)
         world = args.world_size if args.world_size is not None else spec.get("world_size")
+        schedule_pp = args.pipeline_schedule or spec.get("pipeline_schedule", "1f1b")
         if world is None:
             raise ExportError("no world size: pass --world-size or return world_size")
         result = export(spec["model"], spec["example_inputs"], spec["example_targets"],
@@ -683,8 +705,10 @@ def main(argv=None):
                         stage_boundaries=args.stage_boundaries.split(",")
                         if args.stage_boundaries is not None
                         else spec.get("stage_boundaries"),
-                        pipeline_schedule=args.pipeline_schedule
-                        or spec.get("pipeline_schedule", "1f1b"))
+                        pipeline_schedule=schedule_pp,
+                        virtual_stages=args.virtual_stages if args.virtual_stages is not None
+                        else spec.get("virtual_stages",
+                                      2 if schedule_pp == "interleaved" else 1))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)

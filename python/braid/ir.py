@@ -15,7 +15,27 @@ from braid.op_table import OPS
 # The schedules braid-pipeline knows (parsePipelineSchedule in
 # lib/Dialect/Braid/Analysis/PipelineSchedule.cpp; integration_test/runtime/
 # pipeline.py checks the two agree), the default first.
-PIPELINE_SCHEDULES = ("1f1b", "gpipe", "zb-h1")
+PIPELINE_SCHEDULES = ("1f1b", "gpipe", "zb-h1", "interleaved")
+
+
+def check_virtual_stages(schedule, virtual_stages, stages, micro_batches):
+    """braid-pipeline's rules for the interleaved schedule, checked where a
+    step is written (ValueError naming the problem): `virtual_stages` at
+    least 2 with it and 1 without, and the micro-batches a multiple of the
+    pipeline ranks (its forwards go through the chunks in groups of p)."""
+    if isinstance(virtual_stages, bool) or not isinstance(virtual_stages, int):
+        raise ValueError("virtual stages must be an integer, not %r" % (virtual_stages,))
+    if schedule != "interleaved":
+        if virtual_stages != 1:
+            raise ValueError("%d virtual stages need the interleaved schedule, not %s"
+                             % (virtual_stages, schedule))
+        return
+    if virtual_stages < 2:
+        raise ValueError("the interleaved schedule needs at least 2 virtual stages per rank, "
+                         "not %d (with 1 it is 1f1b)" % virtual_stages)
+    if micro_batches % stages:
+        raise ValueError("the interleaved schedule on %d pipeline ranks needs a multiple of %d "
+                         "micro-batches, not %d" % (stages, stages, micro_batches))
 
 
 def _check_op(text, results):
@@ -458,18 +478,22 @@ class StepBuilder:
                 total = part if total is None else self.add(total, part, hint="sumsq_total")
         return self.clip_coefficient(total, max_norm)
 
-    def pipeline(self, micro_batches, schedule, boundaries=()):
+    def pipeline(self, micro_batches, schedule, boundaries=(), virtual_stages=1):
         """Asks braid-compile to split the step (one micro-batch's) into
-        `pp` stages on the grid's first axis, running `micro_batches` per
-        step in `schedule`'s order, the stages starting at the modules
-        `boundaries` (none: balanced by the cost model)."""
+        `pp` stages on the grid's first axis (`pp` x `virtual_stages` under
+        the interleaved schedule, `virtual_stages` on each rank), running
+        `micro_batches` per step in `schedule`'s order, the stages starting
+        at the modules `boundaries` (none: balanced by the cost model)."""
         if self.pp < 2:
             raise ValueError("pipeline() needs a builder with pp > 1")
         if schedule not in PIPELINE_SCHEDULES:
             raise ValueError("unknown pipeline schedule %r (known: %s)"
                              % (schedule, ", ".join(PIPELINE_SCHEDULES)))
+        check_virtual_stages(schedule, virtual_stages, self.pp, micro_batches)
         attrs = ["axis = 0 : i64", "micro_batches = %d : i64" % micro_batches,
                  'schedule = "%s"' % schedule]
+        if schedule == "interleaved":
+            attrs.append("virtual_stages = %d : i64" % virtual_stages)
         if boundaries:
             attrs.append("boundaries = [%s]" % ", ".join('"%s"' % b for b in boundaries))
         self.pipeline_attrs = "{%s}" % ", ".join(attrs)

@@ -477,6 +477,9 @@ def main(argv=None):
                              "programs (braid-pipeline; default 1: no pipeline)")
     parser.add_argument("--schedule-pp", choices=PIPELINE_SCHEDULES, default=None,
                         help="with --pp: the order of a stage's micro-batches (default 1f1b)")
+    parser.add_argument("--virtual-stages", type=int, default=None,
+                        help="with --schedule-pp interleaved: virtual stages (model chunks) "
+                             "per rank, the step split into PP x V stages (default 2)")
     parser.add_argument("--stage-boundaries", default=None,
                         help="with --pp: the module starting each stage after the first, "
                              "comma-separated (default: stages balanced by the cost model)")
@@ -529,6 +532,10 @@ def main(argv=None):
         parser.error("--pp must be at least 1")
     if args.pp == 1 and (args.schedule_pp or args.stage_boundaries):
         parser.error("--schedule-pp and --stage-boundaries need --pp above 1")
+    if args.virtual_stages is not None and args.schedule_pp != "interleaved":
+        parser.error("--virtual-stages needs --schedule-pp interleaved")
+    virtual = args.virtual_stages if args.virtual_stages is not None else \
+        2 if args.schedule_pp == "interleaved" else 1
     kwargs = {"world_size": args.world_size, "tp": args.tp, "pp": args.pp}
     if args.vocab_parallel:
         if args.model == "mlp":
@@ -599,7 +606,10 @@ def main(argv=None):
         step = preset(args.model, **kwargs)
     if args.pp > 1:
         boundaries = [b for b in (args.stage_boundaries or "").split(",") if b]
-        step.pipeline(micro, args.schedule_pp or "1f1b", boundaries)
+        try:
+            step.pipeline(micro, args.schedule_pp or "1f1b", boundaries, virtual)
+        except ValueError as e:
+            parser.error(str(e))
     # The command that regenerates this file (without the output path).
     command = [args.model] + (["--tiny"] if args.tiny else [])
     if args.world_size != 8:
@@ -610,6 +620,8 @@ def main(argv=None):
         command.append("--pp %d" % args.pp)
     if args.schedule_pp:
         command.append("--schedule-pp %s" % args.schedule_pp)
+    if args.virtual_stages is not None:
+        command.append("--virtual-stages %d" % args.virtual_stages)
     if args.stage_boundaries:
         command.append("--stage-boundaries %s" % args.stage_boundaries)
     if args.vocab_parallel:

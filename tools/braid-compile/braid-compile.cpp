@@ -72,8 +72,14 @@ static cl::opt<int64_t>
 static cl::opt<std::string> pipelineSchedule(
     "pipeline-schedule",
     cl::desc("With --pipeline-axis: the order of a stage's micro-batches, "
-             "gpipe, 1f1b (default) or zb-h1"),
+             "gpipe, 1f1b (default), zb-h1 or interleaved"),
     cl::init("1f1b"), cl::cat(category));
+static cl::opt<int64_t> virtualStages(
+    "virtual-stages",
+    cl::desc("With --pipeline-schedule=interleaved: virtual stages (model "
+             "chunks) per rank, the step split into p x V stages (default 1; "
+             "the interleaved schedule needs 2 or more)"),
+    cl::init(1), cl::cat(category));
 static cl::list<std::string> stageBoundaries(
     "stage-boundaries",
     cl::desc("With --pipeline-axis: the module starting each stage after "
@@ -286,16 +292,19 @@ int main(int argc, char **argv) {
                      (*module)->hasAttr(braid::BraidDialect::kPipelineAttrName);
   if ((microBatches.getNumOccurrences() ||
        pipelineSchedule.getNumOccurrences() ||
-       stageBoundaries.getNumOccurrences()) &&
+       stageBoundaries.getNumOccurrences() ||
+       virtualStages.getNumOccurrences()) &&
       !compile.pipeline) {
     llvm::errs() << "braid-compile: error: --micro-batches, "
-                    "--pipeline-schedule and --stage-boundaries need "
-                    "--pipeline-axis (or a module with braid.pipeline)\n";
+                    "--pipeline-schedule, --virtual-stages and "
+                    "--stage-boundaries need --pipeline-axis (or a module "
+                    "with braid.pipeline)\n";
     return 1;
   }
   compile.pipelineAxis = pipelineAxis;
   compile.microBatches = microBatches;
   compile.pipelineSchedule = pipelineSchedule;
+  compile.virtualStages = virtualStages;
   compile.stageBoundaries.assign(stageBoundaries.begin(),
                                  stageBoundaries.end());
   compile.report = report;

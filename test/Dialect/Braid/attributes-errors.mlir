@@ -280,7 +280,7 @@ module attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0
 
 // -----
 
-// expected-error @below {{'braid.pipeline' must be {axis = N : i64, micro_batches = M : i64, schedule = "NAME", boundaries = ["MODULE", ...]} on a builtin.module (all but the axis optional), but is {micro_batches = 4 : i64}}}
+// expected-error @below {{'braid.pipeline' must be {axis = N : i64, micro_batches = M : i64, schedule = "NAME", virtual_stages = V : i64, boundaries = ["MODULE", ...]} on a builtin.module (all but the axis optional), but is {micro_batches = 4 : i64}}}
 module attributes {braid.pipeline = {micro_batches = 4 : i64}} {
 }
 
@@ -294,6 +294,12 @@ module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = 0 : i64}} {
 
 // expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
 module attributes {braid.pipeline = {axis = 0 : i64, boundaries = ["h2", 3]}} {
+}
+
+// -----
+
+// expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
+module attributes {braid.pipeline = {axis = 0 : i64, schedule = "interleaved", virtual_stages = 0 : i64}} {
 }
 
 // -----

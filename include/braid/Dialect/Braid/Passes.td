@@ -167,7 +167,11 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
        need, and W, the rest (each op of which serves one parameter's
        gradient), stage i running micro-batch k's W after the B of
        k + i and the last i at the end, which fills 1F1B's drain: a
-       bubble of (p - 1)(F + B - W) instead of (p - 1)(F + B + W)).
+       bubble of (p - 1)(F + B - W) instead of (p - 1)(F + B + W);
+       `interleaved`: the step split into p v stages, rank r running
+       stages r, r + p, ..., r + (v - 1) p, in Megatron-LM's interleaved
+       1F1B order, for a bubble of 1F1B's over v; the micro-batches a
+       multiple of p).
        Gradients add up over the micro-batches and
        are scaled by 1/m before their all-reduce; the loss is the mean of
        the micro-batches'. The optimizer runs once, after the last
@@ -179,12 +183,17 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
        named by its stage index); a run of transfers with nothing computed
        between them, to one peer and from one, becomes one
        `braid.send_recv` of all its tensors, which 1F1B's steady state
-       needs to run without deadlock.
+       needs to run without deadlock. Values between two stages of one rank
+       (interleaved) are not transferred. Each pair of ranks must issue its
+       transfers in one order on both sides (they match in order); the pass
+       proves it from the action lists, value by value, and refuses a step
+       whose transfers would not.
 
     The stage programs are checked as `braid-verify-schedule` checks them
     (matching transfers, no deadlock) before the pass returns. A module
     attribute `braid.pipeline = {axis = 0 : i64, micro_batches = 4 : i64,
-    schedule = "gpipe", boundaries = ["h2"]}` (what braid.models --pp and
+    schedule = "gpipe", boundaries = ["h2"]}` (and `virtual_stages = 2 :
+    i64` for the interleaved schedule; what braid.models --pp and
     braid.export write) fills the options left at their defaults, and is
     removed.
 
@@ -195,11 +204,14 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
     the new value back at the end of the step.
 
     Rejected with an error naming the cause: a boundary that names no
-    parameter's module, boundaries out of order or not p - 1 of them, a
+    parameter's module, boundaries out of order or not p v - 1 of them, a
     stage left without parameters, optimizer state read by another stage's
     forward, an optimizer that needs values from another stage (clipping by
     the global norm), a collective of the step on the pipeline axis,
-    results other than the loss that depend on the batch.
+    results other than the loss that depend on the batch, transfers whose
+    order differs between the two sides of a pair of ranks, the interleaved
+    schedule with fewer than 2 virtual stages or micro-batches that are
+    not a multiple of p, virtual-stages with another schedule.
 
     Before (`--braid-pipeline="axis=0 micro-batches=2 boundaries=fc2"` on a
     grid of 2):
@@ -228,7 +240,11 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
            "Micro-batches per step: each stage program takes this many times "
            "the step's batch">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "The order of a stage's micro-batches: gpipe, 1f1b or zb-h1">,
+           "The order of a stage's micro-batches: gpipe, 1f1b, zb-h1 or "
+           "interleaved">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "With schedule=interleaved: the virtual stages (model chunks) per "
+           "rank, v >= 2; the step is split into p v stages">,
     ListOption<"boundaries", "boundaries", "std::string",
                "The module that starts each stage after the first, p - 1 "
                "names in parameter order (none: balanced by the cost model)">

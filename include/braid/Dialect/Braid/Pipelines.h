@@ -118,6 +118,7 @@ struct CompilePipelineOptions {
   int64_t pipelineAxis = -1;
   int64_t microBatches = 1;
   std::string pipelineSchedule = "1f1b";
+  int64_t virtualStages = 1;
   std::vector<std::string> stageBoundaries;
 };
 void buildCompilePipeline(mlir::OpPassManager &pm,

@@ -15,18 +15,57 @@ braid::parsePipelineSchedule(llvm::StringRef name) {
       .Case("gpipe", PipelineScheduleKind::GPipe)
       .Case("1f1b", PipelineScheduleKind::OneForwardOneBackward)
       .Case("zb-h1", PipelineScheduleKind::ZeroBubbleH1)
+      .Case("interleaved", PipelineScheduleKind::Interleaved)
       .Default(std::nullopt);
 }
 
-llvm::StringRef braid::pipelineScheduleNames() { return "gpipe, 1f1b, zb-h1"; }
+llvm::StringRef braid::pipelineScheduleNames() {
+  return "gpipe, 1f1b, zb-h1, interleaved";
+}
 
 bool braid::splitsBackward(PipelineScheduleKind kind) {
   return kind == PipelineScheduleKind::ZeroBubbleH1;
 }
 
+unsigned braid::interleavedWarmup(unsigned p, unsigned rank, unsigned m,
+                                  unsigned v) {
+  // With one group of micro-batches, every forward first (Megatron's
+  // all-warm-up case).
+  unsigned total = m * v;
+  return m == p ? total : std::min(2 * (p - rank - 1) + (v - 1) * p, total);
+}
+
+/// Megatron-LM's interleaved 1F1B (forward_backward_pipelining_with_
+/// interleaving): the j-th forward of a rank is micro-batch
+/// (j / (p v)) p + j mod p of chunk (j mod p v) / p, the j-th backward the
+/// same micro-batch of chunk v - 1 - (j mod p v) / p.
+static llvm::SmallVector<PipelineAction>
+interleavedActions(unsigned p, unsigned rank, unsigned m, unsigned v) {
+  unsigned total = m * v, group = p * v;
+  auto nth = [&](PipelineAction::Kind kind, unsigned j) {
+    unsigned chunk = (j % group) / p;
+    if (kind == PipelineAction::Backward)
+      chunk = v - 1 - chunk;
+    return PipelineAction{kind, (j / group) * p + j % p, chunk};
+  };
+  unsigned warmup = interleavedWarmup(p, rank, m, v);
+  llvm::SmallVector<PipelineAction> actions;
+  for (unsigned j = 0; j < warmup; ++j)
+    actions.push_back(nth(PipelineAction::Forward, j));
+  for (unsigned j = 0; j + warmup < total; ++j) {
+    actions.push_back(nth(PipelineAction::Forward, j + warmup));
+    actions.push_back(nth(PipelineAction::Backward, j));
+  }
+  for (unsigned j = total - warmup; j < total; ++j)
+    actions.push_back(nth(PipelineAction::Backward, j));
+  return actions;
+}
+
 llvm::SmallVector<PipelineAction>
 braid::pipelineActions(PipelineScheduleKind kind, unsigned stages,
-                       unsigned stage, unsigned microBatches) {
+                       unsigned stage, unsigned microBatches, unsigned chunks) {
+  if (kind == PipelineScheduleKind::Interleaved)
+    return interleavedActions(stages, stage, microBatches, chunks);
   llvm::SmallVector<PipelineAction> actions;
   auto forward = [&](unsigned k) {
     actions.push_back({PipelineAction::Forward, k});

@@ -277,7 +277,7 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
          dict ? dict.getValue() : ArrayRef<NamedAttribute>()) {
       StringRef key = entry.getName().getValue();
       Attribute value = entry.getValue();
-      if (key == "micro_batches") {
+      if (key == "micro_batches" || key == "virtual_stages") {
         auto m = dyn_cast<IntegerAttr>(value);
         ok &= m && m.getInt() >= 1;
       } else if (key == "schedule") {
@@ -295,8 +295,9 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError()
              << "'" << kPipelineAttrName
              << "' must be {axis = N : i64, micro_batches = M : i64, schedule "
-                "= \"NAME\", boundaries = [\"MODULE\", ...]} on a "
-                "builtin.module (all but the axis optional), but is "
+                "= \"NAME\", virtual_stages = V : i64, boundaries = "
+                "[\"MODULE\", ...]} on a builtin.module (all but the axis "
+                "optional), but is "
              << attr.getValue();
     return success();
   }

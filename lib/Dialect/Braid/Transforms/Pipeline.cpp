@@ -3,10 +3,11 @@
 // Assigns every op of the step to a stage (the forward to the latest stage
 // among its operands', the backward to the earliest among its users' where
 // its forward operands exist, the optimizer to its parameters'), then
-// builds one program per stage by emitting its micro-batches' forwards and
-// backwards in the schedule's order, with a send after the action that
-// computes a value another stage needs and a receive before the action
-// there that needs it, and the optimizer once at the end.
+// builds one program per rank of the pipeline axis (its stage, or under the
+// interleaved schedule its virtual stages) by emitting its micro-batches'
+// forwards and backwards in the schedule's order, with a send after the
+// action that computes a value another rank needs and a receive before the
+// action there that needs it, and the optimizer once at the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,8 +61,9 @@ using ActionKind = PipelineAction::Kind;
 
 namespace {
 
-/// A value one stage computes and another needs: sent after the sender's
-/// action of `sendKind`, received before the receiver's of `recvKind`.
+/// A value one stage computes and another (on another rank) needs: sent
+/// after the sender's action of `sendKind`, received before the receiver's
+/// of `recvKind`.
 struct Transfer {
   Value value;
   int from, to;
@@ -71,10 +73,19 @@ struct Transfer {
 class StageBuilder {
 public:
   StageBuilder(Step &step, unsigned index, unsigned microBatches, bool split,
-               ArrayRef<Transfer> transfers)
+               bool interleaved, ArrayRef<Transfer> transfers)
       : step(step), index(index), microBatches(microBatches), split(split),
-        transfers(transfers), builder(step.func.getContext()),
-        perBatch(microBatches) {}
+        interleaved(interleaved), transfers(transfers),
+        builder(step.func.getContext()), perBatch(microBatches) {}
+
+  /// Whether stage `s` runs on this rank.
+  bool mine(int s) const { return s >= 0 && unsigned(s) % step.ranks == index; }
+  /// The stage an action of this rank runs (its chunk's).
+  int stageOf(const PipelineAction &a) const {
+    return int(a.chunk * step.ranks + index);
+  }
+  /// The rank stage `s` runs on: a transfer's peer.
+  IntegerAttr peer(int s) { return builder.getI64IntegerAttr(s % step.ranks); }
 
   /// Makes the function, emits `actions` and the optimizer; false (with a
   /// diagnostic) if a value is missing.
@@ -99,10 +110,11 @@ private:
     return -1;
   }
   /// The argument of the shared parameter result `i` is the new value of on
-  /// another stage that has a copy of it (this one), or -1.
+  /// another stage that has a copy of it (one of this rank's), or -1.
   int sharedCopyOf(unsigned i) {
     int arg = sharedParameterOf(i);
-    return arg >= 0 && llvm::is_contained(step.sharedWith[arg], int(index))
+    return arg >= 0 && llvm::any_of(step.sharedWith[arg],
+                                    [&](int s) { return mine(s); })
                ? arg
                : -1;
   }
@@ -111,6 +123,14 @@ private:
   /// the next action's receives.
   bool emitAction(const PipelineAction &action, bool received);
   void emitReceives(const PipelineAction &action);
+  /// The interleaved schedule's emission, Megatron-LM's: the actions in
+  /// units (a warm-up forward; a forward and a backward; a drain backward),
+  /// each unit's sends and the next unit's receives posted together after
+  /// it, a send-receive per neighbour.
+  void emitUnits(ArrayRef<PipelineAction> actions);
+  void emitGroup(ArrayRef<PipelineAction> sending,
+                 ArrayRef<PipelineAction> receiving);
+  void emitSends(const PipelineAction &action);
   /// Labels the ops after `before` (from the block's start if null) with
   /// `action`; returns the block's last op.
   Operation *tagSince(Operation *before, const PipelineAction &action);
@@ -125,8 +145,9 @@ private:
 
   Step &step;
   unsigned index, microBatches;
-  /// Whether the actions split the backward into B and W.
-  bool split;
+  /// Whether the actions split the backward into B and W; whether they
+  /// are the interleaved schedule's (emitUnits).
+  bool split, interleaved;
   ArrayRef<Transfer> transfers;
   OpBuilder builder;
   Block *block = nullptr;
@@ -243,6 +264,7 @@ bool StageBuilder::emitAction(const PipelineAction &action, bool received) {
     before = tagSince(before, *next);
   }
   emitActionOps(action);
+  emitSends(action);
   tagSince(before, action);
   return hoist;
 }
@@ -251,24 +273,23 @@ void StageBuilder::emitReceives(const PipelineAction &action) {
   int k = int(action.microBatch);
   auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
   for (const Transfer &t : transfers)
-    if (t.to == int(index) && t.recvKind == action.kind) {
-      auto recv =
-          RecvOp::create(builder, t.value.getLoc(), t.value.getType(),
-                         step.grid, axes, builder.getI64IntegerAttr(t.from));
+    if (t.to == stageOf(action) && t.recvKind == action.kind) {
+      auto recv = RecvOp::create(builder, t.value.getLoc(), t.value.getType(),
+                                 step.grid, axes, peer(t.from));
       perBatch[k].map(t.value, recv.getResult());
     }
 }
 
 void StageBuilder::emitActionOps(const PipelineAction &action) {
   int k = int(action.microBatch);
-  auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
   Phase phase =
       action.kind == ActionKind::Forward ? Phase::Forward : Phase::Backward;
   // The action that completes a micro-batch's gradients.
   bool last =
       action.kind == (split ? ActionKind::Weight : ActionKind::Backward);
+  int stage = stageOf(action);
   for (Operation &op : step.body->without_terminator()) {
-    if (step.phase[&op] != phase || step.stage[&op] != int(index))
+    if (step.phase[&op] != phase || step.stage[&op] != stage)
       continue;
     if (split && phase == Phase::Backward &&
         step.weight.count(&op) != (action.kind == ActionKind::Weight))
@@ -287,16 +308,16 @@ void StageBuilder::emitActionOps(const PipelineAction &action) {
   // The sums first, then the sends, so that the sends and the next action's
   // receives form one run (braid.send_recv).
   if (phase == Phase::Forward &&
-      step.stageOf(step.terminator->getOperand(step.lossResult)) == int(index))
+      step.stageOf(step.terminator->getOperand(step.lossResult)) == stage)
     loss =
         accumulate(loss, get(k, step.terminator->getOperand(step.lossResult)));
   if (last)
     for (auto &[part, sum] : step.deferred)
-      if (step.stageOf(part) == int(index))
+      if (step.stageOf(part) == stage)
         partSums[part] = accumulate(partSums.lookup(part), get(k, part));
   if (last)
     for (Operation *sink : step.sinks) {
-      if (step.stage[sink] != int(index))
+      if (step.stage[sink] != stage)
         continue;
       SmallVector<Value> &sums = gradients[sink];
       sums.resize(sink->getNumOperands());
@@ -304,14 +325,111 @@ void StageBuilder::emitActionOps(const PipelineAction &action) {
         if (!step.deferred.count(operand))
           sums[i] = accumulate(sums[i], get(k, operand));
     }
+}
+
+void StageBuilder::emitSends(const PipelineAction &action) {
+  int k = int(action.microBatch), stage = stageOf(action);
+  auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
   for (const Transfer &t : transfers)
-    if (t.from == int(index) && t.sendKind == action.kind) {
+    if (t.from == stage && t.sendKind == action.kind) {
       Value v = get(k, t.value);
       if (failed)
         return;
-      SendOp::create(builder, t.value.getLoc(), v, step.grid, axes,
-                     builder.getI64IntegerAttr(t.to));
+      SendOp::create(builder, t.value.getLoc(), v, step.grid, axes, peer(t.to));
     }
+}
+
+void StageBuilder::emitGroup(ArrayRef<PipelineAction> sending,
+                             ArrayRef<PipelineAction> receiving) {
+  // Per peer, in the actions' order (checkTransferOrder's): what goes to
+  // it and what comes from it, with the action each is for.
+  struct Part {
+    SmallVector<std::pair<const Transfer *, PipelineAction>> sends, recvs;
+  };
+  std::map<unsigned, Part> parts;
+  unsigned p = step.ranks;
+  for (const PipelineAction &a : sending)
+    for (const Transfer &t : transfers)
+      if (t.from == stageOf(a) && t.sendKind == a.kind)
+        parts[unsigned(t.to) % p].sends.push_back({&t, a});
+  for (const PipelineAction &a : receiving)
+    for (const Transfer &t : transfers)
+      if (t.to == stageOf(a) && t.recvKind == a.kind)
+        parts[unsigned(t.from) % p].recvs.push_back({&t, a});
+  // Even ranks exchange with the next rank first, odd ones with the
+  // previous first, so that each neighbour's first part meets its peer's
+  // first (and the wrap from the last rank to the first waits for one
+  // exchange at most).
+  SmallVector<unsigned> peers;
+  for (auto &[r, part] : parts)
+    peers.push_back(r);
+  llvm::sort(peers, [&](unsigned a, unsigned b) {
+    unsigned da = (a + p - index) % p, db = (b + p - index) % p;
+    return index % 2 ? da > db : da < db;
+  });
+  auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
+  auto label = [&](Operation *op, const PipelineAction &a) {
+    op->setAttr(BraidDialect::kActionAttrName,
+                builder.getStringAttr(actionLabel(a)));
+  };
+  for (unsigned r : peers) {
+    Part &part = parts[r];
+    SmallVector<Value> inputs;
+    for (auto &[t, a] : part.sends) {
+      inputs.push_back(get(int(a.microBatch), t->value));
+      if (failed)
+        return;
+    }
+    auto rank = builder.getI64IntegerAttr(r);
+    if (!part.sends.empty() && !part.recvs.empty()) {
+      SmallVector<Type> types;
+      for (auto &[t, a] : part.recvs)
+        types.push_back(t->value.getType());
+      auto pair =
+          SendRecvOp::create(builder, part.recvs.front().first->value.getLoc(),
+                             types, inputs, step.grid, axes, rank, rank);
+      // It receives for the first action it receives for (as pairTransfers
+      // labels one).
+      label(pair, part.recvs.front().second);
+      for (auto [recv, result] : llvm::zip(part.recvs, pair.getResults()))
+        perBatch[recv.second.microBatch].map(recv.first->value, result);
+      continue;
+    }
+    for (auto [send, v] : llvm::zip(part.sends, inputs))
+      label(SendOp::create(builder, send.first->value.getLoc(), v, step.grid,
+                           axes, rank),
+            send.second);
+    for (auto &[t, a] : part.recvs) {
+      auto recv = RecvOp::create(builder, t->value.getLoc(), t->value.getType(),
+                                 step.grid, axes, rank);
+      label(recv, a);
+      perBatch[a.microBatch].map(t->value, recv.getResult());
+    }
+  }
+}
+
+void StageBuilder::emitUnits(ArrayRef<PipelineAction> actions) {
+  // The steady state's forward and backward make one unit, every other
+  // action one of its own.
+  unsigned warmup = interleavedWarmup(step.ranks, index, microBatches,
+                                      step.stages / step.ranks);
+  unsigned forwards = microBatches * (step.stages / step.ranks);
+  SmallVector<SmallVector<PipelineAction, 2>> units;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    units.emplace_back(1, actions[i]);
+    if (i >= warmup && i < 2 * forwards - warmup)
+      units.back().push_back(actions[++i]);
+  }
+  emitGroup({}, units.front());
+  for (size_t u = 0; u < units.size() && !failed; ++u) {
+    for (const PipelineAction &a : units[u]) {
+      Operation *before = block->empty() ? nullptr : &block->back();
+      emitActionOps(a);
+      tagSince(before, a);
+    }
+    emitGroup(units[u], u + 1 < units.size() ? ArrayRef(units[u + 1])
+                                             : ArrayRef<PipelineAction>());
+  }
 }
 
 FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
@@ -321,11 +439,11 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   unsigned n = func.getNumArguments();
   llvm::SmallBitVector used(n);
   for (Operation &op : step.body->without_terminator())
-    if (step.stage[&op] == int(index))
+    if (mine(step.stage[&op]))
       for (Value v : op.getOperands())
         argumentsRead(v, used);
   for (unsigned i = 0; i < n; ++i)
-    if (step.argStage[i] == int(index))
+    if (mine(step.argStage[i]))
       used.set(i);
   // The results: the stage's own, the loss where it is computed, free ones
   // on every stage that reads all their arguments (a shared step count),
@@ -335,7 +453,7 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   for (unsigned i = 0; i < step.terminator->getNumOperands(); ++i) {
     Value v = step.terminator->getOperand(i);
     int s = step.stageOf(v);
-    if (s == int(index) || sharedCopyOf(i) >= 0) {
+    if (mine(s) || sharedCopyOf(i) >= 0) {
       results.push_back(i);
       continue;
     }
@@ -386,7 +504,10 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   builder.setInsertionPointToEnd(block);
 
   bool received = false;
-  for (auto [i, action] : llvm::enumerate(actions)) {
+  if (interleaved)
+    emitUnits(actions);
+  for (auto [i, action] :
+       llvm::enumerate(interleaved ? ArrayRef<PipelineAction>() : actions)) {
     next = i + 1 < actions.size() && actions[i + 1].kind != ActionKind::Weight
                ? &actions[i + 1]
                : nullptr;
@@ -396,20 +517,22 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   }
   // Gradient parts for another stage's parameter: sent once, summed; the
   // parameter's stage adds them to its own sums (in step order on both
-  // sides, after every transfer of the micro-batches).
+  // sides, after every transfer of the micro-batches). Between two stages
+  // of one rank, added without a transfer.
   auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
   for (auto &[part, sum] : step.deferred) {
     Value total = sum ? sum->getResult(0) : part;
     Operation *sink = *total.getUsers().begin();
     int from = step.stageOf(part), to = step.stage[sink];
-    if (from == int(index)) {
+    if (mine(from) && !mine(to)) {
       SendOp::create(builder, part.getLoc(), partSums[part], step.grid, axes,
-                     builder.getI64IntegerAttr(to));
-    } else if (to == int(index)) {
-      Value far =
-          RecvOp::create(builder, part.getLoc(), part.getType(), step.grid,
-                         axes, builder.getI64IntegerAttr(from))
-              .getResult();
+                     peer(to));
+    } else if (mine(to)) {
+      Value far = mine(from)
+                      ? partSums[part]
+                      : RecvOp::create(builder, part.getLoc(), part.getType(),
+                                       step.grid, axes, peer(from))
+                            .getResult();
       SmallVector<Value> &sums = gradients[sink];
       sums.resize(sink->getNumOperands());
       for (auto [i, operand] : llvm::enumerate(sink->getOperands()))
@@ -428,7 +551,7 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   if (loss)
     shared.map(step.terminator->getOperand(step.lossResult), mean(loss));
   for (Operation &op : step.body->without_terminator()) {
-    if (step.phase[&op] != Phase::Optimizer || step.stage[&op] != int(index))
+    if (step.phase[&op] != Phase::Optimizer || !mine(step.stage[&op]))
       continue;
     if (auto it = gradients.find(&op); it != gradients.end())
       for (auto [operand, sum] : llvm::zip(op.getOperands(), it->second))
@@ -437,9 +560,10 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
     if (failed)
       return failure();
   }
-  // Shared parameters: their stage sends each update to the stages with a
+  // Shared parameters: their stage sends each update to the ranks with a
   // copy, which take it as theirs (after every transfer of the actions on
-  // both sides, so the order of each pair's transfers stays one).
+  // both sides, so the order of each pair's transfers stays one); a copy on
+  // the parameter's own rank is the parameter.
   DenseMap<unsigned, Value> copies;
   for (unsigned i = 0; i < step.terminator->getNumOperands(); ++i) {
     int arg = sharedParameterOf(i);
@@ -447,16 +571,17 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
       continue;
     Value v = step.terminator->getOperand(i);
     int owner = step.argStage[arg];
-    if (owner == int(index)) {
+    if (mine(owner)) {
       Value update = get(-1, v);
       if (failed)
         return failure();
+      std::set<unsigned> sent{index};
       for (int t : step.sharedWith[arg])
-        SendOp::create(builder, v.getLoc(), update, step.grid, axes,
-                       builder.getI64IntegerAttr(t));
-    } else if (llvm::is_contained(step.sharedWith[arg], int(index))) {
+        if (sent.insert(unsigned(t) % step.ranks).second)
+          SendOp::create(builder, v.getLoc(), update, step.grid, axes, peer(t));
+    } else if (sharedCopyOf(i) >= 0) {
       copies[i] = RecvOp::create(builder, v.getLoc(), v.getType(), step.grid,
-                                 axes, builder.getI64IntegerAttr(owner))
+                                 axes, peer(owner))
                       .getResult();
     }
   }
@@ -470,11 +595,12 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   return stageFunc;
 }
 
-/// The values that cross stages, in the order both sides issue them: by
-/// the position of the op computing them, then the receiving stage.
-static FailureOr<SmallVector<Transfer>> findTransfers(Step &step) {
+/// The values that cross ranks, by the position of the op computing them,
+/// then the receiving stage: a forward value going up is received at the
+/// receiver's forward of its micro-batch, anything else at its backward.
+/// (Between two stages of one rank a value stays where it is.)
+static SmallVector<Transfer> findTransfers(Step &step) {
   SmallVector<Transfer> transfers;
-  std::map<std::pair<int, int>, std::pair<ActionKind, ActionKind>> kinds;
   for (Operation &op : step.body->without_terminator()) {
     Phase phase = step.phase[&op];
     int from = step.stage[&op];
@@ -485,7 +611,9 @@ static FailureOr<SmallVector<Transfer>> findTransfers(Step &step) {
         continue;
       std::set<int> to;
       for (Operation *user : v.getUsers())
-        if (user != step.terminator && step.stage.lookup(user) != from)
+        if (user != step.terminator && step.stage.lookup(user) != from &&
+            unsigned(step.stage.lookup(user)) % step.ranks !=
+                unsigned(from) % step.ranks)
           to.insert(step.stage.lookup(user));
       for (int t : to) {
         ActionKind send = phase == Phase::Forward ? ActionKind::Forward
@@ -493,20 +621,78 @@ static FailureOr<SmallVector<Transfer>> findTransfers(Step &step) {
         ActionKind recv = phase == Phase::Forward && t > from
                               ? ActionKind::Forward
                               : ActionKind::Backward;
-        auto [it, added] = kinds.try_emplace({from, t}, send, recv);
-        if (!added && it->second != std::make_pair(send, recv))
-          return op.emitOpError()
-                 << "sends a value of the "
-                 << (phase == Phase::Forward ? "forward" : "backward")
-                 << " from stage " << from << " to stage " << t
-                 << ", which also receives values of the other pass from it; "
-                    "braid-pipeline orders one kind of transfer per pair of "
-                    "stages";
         transfers.push_back({v, from, t, send, recv});
       }
     }
   }
   return transfers;
+}
+
+/// Proves that each pair of ranks issues its transfers of the micro-batches
+/// in one order on both sides: the n-th send of rank a to rank b carries
+/// the value and micro-batch that b's n-th receive from a expects (the
+/// order in which NCCL and MPI match them). StageBuilder issues an
+/// action's receives before it and its sends after it, each in `transfers`'
+/// order; the sums of gradient parts and the shared parameters' updates
+/// come after every action on both sides, in one order. Under GPipe and
+/// 1F1B a pair carries one kind of value each way and the orders agree by
+/// construction; under the interleaved schedule a rank's sends to its
+/// neighbour carry several chunks' values (with two ranks, activations and
+/// gradients alike), which Megatron-LM's order keeps in step. A step whose
+/// values cross stages otherwise (a backward value sent up next to the
+/// activations) can break it, and is refused here, before anything runs.
+static LogicalResult
+checkTransferOrder(Step &step, ArrayRef<Transfer> transfers,
+                   ArrayRef<SmallVector<PipelineAction>> actions,
+                   StringRef schedule) {
+  struct Issued {
+    const Transfer *transfer;
+    PipelineAction action;
+  };
+  std::map<std::pair<unsigned, unsigned>, SmallVector<Issued>> sends, recvs;
+  unsigned p = step.ranks;
+  for (unsigned r = 0; r < p; ++r)
+    for (const PipelineAction &a : actions[r]) {
+      int stage = int(a.chunk * p + r);
+      for (const Transfer &t : transfers)
+        if (t.to == stage && t.recvKind == a.kind)
+          recvs[{unsigned(t.from) % p, r}].push_back({&t, a});
+      for (const Transfer &t : transfers)
+        if (t.from == stage && t.sendKind == a.kind)
+          sends[{r, unsigned(t.to) % p}].push_back({&t, a});
+    }
+  auto describe = [](const Issued &i) {
+    std::string kinds[] = {"forward", "backward", "W"};
+    return "micro-batch " + std::to_string(i.action.microBatch) + "'s " +
+           kinds[i.action.kind] + " of stage ";
+  };
+  for (auto &[pair, sent] : sends) {
+    SmallVector<Issued> &received = recvs[pair];
+    for (size_t n = 0; n < std::max(sent.size(), received.size()); ++n) {
+      // Each transfer is sent and received once per micro-batch: a
+      // shorter side is not reachable from input.
+      if (n >= sent.size() || n >= received.size() ||
+          sent[n].transfer != received[n].transfer ||
+          sent[n].action.microBatch != received[n].action.microBatch) {
+        const Issued &s = sent[std::min(n, sent.size() - 1)];
+        const Issued &q =
+            received.empty() ? s : received[std::min(n, received.size() - 1)];
+        InFlightDiagnostic diag =
+            s.transfer->value.getDefiningOp()->emitOpError()
+            << "is rank " << pair.first << "'s send #" << n + 1 << " to rank "
+            << pair.second << " under schedule '" << schedule << "' (after "
+            << describe(s) << s.transfer->from << "), but rank " << pair.second
+            << "'s receive #" << n + 1 << " from rank " << pair.first
+            << " is for another value (before " << describe(q) << q.transfer->to
+            << "); the two sides' orders of transfers differ, and sends "
+               "and receives match in order";
+        diag.attachNote(q.transfer->value.getLoc())
+            << "the value that receive expects";
+        return failure();
+      }
+    }
+  }
+  return success();
 }
 
 /// Merges each run of transfers (nothing computed between them) that sends
@@ -645,7 +831,8 @@ LogicalResult PipelinePass::findStep(ModuleOp module, Step &step) {
   int64_t size = grid.getShape()[axis];
   if (ShapedType::isDynamic(size))
     return step.func.emitError() << "has a pipeline axis of dynamic size";
-  step.stages = unsigned(size);
+  step.ranks = unsigned(size);
+  step.stages = step.ranks * unsigned(virtualStages);
   step.axis = axis;
   return success();
 }
@@ -664,6 +851,9 @@ void PipelinePass::runOnOperation() {
     if (auto name = request.getAs<StringAttr>("schedule");
         name && schedule == "1f1b")
       schedule = name.str();
+    if (auto v = request.getAs<IntegerAttr>("virtual_stages");
+        v && virtualStages == 1)
+      virtualStages = v.getInt();
     if (auto names = request.getAs<ArrayAttr>("boundaries");
         names && boundaries.empty())
       for (Attribute name : names)
@@ -682,9 +872,30 @@ void PipelinePass::runOnOperation() {
         << int64_t(microBatches);
     return signalPassFailure();
   }
+  bool interleaved = *kind == PipelineScheduleKind::Interleaved;
+  if (interleaved ? virtualStages < 2 : virtualStages != 1) {
+    mlir::emitError(module.getLoc())
+        << "braid-pipeline: "
+        << (interleaved ? "the interleaved schedule needs virtual-stages of "
+                          "at least 2 (with 1 it is 1f1b)"
+                        : "virtual-stages is for the interleaved schedule, "
+                          "not '" +
+                              schedule + "'")
+        << ", but virtual-stages is " << int64_t(virtualStages);
+    return signalPassFailure();
+  }
   Step step;
   if (failed(findStep(module, step)))
     return signalPassFailure();
+  if (interleaved && microBatches % step.ranks) {
+    // Megatron-LM asks the same: its forwards go through the chunks in
+    // groups of p micro-batches.
+    step.func.emitError() << "runs the interleaved schedule on " << step.ranks
+                          << " ranks, which needs a multiple of " << step.ranks
+                          << " micro-batches, but has "
+                          << int64_t(microBatches);
+    return signalPassFailure();
+  }
   for (unsigned i = 0; i < step.func.getNumArguments(); ++i) {
     RoleAttr role = step.argRole(i);
     auto type = dyn_cast<RankedTensorType>(step.func.getArgument(i).getType());
@@ -714,25 +925,29 @@ void PipelinePass::runOnOperation() {
   findDeferredParts(step);
   if (splitsBackward(*kind))
     splitBackward(step);
-  FailureOr<SmallVector<Transfer>> transfers = findTransfers(step);
-  if (failed(transfers))
+  SmallVector<Transfer> transfers = findTransfers(step);
+  unsigned m = unsigned(microBatches);
+  SmallVector<SmallVector<PipelineAction>> actions;
+  for (unsigned r = 0; r < step.ranks; ++r)
+    actions.push_back(
+        pipelineActions(*kind, step.ranks, r, m, unsigned(virtualStages)));
+  if (failed(checkTransferOrder(step, transfers, actions, schedule)))
     return signalPassFailure();
 
-  unsigned m = unsigned(microBatches);
-  for (unsigned s = 0; s < step.stages; ++s) {
-    StageBuilder builder(step, s, m, splitsBackward(*kind), *transfers);
-    FailureOr<func::FuncOp> func =
-        builder.build(pipelineActions(*kind, step.stages, s, m));
+  for (unsigned r = 0; r < step.ranks; ++r) {
+    StageBuilder builder(step, r, m, splitsBackward(*kind), interleaved,
+                         transfers);
+    FailureOr<func::FuncOp> func = builder.build(actions[r]);
     if (failed(func))
       return signalPassFailure();
     numPaired += pairTransfers(*func);
   }
-  numTransfers += 2 * m * transfers->size();
+  numTransfers += 2 * m * transfers.size();
   step.func.erase();
   module->removeAttr(BraidDialect::kPipelineAttrName);
   if (failed(verifyStagePrograms(module))) {
-    // A safety net: transfers of one kind per pair of stages, issued in one
-    // order on both sides in a schedule's order, pass these checks:
+    // A safety net: transfers issued in one order on both sides
+    // (checkTransferOrder) in a schedule's order pass these checks:
     // not reachable from input that we know of.
     module.emitError() << "braid-pipeline: the stage programs of schedule '"
                        << schedule << "' do not pass the stage checks above";

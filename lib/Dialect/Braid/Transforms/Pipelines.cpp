@@ -74,6 +74,7 @@ void braid::buildCompilePipeline(OpPassManager &pm,
     pipeline.axis = options.pipelineAxis;
     pipeline.microBatches = options.microBatches;
     pipeline.schedule = options.pipelineSchedule;
+    pipeline.virtualStages = options.virtualStages;
     pipeline.boundaries.assign(options.stageBoundaries.begin(),
                                options.stageBoundaries.end());
     pm.addPass(createPipeline(pipeline));

@@ -195,12 +195,17 @@ LogicalResult pipeline::assignArguments(Step &step,
     if (RoleAttr role = step.argRole(i);
         role && role.getKind() == RoleKind::Parameter)
       params.push_back(i);
-  if (boundaries.size() + 1 != step.stages)
-    return step.func.emitError()
-           << "is split into " << step.stages << " pipeline stages (axis "
-           << step.axis << " of grid " << step.grid << "), which needs "
-           << step.stages - 1 << " boundaries, but " << boundaries.size()
-           << " are given";
+  if (boundaries.size() + 1 != step.stages) {
+    InFlightDiagnostic diag = step.func.emitError()
+                              << "is split into " << step.stages
+                              << " pipeline stages (";
+    if (step.stages != step.ranks)
+      diag << step.stages / step.ranks << " virtual stages on each of the "
+           << step.ranks << " ranks of ";
+    return diag << "axis " << step.axis << " of grid " << step.grid
+                << "), which needs " << step.stages - 1 << " boundaries, but "
+                << boundaries.size() << " are given";
+  }
   auto inModule = [](StringRef param, StringRef module) {
     return param == module ||
            (param.starts_with(module) && param[module.size()] == '.');

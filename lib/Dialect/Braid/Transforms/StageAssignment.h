@@ -37,7 +37,10 @@ struct Step {
   Block *body = nullptr;
   Operation *terminator = nullptr;
   FlatSymbolRefAttr grid;
-  unsigned stages = 0;
+  /// The stages the step is split into: the pipeline axis's ranks times
+  /// the virtual stages per rank (1 but under the interleaved schedule);
+  /// stage s runs on rank s mod ranks.
+  unsigned stages = 0, ranks = 0;
   int64_t axis = 0;
   int lossResult = -1;
   /// The gradient all-reduces (carrying grad_of): where the optimizer

@@ -38,9 +38,19 @@ enum class PipelineScheduleKind {
   /// (p - 1)(F + B - W) instead of (p - 1)(F + B + W) for m >= p, holding
   /// p micro-batches on every stage (1F1B's most, on its first).
   ZeroBubbleH1,
+  /// 1F1B over v virtual stages per rank (model chunks: rank r holds
+  /// virtual stages r, r + p, ..., r + (v - 1) p of p v): Megatron-LM's
+  /// interleaved schedule (Narayanan et al. 2021). Its forwards run in
+  /// groups of p micro-batches, each group through chunk 0, then chunk 1,
+  /// and so on (its backwards the chunks in reverse); rank r warms up with
+  /// 2 (p - r - 1) + (v - 1) p forwards, then alternates, then drains. A
+  /// bubble of (p - 1)(F + B) / v for m a multiple of p: 1F1B's divided by
+  /// v, for v times the transfers.
+  Interleaved,
 };
 
-/// The schedule a name (`gpipe`, `1f1b`, `zb-h1`) spells, if any.
+/// The schedule a name (`gpipe`, `1f1b`, `zb-h1`, `interleaved`) spells,
+/// if any.
 std::optional<PipelineScheduleKind> parsePipelineSchedule(llvm::StringRef name);
 
 /// The names parsePipelineSchedule knows, for messages.
@@ -54,14 +64,20 @@ struct PipelineAction {
   /// Weight is W.
   enum Kind { Forward, Backward, Weight } kind;
   unsigned microBatch;
+  /// The model chunk (virtual stage chunk p + rank) under the interleaved
+  /// schedule; 0 under the others.
+  unsigned chunk = 0;
   bool operator==(const PipelineAction &other) const {
-    return kind == other.kind && microBatch == other.microBatch;
+    return kind == other.kind && microBatch == other.microBatch &&
+           chunk == other.chunk;
   }
 };
 
 /// An action's label, as braid-pipeline tags the ops it emits for it
 /// (`braid.action = "F3"`: micro-batch 3's forward; `B3` its backward, or
-/// B; `W3` its W) and the plan and the simulator's trace carry it.
+/// B; `W3` its W) and the plan and the simulator's trace carry it. The
+/// chunk is not part of it: an interleaved rank's chunks of one
+/// micro-batch's forward are all `F3`.
 inline std::string actionLabel(const PipelineAction &a) {
   const char *kinds = "FBW";
   return kinds[a.kind] + std::to_string(a.microBatch);
@@ -83,15 +99,25 @@ inline std::optional<PipelineAction> parseActionLabel(llvm::StringRef label) {
 /// Stage `stage`'s actions, of `stages` stages running `microBatches`
 /// micro-batches: each micro-batch's forward once and its backward once
 /// (and its W once, after its B, where the schedule splits the backward),
-/// the forward first, each kind in micro-batch order.
-llvm::SmallVector<PipelineAction> pipelineActions(PipelineScheduleKind kind,
-                                                  unsigned stages,
-                                                  unsigned stage,
-                                                  unsigned microBatches);
+/// the forward first, each kind in micro-batch order. Under the interleaved
+/// schedule, `stage` is a rank of `stages` holding `chunks` chunks each,
+/// and each micro-batch's forward and backward come once per chunk;
+/// `microBatches` must then be a multiple of `stages` (the caller checks).
+llvm::SmallVector<PipelineAction>
+pipelineActions(PipelineScheduleKind kind, unsigned stages, unsigned stage,
+                unsigned microBatches, unsigned chunks = 1);
 
-/// The most micro-batches whose forward has run and whose backward (its W,
-/// where there is one) has not, over `actions`: the activations a stage
-/// holds at its peak.
+/// The interleaved schedule's warm-up on rank `stage` of `stages`: the
+/// forwards it runs before its first backward, 2 (p - r - 1) + (v - 1) p,
+/// or all of them with one group of micro-batches (m = p); its next
+/// actions alternate a forward and a backward (its steady state) until the
+/// forwards are done.
+unsigned interleavedWarmup(unsigned stages, unsigned stage,
+                           unsigned microBatches, unsigned chunks);
+
+/// The most micro-batches (of one chunk each) whose forward has run and
+/// whose backward (its W, where there is one) has not, over `actions`: the
+/// activations a stage holds at its peak.
 unsigned peakInFlight(llvm::ArrayRef<PipelineAction> actions);
 
 } // namespace braid
