@@ -14,7 +14,9 @@
 # kernels' own times to 1e-4; on h100-8, whose transfers take time, GPipe's
 # bubble is larger than the ideal one, by less than the transfers' share.
 # Each stage's peak memory is reported, the step's the largest; the trace
-# names each rank's stage.
+# names each rank's stage. ZB-H1 and interleaved 1F1B (v chunks per rank,
+# written here as braid-pipeline posts their transfers) on uniform stages
+# give their formulas' bubbles, below 1F1B's by what the formulas say.
 #
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
 
@@ -221,6 +223,105 @@ def uniform_program(p, i, m, schedule):
     return stage_function(i, U, U, lines, acc[0])
 
 
+def interleaved_program(p, r, m, v):
+    """Rank r of p holding v chunks (virtual stages c p + r of p v) of
+    uniform stages, in the interleaved schedule's order: each chunk's
+    forward one product and its double, its backward the weight's gradient
+    (a product and its sum into the chunk's accumulator) and the input's (a
+    product and its double), on every chunk alike (the first's input
+    gradient is computed and not sent; the last's forward output is its own
+    backward's input). Transfers as braid-pipeline posts them for this
+    schedule (Megatron-LM's units): after each unit (a warm-up forward, a
+    forward and a backward, a drain backward) its sends and the next
+    unit's receives, per neighbour one send-receive, even ranks with the
+    next rank first, odd ones with the previous."""
+    last = p * v - 1
+    lines, n = [], [0]
+
+    def op(text):
+        n[0] += 1
+        lines.append("  %%u%d = %s" % (n[0], text))
+        return "%%u%d" % n[0]
+
+    def mm(a, b, attr=""):
+        return op("braid.matmul %s, %s%s : %s, %s -> %s" % (a, b, attr, U, U, U))
+
+    inputs, outputs, grads, dxs = {}, {}, {}, {}
+    acc = ["%%acc%d" % c for c in range(v)]
+
+    def stage(a):
+        return a[2] * p + r
+
+    def compute(a):
+        kind, k, c = a
+        s = stage(a)
+        if kind == "F":
+            x = "%x" if s == 0 else inputs[(k, s)]
+            inputs[(k, s)] = x
+            y = mm(x, "%%w%d" % c, " {transpose_b}")
+            outputs[(k, s)] = op("braid.add %s, %s : %s" % (y, y, U))
+        else:
+            g = outputs[(k, s)] if s == last else grads[(k, s)]
+            dw = mm(inputs[(k, s)], g, " {transpose_a}")
+            acc[c] = op("braid.add %s, %s : %s" % (acc[c], dw, U))
+            dx = mm(g, "%%w%d" % c)
+            dxs[(k, s)] = op("braid.add %s, %s : %s" % (dx, dx, U))
+
+    def group(sending, receiving):
+        parts = {}
+        for kind, k, c in sending:
+            s = c * p + r
+            if kind == "F" and s < last:
+                parts.setdefault((s + 1) % p, ([], []))[0].append(outputs[(k, s)])
+            if kind == "B" and s > 0:
+                parts.setdefault((s - 1) % p, ([], []))[0].append(dxs[(k, s)])
+        for kind, k, c in receiving:
+            s = c * p + r
+            if kind == "F" and s > 0:
+                n[0] += 1
+                inputs[(k, s)] = "%%u%d" % n[0]
+                parts.setdefault((s - 1) % p, ([], []))[1].append(inputs[(k, s)])
+            if kind == "B" and s < last:
+                n[0] += 1
+                grads[(k, s)] = "%%u%d" % n[0]
+                parts.setdefault((s + 1) % p, ([], []))[1].append(grads[(k, s)])
+        for peer in sorted(parts, key=lambda q: (q - r) % p, reverse=r % 2 == 1):
+            sends, recvs = parts[peer]
+            if sends and recvs:
+                lines.append("  %s = braid.send_recv %s on @pipe grid_axes = [0] send_peer = %d "
+                             "recv_peer = %d : %s -> %s" % (
+                                 ", ".join(recvs), ", ".join(sends), peer, peer,
+                                 ", ".join([U] * len(sends)), ", ".join([U] * len(recvs))))
+                continue
+            for x in sends:
+                lines.append("  braid.send %s on @pipe grid_axes = [0] peer = %d : %s" % (x, peer, U))
+            for x in recvs:
+                lines.append("  %s = braid.recv on @pipe grid_axes = [0] peer = %d : %s" % (x, peer, U))
+
+    acts = braidtest.interleaved_actions(p, r, m, v)
+    warm = braidtest.interleaved_warmup(p, r, m, v)
+    units, j = [], 0
+    while j < len(acts):
+        if warm <= j < 2 * m * v - warm:
+            units.append(acts[j:j + 2])
+            j += 2
+        else:
+            units.append(acts[j:j + 1])
+            j += 1
+    group([], units[0])
+    for u, unit in enumerate(units):
+        for a in unit:
+            compute(a)
+        group(unit, units[u + 1] if u + 1 < len(units) else [])
+    args = ", ".join(["%%w%d: %s {braid.role = #braid.role<parameter \"w%d\">}" % (c, U, c * p + r)
+                      for c in range(v)] + ["%%acc%d: %s" % (c, U) for c in range(v)] +
+                     (["%%x: %s {braid.role = #braid.role<batch \"x\">}" % U] if r == 0 else []))
+    return ("func.func @stage%d(%s) -> (%s)\n    attributes {braid.stage = #braid.stage<grid = "
+            "@pipe, axis = 0, index = %d>} {\n%s\n  return %s : %s\n}\n" % (
+                r, args, ", ".join([U] * v), r, "\n".join(lines),
+                ", ".join(acc), ", ".join([U] * v)))
+
+
 def pipeline(p, m, schedule):
     return "shard.grid @pipe(shape = %d)\n\n" % p + "\n".join(
         stage_program(p, i, m, schedule) for i in range(p))
@@ -323,6 +424,33 @@ def main():
                   "ZB-H1 p=%d m=%d: %.4f ms faster than 1F1B (bubble %.4f), formula 2(p-1)W = "
                   "%.4f ms" % (p, m, gain * 1e3, plain["bubble_fraction"],
                                2 * (p - 1) * f * 1e3))
+    # Interleaved 1F1B (Narayanan et al. 2021): each rank holds v chunks of
+    # uniform stages, each chunk's forward f and backward b = 2f. Its step
+    # is (m v + p - 1)(f + b) to 1e-3 and its bubble (p - 1)/(v m + p - 1)
+    # to 5e-3 relative (as ZB-H1's: its 2 v transfers per micro-batch weigh
+    # most in the smallest bubble, 1.7e-3 at p = 2, m = 32): 1F1B's (p - 1)/(m + p - 1) of the same work (a stage
+    # of v chunks, F + B = v (f + b), checked above) over v, the step
+    # (p - 1)(v - 1)(f + b) shorter.
+    for p in (2, 4, 8):
+        for m in (8, 16, 32):
+            for v in ((2, 4) if (p, m) == (4, 16) else (2,)):
+                name = os.path.join(out, "interleaved-p%d-v%d-m%d" % (p, v, m))
+                with open(name + ".mlir", "w") as f:
+                    f.write("shard.grid @pipe(shape = %d)\n\n" % p + "\n".join(
+                        interleaved_program(p, r, m, v) for r in range(p)))
+                braidtest.compile_step(name + ".mlir", name + ".plan", "--cluster=h100-8")
+                r = simulate(name + ".plan", ideal_path, name)
+                fb = r["stages"][0]["compute"] / (m * v)  # f + b of a chunk
+                want = (p - 1) / (v * m + p - 1)
+                plain = (m + p - 1) * v * fb  # 1F1B's step of the same work
+                check(abs(r["bubble_fraction"] - want) <= 5e-3 * want
+                      and abs(r["step_time"] - (m * v + p - 1) * fb) <= 1e-3 * r["step_time"],
+                      "interleaved p=%d v=%d m=%d on ideal links: bubble %.6f, formula "
+                      "(p-1)/(vm+p-1) = %.6f (1F1B's %.6f); step %.4f ms, %.4f ms below "
+                      "1F1B's formula, (p-1)(v-1)(f+b) = %.4f ms" % (
+                          p, v, m, r["bubble_fraction"], want, (p - 1) / (m + p - 1),
+                          r["step_time"] * 1e3, (plain - r["step_time"]) * 1e3,
+                          (p - 1) * (v - 1) * fb * 1e3))
     if failures:
         sys.exit("%d checks failed" % len(failures))
     print("all checks passed")

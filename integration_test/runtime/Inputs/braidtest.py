@@ -69,6 +69,33 @@ def losses(stdout):
 from braid.compare import REL_FLOOR, ShapeMismatch, max_rel_diff  # noqa: E402,F401
 
 
+def interleaved_warmup(p, r, m, v):
+    """The interleaved schedule's warm-up forwards on rank r
+    (PipelineSchedule.cpp's interleavedWarmup, written again): 2 (p - r - 1)
+    + (v - 1) p, or all of them with one group of micro-batches (m = p)."""
+    return m * v if m == p else min(2 * (p - r - 1) + (v - 1) * p, m * v)
+
+
+def interleaved_actions(p, r, m, v):
+    """Rank r's actions (kind, micro-batch, chunk) under the interleaved
+    schedule (Megatron-LM's order, PipelineSchedule.cpp written again): the
+    j-th forward is micro-batch (j // pv) p + j % p of chunk (j % pv) // p,
+    the j-th backward the same micro-batch of chunk v - 1 - (j % pv) // p;
+    the warm-up's forwards, then a forward and a backward in turn, then the
+    rest."""
+    total, group = m * v, p * v
+
+    def nth(kind, j):
+        c = (j % group) // p
+        return (kind, (j // group) * p + j % p, v - 1 - c if kind == "B" else c)
+
+    warm = interleaved_warmup(p, r, m, v)
+    a = [nth("F", j) for j in range(warm)]
+    for j in range(total - warm):
+        a += [nth("F", j + warm), nth("B", j)]
+    return a + [nth("B", j) for j in range(total - warm, total)]
+
+
 def pipeline_actions(schedule, p, i, m):
     """Stage i's actions (("F", k), ("B", k), ("W", k)) in `schedule`'s
     order, the rules of PipelineSchedule.cpp written again for the tests:
