@@ -18,15 +18,22 @@ weight-gradient kernel time averaged over the stages (the report's
 action_compute), Qi et al.'s bubble for F >= W. GPT-2's presets tie
 the lm head to the token embedding: the last stage keeps a copy of the
 table (docs/Pipeline.md, "Tied parameters"). A case braid-compile refuses
-prints its error in its row.
+prints its error in its row. The interleaved schedule runs 2 virtual
+stages per rank (braid.models' default; the step split into 2p stages);
+its formula is (p - 1)/(v m + p - 1) (Narayanan et al. 2021).
 
 Claims checked (exit 1 otherwise): 1F1B's step no more than 2% above
 GPipe's (the same bubble in theory; its transfers overlap more); ZB-H1's
-step below 1F1B's; 1F1B's peak no larger than GPipe's on any stage (stage
+and interleaved's steps below 1F1B's; 1F1B's peak no larger than GPipe's on any stage (stage
 i holds p - i micro-batches' activations, GPipe every stage all m); ZB-H1's
 activations no more than 1F1B's plus the W-parts it defers (its stage i
 holds p - i micro-batches whole and i more of which only W's inputs
-remain, so at most p micro-batches' worth on any stage). The peak also holds
+remain, so at most p micro-batches' worth on any stage); interleaved's first
+stage no more than 1 + (p - 1)/(p v) of 1F1B's activations (Megatron-LM's
+figure: its rank 0 holds 2 (p - 1) + (v - 1) p + 1 chunks of a micro-batch,
+1F1B's p whole ones). Interleaved's claims are not checked with --quick,
+whose chunks of half a block are uneven and dominated by their transfers.
+The peak also holds
 the stage's parameters and optimizer state, so where the last stage's lm
 head outweighs a block's activations (--quick: one block a stage) it need
 not fall along the stages.
@@ -54,7 +61,9 @@ CASES = [
     ("gpt2-xl", "h100-8x8", 4, 16),
     ("gpt2-xl", "h100-8x8", 8, 32),
 ]
-SCHEDULES = ("gpipe", "1f1b", "zb-h1")
+SCHEDULES = ("gpipe", "1f1b", "zb-h1", "interleaved")
+# The interleaved schedule's virtual stages per rank (braid.models' default).
+VIRTUAL = 2
 GPUS = 64
 
 
@@ -83,6 +92,8 @@ def formula(schedule, pp, m, report):
     """The bubble fraction the schedule's formula gives for the report's
     stages made uniform: GPipe's and 1F1B's (p - 1)/(m + p - 1), ZB-H1's from
     the stages' mean forward, input-gradient and weight-gradient time."""
+    if schedule == "interleaved":
+        return (pp - 1) / (VIRTUAL * m + pp - 1)
     if schedule != "zb-h1":
         return (pp - 1) / (m + pp - 1)
     f, b, w = (sum(s["action_compute"][k] for s in report["stages"]) / (pp * m)
@@ -91,16 +102,22 @@ def formula(schedule, pp, m, report):
     return bubble / (m * (f + b + w) + bubble)
 
 
-def check(model, pp, rows):
-    """The claims of one case's schedules, as failure messages."""
+def check(model, pp, rows, quick):
+    """The claims of one case's schedules, as failure messages (with
+    `quick`, none of interleaved's: see main)."""
     failures = []
-    g, o, z = rows.get("gpipe"), rows.get("1f1b"), rows.get("zb-h1")
+    g, o, z, v = (rows.get(s) for s in SCHEDULES)
     if g and o and o["step_time"] > 1.02 * g["step_time"]:
         failures.append("%s pp %d: 1F1B's step %.1f ms is more than 2%% above GPipe's "
                         "%.1f ms" % (model, pp, o["step_time"] * 1e3, g["step_time"] * 1e3))
-    if o and z and z["step_time"] >= o["step_time"]:
-        failures.append("%s pp %d: ZB-H1's step %.1f ms is not below 1F1B's %.1f ms" % (
-            model, pp, z["step_time"] * 1e3, o["step_time"] * 1e3))
+    for name, r in (("ZB-H1", z), ("interleaved", None if quick else v)):
+        if o and r and r["step_time"] >= o["step_time"]:
+            failures.append("%s pp %d: %s's step %.1f ms is not below 1F1B's %.1f ms" % (
+                model, pp, name, r["step_time"] * 1e3, o["step_time"] * 1e3))
+    if o and v and not quick and (v["stages"][0]["activation_peak_bytes"] > 1.001 * (
+            1 + (pp - 1) / (pp * VIRTUAL)) * o["stages"][0]["activation_peak_bytes"]):
+        failures.append("%s pp %d: interleaved's first stage holds more than 1 + (p - 1)/(p v) "
+                        "of 1F1B's activations" % (model, pp))
     for i in range(pp):
         if g and o and o["stages"][i]["peak_memory_bytes"] > g["stages"][i]["peak_memory_bytes"]:
             failures.append("%s pp %d: 1F1B's stage %d holds more than GPipe's" % (model, pp, i))
@@ -124,7 +141,8 @@ def main():
           "| peak GiB per stage | activations GiB first / last | exposed comm ms |")
     print("|---|---|---|---:|---|---:|---|---|---|---:|")
     failures = []
-    gains = []
+    gains = {"zb-h1": [], "interleaved": []}
+    memory = []
     start = time.time()
     for model, cluster, pp, m in CASES:
         if args.quick:
@@ -147,17 +165,31 @@ def main():
                       "" if r["fits"] else " **does not fit**", act[0], act[-1],
                       r["exposed_comm"] * 1e3))
             sys.stdout.flush()
-        failures += check(model, pp, rows)
-        if "1f1b" in rows and "zb-h1" in rows:
-            gains.append(rows["1f1b"]["step_time"] / rows["zb-h1"]["step_time"] - 1)
-    if gains:
-        print()
-        print("ZB-H1 over 1F1B: %.1f%% to %.1f%% faster (Qi et al. report up to 23%%)" % (
-            100 * min(gains), 100 * max(gains)))
+        failures += check(model, pp, rows, args.quick)
+        for s in gains:
+            if "1f1b" in rows and s in rows:
+                gains[s].append(rows["1f1b"]["step_time"] / rows[s]["step_time"] - 1)
+                if s == "interleaved":
+                    memory.append(rows[s]["stages"][0]["activation_peak_bytes"] /
+                                  rows["1f1b"]["stages"][0]["activation_peak_bytes"])
     print()
-    print("%d cases, %.0f s. Claims: 1F1B's step at most 2%% above GPipe's and ZB-H1's "
-          "below 1F1B's; 1F1B's peak no larger than GPipe's on any stage, ZB-H1's "
-          "activations at most p/(p - i) of 1F1B's on stage i: %s" % (
+    for s, paper in (("zb-h1", "Qi et al. report up to 23%"),
+                     ("interleaved", "Narayanan et al.: bubble (p-1)/(vm+p-1), v = %d" % VIRTUAL)):
+        if gains[s]:
+            print("%s over 1F1B: %.1f%% to %.1f%% faster (%s)" % (
+                "ZB-H1" if s == "zb-h1" else "Interleaved", 100 * min(gains[s]),
+                100 * max(gains[s]), paper))
+    if args.quick:
+        print("(--quick: interleaved's chunks are half a block, uneven, and its 2v transfers "
+              "a micro-batch outweigh the bubble it saves; its claims are not checked)")
+    if memory:
+        print("Interleaved's first stage holds %.2f to %.2f times 1F1B's activations "
+              "(Megatron-LM: 1 + (p - 1)/(p v))" % (min(memory), max(memory)))
+    print()
+    print("%d cases, %.0f s. Claims: 1F1B's step at most 2%% above GPipe's, ZB-H1's and "
+          "interleaved's below 1F1B's; 1F1B's peak no larger than GPipe's on any stage, ZB-H1's "
+          "activations at most p/(p - i) of 1F1B's on stage i, interleaved's first stage at "
+          "most 1 + (p - 1)/(p v) of 1F1B's: %s" % (
               len(CASES), time.time() - start, "holds" if not failures else "FAIL"))
     for f in failures:
         print("FAIL " + f)

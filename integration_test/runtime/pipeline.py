@@ -17,7 +17,9 @@
 #     the step of one micro-batch, in each schedule (zb-h1 too, whose
 #     split backward changes no kernel, only their order; not the
 #     interleaved one, whose 2 x 2 stages need more than these 3 layers);
-#   - a ring of three send-receives with two peers each.
+#   - a ring of three send-receives with two peers each;
+#   - a residual that skips a rank under the interleaved schedule, passed
+#     on by the rank between.
 #
 # Judged: the losses of every step and every array --save writes (gathered
 # from the stages to rank 0) within 1e-6 relative (the same kernels in the
@@ -419,6 +421,35 @@ def main():
             compare("braid-pipeline, %s, 2 micro-batches, data parallel %d x pipeline 2 vs "
                     "accumulating on %d" % (schedule, dp, dp), plan, 2 * dp,
                     acc1 if dp == 1 else acc2, dp, out, tol=1e-5)
+
+    # A residual that skips a rank: a chain of 8 layers whose third adds the
+    # first's output, interleaved on 4 ranks of 2 virtual stages (layer 1
+    # on rank 0, layer 3 on rank 2: the value and its gradient go through
+    # rank 1, braid-pipeline's programs exchanging with their neighbours
+    # alone) trains as GPipe's 4 stages of 2 layers (where the residual
+    # stays between neighbours), both against the accumulating step on 1.
+    chain = {}
+    for schedule in ("interleaved", "gpipe"):
+        mlir = os.path.join(out, "skip-%s.mlir" % schedule)
+        with open(mlir, "w") as f:
+            f.write(braidtest.pipeline_chain(4, 4, schedule, 2, 4, 8, skip=True))
+        chain[schedule] = os.path.join(out, "skip-%s.plan" % schedule)
+        braidtest.compile_step(mlir, chain[schedule])
+    programs = braidtest.run([braidtest.tool("braid-opt"), os.path.join(out, "skip-interleaved.mlir"),
+                              "--braid-pipeline"]).stdout.split("func.func @step_stage")
+    check(len(programs) == 5 and "peer = 2" not in programs[1] and "peer = 0" not in programs[3]
+          and "peer = 2" in programs[2],
+          "interleaved with a residual that skips a rank: rank 0 exchanges with ranks 1 and 3 "
+          "alone, rank 1 passes the residual on to rank 2")
+    saves = {k: os.path.join(out, "skip-%s.npz" % k) for k in chain}
+    got = {k: train(plan, 4, saves[k]) for k, plan in chain.items()}
+    worst = max(abs(a - b) / abs(b) for a, b in zip(got["interleaved"], got["gpipe"]))
+    a, b = np.load(saves["interleaved"]), np.load(saves["gpipe"])
+    arrays = max(braidtest.max_rel_diff(a[k], b[k]) for k in b.files)
+    check(len(got["interleaved"]) == 6 and worst <= 1e-5 and sorted(a.files) == sorted(b.files)
+          and arrays <= 1e-5 and got["gpipe"][-1] < got["gpipe"][0],
+          "the residual chain, interleaved on 4 ranks vs GPipe on 4: 6 losses within 1e-5 (worst "
+          "%.2g), %d saved arrays (worst %.2g)" % (worst, len(b.files), arrays))
 
     # The schedules braid.models and braid.export offer are braid-pipeline's.
     refused = braidtest.run([braidtest.tool("braid-opt"), "--braid-pipeline=axis=0 schedule=none",

@@ -51,61 +51,11 @@ def check(ok, what):
 
 
 ROWS, D = 256, 2048  # rows of a micro-batch, width of a layer
-T = "tensor<%dx%dxf32>" % (ROWS, D)
-W = "tensor<%dx%dxf32>" % (D, D)
-LABELS = "tensor<%dxi64>" % ROWS
 
 
 def chain(p, m, schedule, v=1):
-    """One micro-batch's step of p v layers on a grid of p x 1, asking
-    braid-pipeline for p stages of m micro-batches (v layers each; under
-    the interleaved schedule, v virtual stages per rank, a layer each)."""
-    ranks, p = p, p * v
-    lines = []
-    h = "%x"
-    for i in range(1, p + 1):
-        lines.append("  %%h%d = braid.matmul %s, %%w%d {transpose_b} : %s, %s -> %s" % (
-            i, h, i, T, W, T))
-        h = "%%h%d" % i
-    lines.append("  %%loss = braid.cross_entropy %s, %%labels reduction = mean : %s, %s -> "
-                 "tensor<f32>" % (h, T, LABELS))
-    lines.append("  %one = braid.constant dense<1.000000e+00> : tensor<f32>")
-    lines.append("  %%g%d = braid.cross_entropy_backward %%one, %s, %%labels reduction = mean : "
-                 "tensor<f32>, %s, %s" % (p, h, T, LABELS))
-    for i in range(p, 0, -1):
-        x = "%%h%d" % (i - 1) if i > 1 else "%x"
-        lines.append("  %%dw%d = braid.matmul %%g%d, %s {transpose_a} : %s, %s -> %s" % (
-            i, i, x, T, T, W))
-        lines.append('  %%r%d = braid.all_reduce %%dw%d on @world grid_axes = [1] reduction = avg '
-                     'grad_of = ["w%d"] : %s' % (i, i, i, W))
-        if i > 1:
-            lines.append("  %%g%d = braid.matmul %%g%d, %%w%d : %s, %s -> %s" % (
-                i - 1, i, i, T, W, T))
-    results, values, args = [], [], []
-    for i in range(1, p + 1):
-        lines.append("  %%nw%d, %%nm%d = braid.sgd %%w%d, %%r%d, %%m%d lr = 1.000000e-01 "
-                     "momentum = 9.000000e-01 weight_decay = 0.000000e+00 : %s" % (
-                         i, i, i, i, i, W))
-        args += ['%%w%d: %s {braid.role = #braid.role<parameter "w%d">}' % (i, W, i),
-                 '%%m%d: %s {braid.role = #braid.role<optimizer_state "w%d.momentum">}' % (
-                     i, W, i)]
-        results += ['%s {braid.role = #braid.role<parameter "w%d">}' % (W, i),
-                    '%s {braid.role = #braid.role<optimizer_state "w%d.momentum">}' % (W, i)]
-        values += ["%%nw%d" % i, "%%nm%d" % i]
-    args += ['%%x: %s {braid.role = #braid.role<batch "x">}' % T,
-             '%%labels: %s {braid.role = #braid.role<batch "labels">}' % LABELS]
-    results.append('tensor<f32> {braid.role = #braid.role<loss "loss">}')
-    values.append("%loss")
-    lines.append("  return %s : %s" % (", ".join(values), ", ".join(
-        r.split(" {")[0] for r in results)))
-    every = 1 if schedule == "interleaved" else v
-    boundaries = ", ".join('"w%d"' % i for i in range(1 + every, p + 1, every))
-    virtual = ", virtual_stages = %d : i64" % v if schedule == "interleaved" else ""
-    return ('module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = %d : i64, '
-            'schedule = "%s"%s, boundaries = [%s]}} {\nshard.grid @world(shape = %dx1)\n\n'
-            'func.func @step(%s)\n    -> (%s) {\n%s\n}\n}\n' % (
-                m, schedule, virtual, boundaries, ranks, ", ".join(args), ", ".join(results),
-                "\n".join(lines)))
+    """braidtest.pipeline_chain of this test's layers."""
+    return braidtest.pipeline_chain(p, m, schedule, v, ROWS, D)
 
 
 def trace_actions(trace, p):

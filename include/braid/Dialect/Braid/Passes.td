@@ -184,7 +184,9 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
        between them, to one peer and from one, becomes one
        `braid.send_recv` of all its tensors, which 1F1B's steady state
        needs to run without deadlock. Values between two stages of one rank
-       (interleaved) are not transferred. Each pair of ranks must issue its
+       (interleaved) are not transferred, and under the interleaved
+       schedule a value for a rank that is not a neighbour is relayed by the
+       stages between (each passes it on after its own action). Each pair of ranks must issue its
        transfers in one order on both sides (they match in order); the pass
        proves it from the action lists, value by value, and refuses a step
        whose transfers would not.
@@ -251,7 +253,8 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numTransfers", "transfers", "Sends and receives made, per stage program">,
-    Statistic<"numPaired", "paired", "Send-receives made from a send and a receive">
+    Statistic<"numPaired", "paired", "Send-receives made from a send and a receive">,
+    Statistic<"numRelayed", "relayed", "Values sent stage by stage to a rank that is not a neighbour (interleaved)">
   ];
 }
 

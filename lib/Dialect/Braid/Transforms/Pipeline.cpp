@@ -598,9 +598,22 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
 /// The values that cross ranks, by the position of the op computing them,
 /// then the receiving stage: a forward value going up is received at the
 /// receiver's forward of its micro-batch, anything else at its backward.
-/// (Between two stages of one rank a value stays where it is.)
-static SmallVector<Transfer> findTransfers(Step &step) {
+/// (Between two stages of one rank a value stays where it is.) With
+/// `relay` (the interleaved schedule, whose programs exchange with their
+/// two neighbours on the ring of ranks alone), a value for a stage whose
+/// rank is not a neighbour goes stage by stage instead, each stage between
+/// receiving it and passing it on after its own action of that
+/// micro-batch: a forward value up at each forward, any value down at each
+/// backward (a residual that skips a small stage, as Megatron-LM's hidden
+/// state carries it).
+static SmallVector<Transfer> findTransfers(Step &step, bool relay,
+                                           unsigned &relayed) {
   SmallVector<Transfer> transfers;
+  unsigned p = step.ranks;
+  auto neighbours = [&](int a, int b) {
+    unsigned d = (unsigned(b) % p + p - unsigned(a) % p) % p;
+    return d == 1 || d == p - 1;
+  };
   for (Operation &op : step.body->without_terminator()) {
     Phase phase = step.phase[&op];
     int from = step.stage[&op];
@@ -612,16 +625,40 @@ static SmallVector<Transfer> findTransfers(Step &step) {
       std::set<int> to;
       for (Operation *user : v.getUsers())
         if (user != step.terminator && step.stage.lookup(user) != from &&
-            unsigned(step.stage.lookup(user)) % step.ranks !=
-                unsigned(from) % step.ranks)
+            unsigned(step.stage.lookup(user)) % p != unsigned(from) % p)
           to.insert(step.stage.lookup(user));
+      ActionKind send =
+          phase == Phase::Forward ? ActionKind::Forward : ActionKind::Backward;
+      size_t first = transfers.size();
+      // One hop, or the hop already there, received no later than `recv`.
+      auto hop = [&](int a, int b, ActionKind sendKind, ActionKind recv) {
+        for (Transfer &t : llvm::drop_begin(transfers, first))
+          if (t.from == a && t.to == b) {
+            if (recv == ActionKind::Forward)
+              t.recvKind = recv;
+            return;
+          }
+        transfers.push_back({v, a, b, sendKind, recv});
+      };
       for (int t : to) {
-        ActionKind send = phase == Phase::Forward ? ActionKind::Forward
-                                                  : ActionKind::Backward;
         ActionKind recv = phase == Phase::Forward && t > from
                               ? ActionKind::Forward
                               : ActionKind::Backward;
-        transfers.push_back({v, from, t, send, recv});
+        bool up = phase == Phase::Forward && t > from;
+        if (!relay || neighbours(from, t) || (!up && t > from)) {
+          hop(from, t, send, recv);
+          continue;
+        }
+        ++relayed;
+        int step1 = up ? 1 : -1;
+        for (int a = from; a != t; a += step1)
+          hop(a, a + step1,
+              a == from ? send
+              : up      ? ActionKind::Forward
+                        : ActionKind::Backward,
+              a + step1 == t ? recv
+              : up           ? ActionKind::Forward
+                             : ActionKind::Backward);
       }
     }
   }
@@ -925,7 +962,9 @@ void PipelinePass::runOnOperation() {
   findDeferredParts(step);
   if (splitsBackward(*kind))
     splitBackward(step);
-  SmallVector<Transfer> transfers = findTransfers(step);
+  unsigned relayed = 0;
+  SmallVector<Transfer> transfers = findTransfers(step, interleaved, relayed);
+  numRelayed += relayed;
   unsigned m = unsigned(microBatches);
   SmallVector<SmallVector<PipelineAction>> actions;
   for (unsigned r = 0; r < step.ranks; ++r)
