@@ -11,7 +11,8 @@
 # the stages balanced by the cost model (the
 # cut falls inside a block, where several tensors cross, each run of
 # transfers one braid.send_recv); and pipeline 2 x tensor parallel 2 on 4
-# ranks as tensor parallel 2 on 2. A GPT, whose lm head is tied to the token
+# ranks as tensor parallel 2 on 2. Stage 0 starts its data-parallel
+# gradient all-reduces during its last micro-batch's backward. A GPT, whose lm head is tied to the token
 # embedding (the last stage keeps a copy of the table, sends its part of the
 # gradient down and receives the update), trains exactly too.
 #
@@ -86,6 +87,22 @@ def main():
                       "1e-5 of accumulating on %d (worst %.2g), %d saved arrays (worst %.2g)" % (
                           schedule, "cut at " + cut if cut else "balanced", dp, 2 * dp, len(got), dp,
                           worst, len(saved.files), arrays))
+
+    # Each stage reduces its gradients over the data-parallel axis during its
+    # last micro-batch's backward: stage 0 (which sends nothing down) starts
+    # buckets while that backward still computes, the last stage after it
+    # has sent its gradient down (and idles in the drain).
+    mlir = os.path.join(out, "pp-dp2-1f1b-h2.mlir")
+    text = braidtest.run([braidtest.tool("braid-compile"), mlir, "--emit=mlir", "-o", "-"]).stdout
+    stages = text.split("func.func @")[1:]
+    first = stages[0].splitlines()
+    starts = [i for i, line in enumerate(first) if "all_reduce_start" in line]
+    last_b = max(i for i, line in enumerate(first) if 'braid.action = "B3"' in line
+                 and "all_reduce" not in line)
+    early = sum(1 for i in starts if i < last_b)
+    check(early >= 2 and len(starts) >= 3,
+          "1f1b, data parallel 2 x pipeline 2: stage 0 starts %d of its %d gradient buckets' "
+          "all-reduces during its last micro-batch's backward" % (early, len(starts)))
 
     # With tensor parallelism too: pipeline 2 x tensor parallel 2 on 4 ranks
     # (a grid of 2 x 1 x 2; braid-tensor-parallel partitions each stage

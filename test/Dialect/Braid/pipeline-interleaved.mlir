@@ -25,10 +25,12 @@
 // CHECK-NEXT: braid.matmul %{{.*}}, %arg2 {braid.action = "F1", transpose_b}
 // CHECK-NEXT: braid.send_recv %{{.*}} {braid.action = "B0"}
 // CHECK-NEXT: braid.matmul %{{.*}}, %[[A0]] {braid.action = "B0", transpose_a}
+// Each stage's gradient is reduced at the end of its last backward (after
+// its sends), stage 2's (w3) while stage 0's backwards still run.
+// CHECK:      braid.all_reduce %{{.*}} grad_of = ["w3"] {braid.action = "B1"}
 // CHECK:      braid.matmul %{{.*}}, %[[X0]] {braid.action = "B0", transpose_a}
 // CHECK:      braid.recv on @world grid_axes = [0] peer = 1 {braid.action = "B1"}
-// CHECK:      braid.all_reduce %{{.*}} grad_of = ["w3"]
-// CHECK:      braid.all_reduce %{{.*}} grad_of = ["w1"]
+// CHECK:      braid.all_reduce %{{.*}} grad_of = ["w1"] {braid.action = "B1"}
 // CHECK-NOT:  braid.send
 // CHECK:      return
 

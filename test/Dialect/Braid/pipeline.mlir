@@ -96,8 +96,8 @@ func.func @step(
 // CHECK: braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = "B0"} : tensor<8x32xf32> -> tensor<8x32xf32>
 // CHECK: braid.recv on @world grid_axes = [1] peer = 1 {braid.action = "B1"} : tensor<8x32xf32>
 // CHECK: %[[SUM:.*]] = braid.add
-// CHECK: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01 : tensor<32x16xf32>
-// CHECK: braid.all_reduce %[[MEAN]] on @world grid_axes = [0] reduction = avg grad_of = ["fc1.weight"]
+// CHECK: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01 {braid.action = "B1"} : tensor<32x16xf32>
+// CHECK: braid.all_reduce %[[MEAN]] on @world grid_axes = [0] reduction = avg grad_of = ["fc1.weight"] {braid.action = "B1"}
 // CHECK: braid.sgd
 // CHECK-NOT: braid.send
 // CHECK: return
@@ -108,8 +108,12 @@ func.func @step(
 // CHECK: braid.send_recv %{{.*}} send_peer = 2 recv_peer = 0
 // CHECK: braid.send_recv %{{.*}} send_peer = 2 recv_peer = 2
 // CHECK: braid.send_recv %{{.*}} send_peer = 0 recv_peer = 2
-// CHECK: braid.send %{{.*}} peer = 0
-// CHECK: grad_of = ["fc2.weight"]
+// The last micro-batch's backward reduces the weight's gradient after it
+// sends the input's gradient down (stage 0, which sends nothing, reduces
+// each gradient as soon as its sum is complete).
+// CHECK: braid.send %{{.*}} peer = 0 {braid.action = "B1"}
+// CHECK-NEXT: braid.scale %{{.*}} by 5.000000e-01 {braid.action = "B1"}
+// CHECK-NEXT: grad_of = ["fc2.weight"] {braid.action = "B1"}
 
 // CHECK-LABEL: func.func @step_stage2(
 // CHECK-SAME: tensor<16xi64> {braid.role = #braid.role<batch "labels">}
@@ -121,8 +125,8 @@ func.func @step(
 // CHECK: %[[L1:.*]] = braid.cross_entropy
 // CHECK: %[[LS:.*]] = braid.add %[[L0]], %[[L1]] {braid.action = "F1"} : tensor<f32>
 // CHECK: braid.send %{{.*}} peer = 1
+// CHECK: grad_of = ["fc3.weight"] {braid.action = "B1"}
 // CHECK: %[[LOSS:.*]] = braid.scale %[[LS]] by 5.000000e-01 : tensor<f32>
-// CHECK: grad_of = ["fc3.weight"]
 // CHECK: return {{.*}}, %[[LOSS]] :
 // CHECK-NOT: func.func @step(
 
@@ -134,7 +138,7 @@ func.func @step(
 // GPIPE-COUNT-2: braid.send %{{.*}} peer = 1
 // GPIPE: braid.send_recv %{{.*}} send_peer = 1 recv_peer = 1
 // GPIPE-COUNT-2: braid.recv on @world grid_axes = [1] peer = 1
-// GPIPE: braid.scale %{{.*}} by 0.33333333333333331 : tensor<32x16xf32>
+// GPIPE: braid.scale %{{.*}} by 0.33333333333333331 {braid.action = "B2"} : tensor<32x16xf32>
 // GPIPE-LABEL: func.func @step_stage2(
 // GPIPE-COUNT-3: braid.recv on @world grid_axes = [1] peer = 1
 // GPIPE-COUNT-3: braid.send %{{.*}} peer = 1

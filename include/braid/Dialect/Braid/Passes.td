@@ -173,8 +173,11 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
        1F1B order, for a bubble of 1F1B's over v; the micro-batches a
        multiple of p).
        Gradients add up over the micro-batches and
-       are scaled by 1/m before their all-reduce; the loss is the mean of
-       the micro-batches'. The optimizer runs once, after the last
+       are scaled by 1/m before their all-reduce, which the stage's last
+       micro-batch's backward issues as soon as the sum is complete (after
+       that backward's sends, where it sends a gradient down), so that it
+       overlaps the rest of the backward; the loss is the mean of the
+       micro-batches'. The optimizer runs once, after the last
        backward.
     4. Transfers. A value computed on one stage and used on another is sent
        by its stage after the action (a micro-batch's forward or backward)

@@ -131,6 +131,12 @@ private:
   void emitGroup(ArrayRef<PipelineAction> sending,
                  ArrayRef<PipelineAction> receiving);
   void emitSends(const PipelineAction &action);
+  /// Emits the all-reduce of each of `stage`'s gradients whose sum over
+  /// the micro-batches is complete with micro-batch `k`'s part (added to
+  /// the sum here unless `summed`).
+  void reduceReady(int k, int stage, bool summed = false);
+  /// reduceReady for the actions in toReduce.
+  void reducePending();
   /// Labels the ops after `before` (from the block's start if null) with
   /// `action`; returns the block's last op.
   Operation *tagSince(Operation *before, const PipelineAction &action);
@@ -138,6 +144,14 @@ private:
   /// The action after the one being emitted, unless it is a W or there is
   /// none.
   const PipelineAction *next = nullptr;
+  /// The micro-batches' mean of `sum`.
+  Value mean(Value sum) {
+    if (microBatches == 1)
+      return sum;
+    return ScaleOp::create(builder, sum.getLoc(), sum,
+                           builder.getF64FloatAttr(1.0 / double(microBatches)))
+        .getResult();
+  }
   Value accumulate(Value sum, Value part) {
     return sum ? AddOp::create(builder, part.getLoc(), sum, part).getResult()
                : part;
@@ -162,6 +176,10 @@ private:
   /// parameter (Step::deferred).
   llvm::MapVector<Value, Value> partSums;
   DenseMap<Operation *, SmallVector<Value>> gradients;
+  /// The gradient all-reduces emitted in the last micro-batch's backward,
+  /// and the last backwards whose all-reduces wait for their sends.
+  DenseSet<Operation *> reduced;
+  SmallVector<PipelineAction> toReduce;
   bool failed = false;
 };
 
@@ -265,6 +283,7 @@ bool StageBuilder::emitAction(const PipelineAction &action, bool received) {
   }
   emitActionOps(action);
   emitSends(action);
+  reducePending();
   tagSince(before, action);
   return hoist;
 }
@@ -288,6 +307,21 @@ void StageBuilder::emitActionOps(const PipelineAction &action) {
   bool last =
       action.kind == (split ? ActionKind::Weight : ActionKind::Backward);
   int stage = stageOf(action);
+  // The stage's last micro-batch reduces each gradient as soon as its sum
+  // is complete, as a data-parallel step does, so that the all-reduces
+  // overlap the rest of its backward; where the action sends a gradient
+  // down, after its sends instead (the next stage's drain then waits for
+  // no all-reduce sharing the links; the stage idles from there on). Those
+  // with a part from another stage wait for it, after every action.
+  bool final = last && k + 1 == int(microBatches);
+  bool sends = llvm::any_of(transfers, [&](const Transfer &t) {
+    return t.from == stage && t.sendKind == action.kind;
+  });
+  if (final && sends)
+    toReduce.push_back(action);
+  final &= !sends;
+  if (final)
+    reduceReady(k, stage);
   for (Operation &op : step.body->without_terminator()) {
     if (step.phase[&op] != phase || step.stage[&op] != stage)
       continue;
@@ -304,6 +338,8 @@ void StageBuilder::emitActionOps(const PipelineAction &action) {
       continue;
     }
     clone(k, &op);
+    if (final)
+      reduceReady(k, stage);
   }
   // The sums first, then the sends, so that the sends and the next action's
   // receives form one run (braid.send_recv).
@@ -317,7 +353,7 @@ void StageBuilder::emitActionOps(const PipelineAction &action) {
         partSums[part] = accumulate(partSums.lookup(part), get(k, part));
   if (last)
     for (Operation *sink : step.sinks) {
-      if (step.stage[sink] != stage)
+      if (step.stage[sink] != stage || reduced.count(sink))
         continue;
       SmallVector<Value> &sums = gradients[sink];
       sums.resize(sink->getNumOperands());
@@ -325,6 +361,34 @@ void StageBuilder::emitActionOps(const PipelineAction &action) {
         if (!step.deferred.count(operand))
           sums[i] = accumulate(sums[i], get(k, operand));
     }
+}
+
+void StageBuilder::reduceReady(int k, int stage, bool summed) {
+  for (Operation *sink : step.sinks) {
+    if (step.stage[sink] != stage || reduced.count(sink) ||
+        !llvm::all_of(sink->getOperands(), [&](Value v) {
+          return !step.deferred.count(v) && perBatch[k].contains(v);
+        }))
+      continue;
+    reduced.insert(sink);
+    SmallVector<Value> &sums = gradients[sink];
+    sums.resize(sink->getNumOperands());
+    for (auto [i, operand] : llvm::enumerate(sink->getOperands())) {
+      if (!summed)
+        sums[i] = accumulate(sums[i], get(k, operand));
+      shared.map(operand, mean(sums[i]));
+    }
+    clone(-1, sink);
+  }
+}
+
+void StageBuilder::reducePending() {
+  for (const PipelineAction &a : toReduce) {
+    Operation *before = block->empty() ? nullptr : &block->back();
+    reduceReady(int(a.microBatch), stageOf(a), /*summed=*/true);
+    tagSince(before, a);
+  }
+  toReduce.clear();
 }
 
 void StageBuilder::emitSends(const PipelineAction &action) {
@@ -429,6 +493,7 @@ void StageBuilder::emitUnits(ArrayRef<PipelineAction> actions) {
     }
     emitGroup(units[u], u + 1 < units.size() ? ArrayRef(units[u + 1])
                                              : ArrayRef<PipelineAction>());
+    reducePending();
   }
 }
 
@@ -540,18 +605,11 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
           sums[i] = accumulate(sums[i], far);
     }
   }
-  // The micro-batches' mean.
-  double share = 1.0 / double(microBatches);
-  auto mean = [&](Value sum) {
-    return microBatches == 1 ? sum
-                             : ScaleOp::create(builder, sum.getLoc(), sum,
-                                               builder.getF64FloatAttr(share))
-                                   .getResult();
-  };
   if (loss)
     shared.map(step.terminator->getOperand(step.lossResult), mean(loss));
   for (Operation &op : step.body->without_terminator()) {
-    if (step.phase[&op] != Phase::Optimizer || !mine(step.stage[&op]))
+    if (step.phase[&op] != Phase::Optimizer || !mine(step.stage[&op]) ||
+        reduced.count(&op))
       continue;
     if (auto it = gradients.find(&op); it != gradients.end())
       for (auto [operand, sum] : llvm::zip(op.getOperands(), it->second))
