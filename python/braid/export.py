@@ -193,7 +193,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
         micro_targets = [t[:t.shape[0] // micro_batches] for t in targets]
 
     pipeline = _pipeline(model, pipeline_stages, stage_boundaries, pipeline_schedule,
-                         tensor_parallel, max_grad_norm, virtual_stages, micro_batches)
+                         tensor_parallel, virtual_stages, micro_batches)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
         raise ExportError("seed must be an integer in [0, 2^32), not %r" % (seed,))
     half = _autocast_dtype(autocast)
@@ -267,8 +267,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 # -- arguments ------------------------------------------------------------------
 
 
-def _pipeline(model, stages, boundaries, schedule, tensor_parallel, max_grad_norm,
-              virtual_stages=1, micro_batches=1):
+def _pipeline(model, stages, boundaries, schedule, tensor_parallel, virtual_stages=1,
+              micro_batches=1):
     """The checked pipeline request: None without one, else the boundary
     modules (an empty tuple: balanced by braid-pipeline)."""
     if not isinstance(stages, int) or isinstance(stages, bool) or stages < 1:
@@ -289,10 +289,6 @@ def _pipeline(model, stages, boundaries, schedule, tensor_parallel, max_grad_nor
     stages *= virtual_stages
     if tensor_parallel > 1:
         raise ExportError("pipeline_stages with tensor_parallel is not supported yet")
-    if max_grad_norm is not None:
-        raise ExportError("max_grad_norm with pipeline_stages: clipping by the global norm "
-                          "needs the norm across stages, which braid-pipeline does not build "
-                          "yet")
     if boundaries is None:
         return ()
     if isinstance(boundaries, str) or not all(isinstance(b, str) for b in boundaries):

@@ -131,7 +131,8 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 
 // -----
 
-// An optimizer reading another stage's (a global gradient norm).
+// An optimizer reading another stage's optimizer values other than through
+// braid.sum_squares (a norm written as a plain reduce_sum).
 shard.grid @world(shape = 1x2)
 func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
                 %labels: tensor<4xi64> {braid.role = #braid.role<batch "labels">},
@@ -152,7 +153,7 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
   %r2 = braid.all_reduce %g2 on @world grid_axes = [0] reduction = avg grad_of = ["fc2.weight"] : tensor<3x8xf32>
   %s2 = braid.reduce_sum %r2 dims = [0, 1] : tensor<3x8xf32> -> tensor<f32>
   %b2 = braid.broadcast %s2 dims = [0, 1] : tensor<f32> -> tensor<8x8xf32>
-  // expected-error @below {{on stage 1 reads a value of the optimizer of stage 0 (gradient clipping by the global norm needs the norm across stages, which braid-pipeline does not build yet)}}
+  // expected-error @below {{on stage 1 reads a value of the optimizer of stage 0; across stages braid-pipeline sums braid.sum_squares alone (the squared norm of gradient clipping)}}
   %c1 = braid.mul %r1, %b2 : tensor<8x8xf32>
   %n1 = braid.sub %w1, %c1 : tensor<8x8xf32>
   %n2 = braid.sub %w2, %r2 : tensor<3x8xf32>

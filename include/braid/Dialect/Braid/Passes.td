@@ -211,8 +211,10 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
     Rejected with an error naming the cause: a boundary that names no
     parameter's module, boundaries out of order or not p v - 1 of them, a
     stage left without parameters, optimizer state read by another stage's
-    forward, an optimizer that needs values from another stage (clipping by
-    the global norm), a collective of the step on the pipeline axis,
+    forward, an optimizer that needs values from another stage other than
+    through `braid.sum_squares` (gradient clipping's squared norm, which
+    every stage computes: its own part, summed over the pipeline axis by
+    one scalar all-reduce), a collective of the step on the pipeline axis,
     results other than the loss that depend on the batch, transfers whose
     order differs between the two sides of a pair of ranks, the interleaved
     schedule with fewer than 2 virtual stages or micro-batches that are

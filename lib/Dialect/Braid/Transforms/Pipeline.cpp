@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CostUtils.h"
+#include "ScheduleUtils.h"
 #include "StageAssignment.h"
 #include "StagePrograms.h"
 
@@ -608,9 +609,31 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   if (loss)
     shared.map(step.terminator->getOperand(step.lossResult), mean(loss));
   for (Operation &op : step.body->without_terminator()) {
-    if (step.phase[&op] != Phase::Optimizer || !mine(step.stage[&op]) ||
+    int s = step.stage[&op];
+    if (step.phase[&op] != Phase::Optimizer || (!mine(s) && s != kEvery) ||
         reduced.count(&op))
       continue;
+    // A sum of squares across stages: this rank's part, summed over the
+    // pipeline axis (every rank issues it here, in step order).
+    if (auto squares = dyn_cast<SumSquaresOp>(op); squares && s == kEvery) {
+      SmallVector<Value> local;
+      for (Value v : squares.getInputs())
+        if (mine(step.stageOf(v)))
+          local.push_back(get(-1, v));
+      if (failed)
+        return failure();
+      auto type = cast<RankedTensorType>(squares.getType());
+      Value part = local.empty()
+                       ? ConstantOp::create(builder, op.getLoc(), type,
+                                            DenseElementsAttr::get(type, 0.0f))
+                             .getResult()
+                       : SumSquaresOp::create(builder, op.getLoc(), type, local)
+                             .getResult();
+      shared.map(
+          squares.getResult(),
+          createAxisSum(builder, part, step.grid, step.axis)->getResult(0));
+      continue;
+    }
     if (auto it = gradients.find(&op); it != gradients.end())
       for (auto [operand, sum] : llvm::zip(op.getOperands(), it->second))
         shared.map(operand, mean(sum));
@@ -1014,8 +1037,10 @@ void PipelinePass::runOnOperation() {
       return signalPassFailure();
     cuts = std::move(*balanced);
   }
-  if (failed(assignArguments(step, cuts)) || failed(assignOps(step)) ||
-      failed(checkAssignment(step)))
+  if (failed(assignArguments(step, cuts)) || failed(assignOps(step)))
+    return signalPassFailure();
+  markGlobalNorms(step);
+  if (failed(checkAssignment(step)))
     return signalPassFailure();
   findDeferredParts(step);
   if (splitsBackward(*kind))

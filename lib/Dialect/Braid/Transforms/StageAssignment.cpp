@@ -11,6 +11,7 @@
 #include "llvm/ADT/SmallBitVector.h"
 
 #include <cmath>
+#include <set>
 #include <vector>
 
 using namespace mlir;
@@ -405,6 +406,25 @@ void pipeline::splitBackward(Step &step) {
   }
 }
 
+void pipeline::markGlobalNorms(Step &step) {
+  for (Operation &op : step.body->without_terminator()) {
+    if (step.phase[&op] != Phase::Optimizer)
+      continue;
+    std::set<int> from;
+    bool every = !op.getOperands().empty();
+    for (Value v : op.getOperands()) {
+      int s = step.stageOf(v);
+      if (s != kFree)
+        from.insert(s);
+      every &= s == kEvery || (s == kFree && !isa<BlockArgument>(v));
+    }
+    // (A sum of squares is the sum of its stages' parts wherever its
+    // inputs are, so every one is summed over the stages.)
+    if (isa<SumSquaresOp>(op) || (every && from.count(kEvery)))
+      step.stage[&op] = kEvery;
+  }
+}
+
 /// What braid-pipeline cannot split, named.
 LogicalResult pipeline::checkAssignment(Step &step) {
   for (unsigned i = 0; i < step.func.getNumArguments(); ++i) {
@@ -437,19 +457,19 @@ LogicalResult pipeline::checkAssignment(Step &step) {
     bool sink = llvm::is_contained(step.sinks, &op);
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
-      if (step.isFree(v) || sink)
+      if (step.isFree(v) || sink || step.stageOf(v) == kEvery)
         continue;
       if (def && step.phase[def] != Phase::Optimizer)
         return op.emitOpError()
                << "reads a value of the forward or backward, which a "
                   "pipelined step computes once per micro-batch; only the "
                   "gradient all-reduces may";
-      if (step.stageOf(v) != s)
+      if (step.stageOf(v) != s && s != kEvery)
         return op.emitOpError()
                << "on stage " << s << " reads a value of the optimizer of "
                << "stage " << step.stageOf(v)
-               << " (gradient clipping by the global norm needs the norm "
-                  "across stages, which braid-pipeline does not build yet)";
+               << "; across stages braid-pipeline sums braid.sum_squares "
+                  "alone (the squared norm of gradient clipping)";
     }
   }
   for (unsigned s = 0; s < step.stages; ++s)

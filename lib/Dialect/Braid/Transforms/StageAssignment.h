@@ -30,6 +30,11 @@ enum class Phase { Forward, Backward, Optimizer };
 
 /// The stage of a value computed again wherever it is needed.
 constexpr int kFree = -1;
+/// The stage of an optimizer value every stage computes from all stages'
+/// gradients: the squared global norm of gradient clipping (a partial
+/// braid.sum_squares per stage, summed over the pipeline axis) and what
+/// follows from it alone (the clipping factor).
+constexpr int kEvery = -2;
 
 /// The step being split and where each of its ops runs.
 struct Step {
@@ -107,6 +112,10 @@ void findDeferredParts(Step &step);
 /// needs (the gradient of the input, passed down the layers), W the rest,
 /// each op of which serves one parameter's gradient alone (dW = X^T dY).
 void splitBackward(Step &step);
+
+/// Marks kEvery the optimizer's braid.sum_squares, and the optimizer ops
+/// that read nothing but them and free values.
+void markGlobalNorms(Step &step);
 
 /// What braid-pipeline cannot split, named.
 LogicalResult checkAssignment(Step &step);
