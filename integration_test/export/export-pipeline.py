@@ -60,6 +60,19 @@ def export(spec, prefix, dp, batch, **kw):
                         micro_batches=MICRO, **kw)
 
 
+def train_against_pytorch(spec, e, prefix, batch, dp):
+    """Compiles and trains the export `e` on its 2 x dp ranks and compares
+    it with PyTorch's accumulation; braid.compare's result, described."""
+    plan = prefix + ".plan"
+    braidtest.compile_step(e.paths["mlir"], plan)
+    losses, state = exporttest.train(plan, e, prefix, STEPS, 2 * dp)
+    result = compare.against_pytorch(dict(spec, micro_batches=MICRO), (batch, ()), losses,
+                                     state, STEPS, ranks=dp)
+    for line in compare.describe(result):
+        print("     %s: %s" % (os.path.basename(prefix), line))
+    return result
+
+
 def expect_error(check, what, text, fn):
     try:
         fn()
@@ -91,13 +104,7 @@ def main():
                   and "shard.grid @world(shape = 2x%d)" % dp in text,
                   "%s: the export asks for 2 stages of %d micro-batches on a grid of 2 x %d"
                   % (name, MICRO, dp))
-            plan = prefix + ".plan"
-            braidtest.compile_step(e.paths["mlir"], plan)
-            losses, state = exporttest.train(plan, e, prefix, STEPS, 2 * dp)
-            result = compare.against_pytorch(dict(spec, micro_batches=MICRO), (batch, ()),
-                                             losses, state, STEPS, ranks=dp)
-            for line in compare.describe(result):
-                print("     %s: %s" % (name, line))
+            result = train_against_pytorch(spec, e, prefix, batch, dp)
             check(result["ok"], "%s: pipeline 2 x data parallel %d on %d ranks, %d steps of %d "
                   "micro-batches match PyTorch's accumulation%s" % (
                       name, dp, 2 * dp, STEPS, MICRO,
@@ -163,13 +170,7 @@ def main():
         e = export(spec, prefix, 2, batch, pipeline_stages=2,
                    stage_boundaries=CUTS.get(schedule, ["layers.1"]), pipeline_schedule=schedule,
                    virtual_stages=2 if schedule == "interleaved" else 1, max_grad_norm=0.05)
-        plan = prefix + ".plan"
-        braidtest.compile_step(e.paths["mlir"], plan)
-        losses, state = exporttest.train(plan, e, prefix, STEPS, 4)
-        result = compare.against_pytorch(dict(spec, micro_batches=MICRO), (batch, ()), losses,
-                                         state, STEPS, ranks=2)
-        for line in compare.describe(result):
-            print("     %s: %s" % (name, line))
+        result = train_against_pytorch(spec, e, prefix, batch, 2)
         check(result["ok"], "%s: clipped to a global norm of 0.05, data parallel 2 x pipeline 2 "
               "on 4 ranks, %d steps match PyTorch's clip_grad_norm_%s" % (
                   name, STEPS, "".join("\n       " + p for p in result["problems"])))
@@ -188,13 +189,7 @@ def main():
     spec = spec_of(model, batch, 1)
     prefix = os.path.join(out, "nanogpt")
     e = export(spec, prefix, 1, batch, pipeline_stages=2, stage_boundaries=["h.1"])
-    plan = prefix + ".plan"
-    braidtest.compile_step(e.paths["mlir"], plan)
-    losses, state = exporttest.train(plan, e, prefix, STEPS, 2)
-    result = compare.against_pytorch(dict(spec, micro_batches=MICRO), (batch, ()), losses,
-                                     state, STEPS, ranks=1)
-    for line in compare.describe(result):
-        print("     nanogpt: %s" % line)
+    result = train_against_pytorch(spec, e, prefix, batch, 1)
     check(result["ok"], "nanoGPT with its tied head, pipeline 2 on 2 ranks: %d steps of %d "
           "micro-batches match PyTorch's accumulation%s" % (
               STEPS, MICRO, "".join("\n       " + p for p in result["problems"])))
