@@ -16,15 +16,22 @@
 # than float32 PyTorch is (4x its spread).
 # Export errors, each one ExportError and nothing written: a stage boundary
 # naming no module, boundaries out of the model's order or of the wrong
-# count, a schedule braid-pipeline does not know, a micro-batch count that does not divide the batch, clipping by the
-# the interleaved schedule with one virtual
-# stage or a micro-batch count that is not a multiple of the stages,
-# virtual stages with another schedule. A model whose head is tied to its embedding
-# (nanoGPT) trains against PyTorch too, split at its second block: the last
-# stage keeps a copy of the table.
+# count, a schedule braid-pipeline does not know, a micro-batch count that
+# does not divide the batch, the interleaved schedule with one virtual stage
+# or a micro-batch count that is not a multiple of the stages, virtual
+# stages with another schedule. Clipping by the global norm across stages
+# trains as PyTorch's clip_grad_norm_. A model whose head is tied to its
+# embedding (nanoGPT) trains against PyTorch too, split at its second block:
+# the last stage keeps a copy of the table.
+# Pipeline x tensor parallelism: the bundled GPT (examples/pytorch/gpt.py)
+# with its tensor-parallel plan, whose tied token table is split by rows
+# (Megatron's vocabulary-parallel embedding and cross-entropy), pipeline 2 x
+# tensor parallel 2 on 4 ranks, 1F1B and interleaved: the table's gradient
+# part and update cross the stages as each rank's rows, and the training
+# matches PyTorch's accumulation.
 #
 # REQUIRES: torch, numpy, mpi
-# RUN: env BRAID_BIN=%braid_bin %python %s %t
+# RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
 
 import os
 import sys
@@ -35,6 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
 import exporttest  # noqa: E402
 from exporttest import Checker, braidtest  # noqa: E402
 import zoo  # noqa: E402
+from exporttest import load_spec  # noqa: E402
 import braid  # noqa: E402
 from braid import compare  # noqa: E402
 from braid.ir import PIPELINE_SCHEDULES  # noqa: E402
@@ -60,13 +68,17 @@ def export(spec, prefix, dp, batch, **kw):
                         micro_batches=MICRO, **kw)
 
 
-def train_against_pytorch(spec, e, prefix, batch, dp):
-    """Compiles and trains the export `e` on its 2 x dp ranks and compares
-    it with PyTorch's accumulation; braid.compare's result, described."""
+def train_against_pytorch(spec, e, prefix, batch, dp, tp=1):
+    """Compiles and trains the export `e` on its 2 x dp x tp ranks and
+    compares it with PyTorch's accumulation on `batch`, the model's inputs
+    (its loss computed in forward) or (inputs, targets); braid.compare's
+    result, described."""
     plan = prefix + ".plan"
     braidtest.compile_step(e.paths["mlir"], plan)
-    losses, state = exporttest.train(plan, e, prefix, STEPS, 2 * dp)
-    result = compare.against_pytorch(dict(spec, micro_batches=MICRO), (batch, ()), losses,
+    losses, state = exporttest.train(plan, e, prefix, STEPS, 2 * dp * tp)
+    if not isinstance(batch[0], tuple):
+        batch = (batch, ())
+    result = compare.against_pytorch(dict(spec, micro_batches=MICRO), batch, losses,
                                      state, STEPS, ranks=dp)
     for line in compare.describe(result):
         print("     %s: %s" % (os.path.basename(prefix), line))
@@ -193,6 +205,36 @@ def main():
     check(result["ok"], "nanoGPT with its tied head, pipeline 2 on 2 ranks: %d steps of %d "
           "micro-batches match PyTorch's accumulation%s" % (
               STEPS, MICRO, "".join("\n       " + p for p in result["problems"])))
+
+    # Pipeline 2 x tensor parallel 2: the GPT's tied table is split by rows
+    # on both stages (stage 0 looks tokens up, stage 1 keeps a copy for the
+    # head); its gradient part goes down and its update up as each rank's
+    # rows.
+    for schedule in ("1f1b", "interleaved"):
+        spec = load_spec(os.path.join(sys.argv[2], "gpt.py"), world_size=1)
+        name = "gpt-pp2-tp2-%s" % schedule
+        prefix = os.path.join(out, name)
+        e = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
+                         spec["loss_fn"], spec["optimizer"], 1, output=prefix,
+                         global_batch=spec["global_batch"], micro_batches=MICRO,
+                         tensor_parallel=2, tensor_parallel_plan=spec["tensor_parallel_plan"],
+                         pipeline_stages=2, pipeline_schedule=schedule,
+                         stage_boundaries=["h.0", "h.1", "ln_f"] if schedule == "interleaved"
+                         else ["h.1"], virtual_stages=2 if schedule == "interleaved" else 1)
+        text = open(e.paths["mlir"]).read()
+        check("shard.grid @world(shape = 2x1x2)" in text and e.summary["split"].get(
+              "wte.weight") == "split 0", "%s: a grid of 2 stages x 1 x 2 tensor-parallel ranks, "
+              "the token table split by rows" % name)
+        stages = braidtest.run([braidtest.tool("braid-opt"), e.paths["mlir"], "--braid-pipeline",
+                                "--braid-tensor-parallel"]).stdout
+        # The table's 64 rows: each rank sends and receives its 32.
+        check("tensor<32x64xf32> {braid.role = #braid.role<parameter \"wte.weight\">" in stages
+              and "braid.sharding = #braid.sharding<split 0>} :" not in stages,
+              "%s: the stages hold and transfer each rank's 32 rows of the table" % name)
+        result = train_against_pytorch(spec, e, prefix, spec["global_batch"], 1, tp=2)
+        check(result["ok"], "%s: pipeline 2 x tensor parallel 2 on 4 ranks, %d steps of %d "
+              "micro-batches match PyTorch's accumulation%s" % (
+                  name, STEPS, MICRO, "".join("\n       " + p for p in result["problems"])))
     check.finish("export-pipeline")
 
 

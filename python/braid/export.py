@@ -287,8 +287,6 @@ def _pipeline(model, stages, boundaries, schedule, tensor_parallel, virtual_stag
     except ValueError as e:
         raise ExportError("pipeline_schedule %s: %s" % (schedule, e))
     stages *= virtual_stages
-    if tensor_parallel > 1:
-        raise ExportError("pipeline_stages with tensor_parallel is not supported yet")
     if boundaries is None:
         return ()
     if isinstance(boundaries, str) or not all(isinstance(b, str) for b in boundaries):

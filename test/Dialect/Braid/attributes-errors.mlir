@@ -211,7 +211,7 @@ func.func @sharding_not_sharding(%w: tensor<4xf32> {braid.sharding = "split"}) {
 
 // -----
 
-// expected-error @below {{argument #0 cannot be partial: a step's arguments and results are replicated or split}}
+// expected-error @below {{argument #0 cannot be partial: a step's arguments and results, and the values its transfers carry, are replicated or split}}
 func.func @sharding_partial(%w: tensor<4xf32> {braid.sharding = #braid.sharding<partial>}) {
   return
 }
@@ -330,4 +330,31 @@ func.func @action_integer(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @below {{'braid.action' must be a string naming an action}}
   %y = braid.relu %x {braid.action = 3 : i64} : tensor<4xf32>
   return %y : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2x2)
+func.func @transfer_sharding_op(%x: tensor<4xf32>) {
+  // expected-error @below {{'braid.sharding' is an argument or result attribute of a function, a #braid.sharding on a braid.send or braid.recv, or an array of one for each value a braid.send_recv sends and receives}}
+  %y = braid.add %x, %x {braid.sharding = #braid.sharding<split 0>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 2x2)
+func.func @transfer_sharding_count(%x: tensor<4xf32>) {
+  // expected-error @below {{'braid.sharding' is an argument or result attribute of a function, a #braid.sharding on a braid.send or braid.recv, or an array of one for each value a braid.send_recv sends and receives}}
+  %y = braid.send_recv %x on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.sharding = [#braid.sharding<split 0>]} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 2x2)
+func.func @transfer_sharding_partial(%x: tensor<4xf32>) {
+  // expected-error @below {{the value received cannot be partial: a step's arguments and results, and the values its transfers carry, are replicated or split}}
+  %y = braid.recv on @world grid_axes = [0] peer = 1 {braid.sharding = #braid.sharding<partial>} : tensor<4xf32>
+  return
 }

@@ -137,3 +137,31 @@ func.func @cross_entropy_rows(%x: tensor<8x10xf32> {braid.sharding = #braid.shar
   %loss = braid.cross_entropy %x, %l reduction = mean : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+shard.grid @world(shape = 2x2)
+// A transfer that carries a value split by rows (a shared parameter's, as
+// braid-pipeline marks it) whose operand is split by columns: the ranks'
+// pieces would not be the peer's.
+func.func @transfer_sharding(%w: tensor<4x8xf32> {braid.sharding = #braid.sharding<split 1>}) {
+  // expected-error @below {{'braid.send' carries split 0 (its 'braid.sharding'), but its operand (argument #0) is split 1}}
+  braid.send %w on @world grid_axes = [0] peer = 1 {braid.sharding = #braid.sharding<split 0>} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 2x2)
+// A partial value that a transfer carries whole is summed over the
+// tensor-parallel axis first (no error at the send-receive), and the value
+// it receives split by rows is split for its users: a softmax along the
+// rows has no rule for it.
+func.func @transfer_partial(%a: tensor<4x8xf32> {braid.sharding = #braid.sharding<split 1>},
+                            %b: tensor<8x6xf32> {braid.sharding = #braid.sharding<split 0>}) {
+  %p = braid.matmul %a, %b : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
+  %r = braid.send_recv %p on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.sharding = [#braid.sharding<replicated>, #braid.sharding<split 0>]} : tensor<4x6xf32> -> tensor<4x6xf32>
+  // expected-error @below {{'braid.softmax' has no tensor-parallel rule for operand #0 (result #0 of 'braid.send_recv') split 0}}
+  %s = braid.softmax %r dim = 0 : tensor<4x6xf32>
+  return
+}

@@ -54,7 +54,10 @@ def Braid_Dialect : Dialect {
     /// passes use it unless given a cluster, and the plan records it.
     static constexpr ::llvm::StringLiteral kClusterAttrName = "braid.cluster";
     /// The argument and result attribute saying how a value of a
-    /// tensor-parallel step is spread over the tensor-parallel ranks.
+    /// tensor-parallel step is spread over the tensor-parallel ranks; on a
+    /// braid.send or braid.recv of a pipeline stage's program, how the value
+    /// it carries is (braid-pipeline writes it for a shared parameter's
+    /// values, braid-tensor-parallel reads it and drops it).
     static constexpr ::llvm::StringLiteral kShardingAttrName = "braid.sharding";
     /// The function attribute of `braid-tensor-parallel`: the grid and the
     /// axis the function was partitioned over,

@@ -89,9 +89,11 @@ class Braid_ElementwiseUnaryOp<string mnemonic, list<Trait> traits = []>
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-class Braid_BinaryOp<string mnemonic, list<Trait> traits = []>
+class Braid_BinaryOp<string mnemonic, list<Trait> traits = [],
+                     list<string> shardingOverrides = []>
     : Braid_ComputeOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType,
-                                                     Braid_PerToken])> {
+                                                     Braid_PerToken]),
+                      [], shardingOverrides> {
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
@@ -159,7 +161,7 @@ def Braid_MatmulOp : Braid_ComputeOp<"matmul", [], ["getProductShape"]> {
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-def Braid_AddOp : Braid_BinaryOp<"add", [Commutative]> {
+def Braid_AddOp : Braid_BinaryOp<"add", [Commutative], ["reshardResult"]> {
   let opcode = 10;
   let summary = "elementwise sum of two tensors of one type";
 }

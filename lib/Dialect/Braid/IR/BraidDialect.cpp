@@ -53,9 +53,10 @@ const RoleTable &BraidDialect::getRoleTable(FunctionOpInterface func) {
   return *table;
 }
 
-/// Checks a `braid.sharding` on argument or result `what` of type `type`:
-/// a sharding the value can have (not partial: every argument and result
-/// of a partitioned step is whole or split), with the dimension in range
+/// Checks a `braid.sharding` on argument or result `what` of type `type`
+/// (or a value a transfer carries): a sharding the value can have (not
+/// partial: every argument and result of a partitioned step is whole or
+/// split), with the dimension in range
 /// and blocks that sum to it.
 static LogicalResult verifyShardingOf(Operation *op, const Twine &what,
                                       Attribute attr, Type type) {
@@ -67,7 +68,8 @@ static LogicalResult verifyShardingOf(Operation *op, const Twine &what,
   if (sharding.isPartial())
     return op->emitError() << what
                            << " cannot be partial: a step's arguments and "
-                              "results are replicated or split";
+                              "results, and the values its transfers carry, "
+                              "are replicated or split";
   if (!sharding.isSplit())
     return success();
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -310,6 +312,38 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                 "(F, B or W and a micro-batch, \"F3\"), but is "
              << attr.getValue();
     return success();
+  }
+  if (attr.getName() == kShardingAttrName) {
+    // On a transfer of a pipeline stage's program: how the value it carries
+    // is spread over the tensor-parallel ranks (braid-pipeline writes it,
+    // braid-tensor-parallel reads and drops it).
+    if (isa<SendOp>(op))
+      return verifyShardingOf(op, "the value sent", attr.getValue(),
+                              op->getOperand(0).getType());
+    if (isa<RecvOp>(op))
+      return verifyShardingOf(op, "the value received", attr.getValue(),
+                              op->getResult(0).getType());
+    // A send-receive's: the values sent, then those received.
+    auto all = dyn_cast<ArrayAttr>(attr.getValue());
+    unsigned sent = op->getNumOperands();
+    if (isa<SendRecvOp>(op) && all &&
+        all.size() == sent + op->getNumResults()) {
+      for (auto [i, a] : llvm::enumerate(all.getValue()))
+        if (failed(verifyShardingOf(
+                op,
+                i < sent ? "sent value #" + Twine(i)
+                         : "received value #" + Twine(i - sent),
+                a,
+                i < sent ? op->getOperand(i).getType()
+                         : op->getResult(i - sent).getType())))
+          return failure();
+      return success();
+    }
+    return op->emitError()
+           << "'" << kShardingAttrName
+           << "' is an argument or result attribute of a function, a "
+              "#braid.sharding on a braid.send or braid.recv, or an array of "
+              "one for each value a braid.send_recv sends and receives";
   }
   if (attr.getName() == kArenaBytesAttrName) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());

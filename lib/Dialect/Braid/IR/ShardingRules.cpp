@@ -157,6 +157,17 @@ LogicalResult AddOp::propagateSharding(Shardings s, Results &out) {
   return elementwise(*this, s, out, {}, /*allPartialOk=*/true);
 }
 
+LogicalResult AddOp::reshardResult(unsigned, ShardingAttr wanted, Shardings s,
+                                   Results &newOperands) {
+  // A whole sum can as well be split if both terms can (the gradient parts
+  // of a tied table, summed over micro-batches on a pipeline stage): the
+  // pass asks their producers in turn.
+  if (!s[0].isReplicated() || !s[1].isReplicated() || !wanted.isSplit())
+    return failure();
+  newOperands.assign({wanted, wanted});
+  return success();
+}
+
 LogicalResult SubOp::propagateSharding(Shardings s, Results &out) {
   return elementwise(*this, s, out, {}, /*allPartialOk=*/true);
 }

@@ -119,6 +119,29 @@ private:
                ? arg
                : -1;
   }
+  /// Gives the transfer `op` of a value of parameter argument `arg` (its
+  /// update or a part of its gradient) the parameter's sharding, which
+  /// braid-tensor-parallel then gives the value on both sides.
+  void carryShardingOf(Operation *op, int arg) {
+    if (arg < 0)
+      return;
+    if (auto s = step.func.getArgAttrOfType<ShardingAttr>(
+            unsigned(arg), BraidDialect::kShardingAttrName))
+      op->setAttr(BraidDialect::kShardingAttrName, s);
+  }
+  /// The parameter argument whose gradient the operand `total` of the
+  /// gradient all-reduce `sink` is, or -1.
+  int parameterOfGradient(Operation *sink, Value total) {
+    auto names = cast<GradientCollectiveOpInterface>(sink).getGradOf();
+    for (auto [i, operand] : llvm::enumerate(sink->getOperands()))
+      if (operand == total && names && i < names->size())
+        for (unsigned a = 0; a < step.func.getNumArguments(); ++a)
+          if (RoleAttr r = step.argRole(a);
+              r && r.getKind() == RoleKind::Parameter &&
+              r.getName() == cast<StringAttr>((*names)[i]).getValue())
+            return int(a);
+    return -1;
+  }
   /// Emits `action`: its receives (unless `received`, emitted before the
   /// W ahead of it), its ops, its sums and its sends; true if it emitted
   /// the next action's receives.
@@ -590,15 +613,19 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
     Value total = sum ? sum->getResult(0) : part;
     Operation *sink = *total.getUsers().begin();
     int from = step.stageOf(part), to = step.stage[sink];
+    int param = parameterOfGradient(sink, total);
     if (mine(from) && !mine(to)) {
-      SendOp::create(builder, part.getLoc(), partSums[part], step.grid, axes,
-                     peer(to));
+      carryShardingOf(SendOp::create(builder, part.getLoc(), partSums[part],
+                                     step.grid, axes, peer(to)),
+                      param);
     } else if (mine(to)) {
-      Value far = mine(from)
-                      ? partSums[part]
-                      : RecvOp::create(builder, part.getLoc(), part.getType(),
-                                       step.grid, axes, peer(from))
-                            .getResult();
+      Value far = partSums[part];
+      if (!mine(from)) {
+        auto recv = RecvOp::create(builder, part.getLoc(), part.getType(),
+                                   step.grid, axes, peer(from));
+        carryShardingOf(recv, param);
+        far = recv.getResult();
+      }
       SmallVector<Value> &sums = gradients[sink];
       sums.resize(sink->getNumOperands());
       for (auto [i, operand] : llvm::enumerate(sink->getOperands()))
@@ -659,11 +686,14 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
       std::set<unsigned> sent{index};
       for (int t : step.sharedWith[arg])
         if (sent.insert(unsigned(t) % step.ranks).second)
-          SendOp::create(builder, v.getLoc(), update, step.grid, axes, peer(t));
+          carryShardingOf(SendOp::create(builder, v.getLoc(), update, step.grid,
+                                         axes, peer(t)),
+                          arg);
     } else if (sharedCopyOf(i) >= 0) {
-      copies[i] = RecvOp::create(builder, v.getLoc(), v.getType(), step.grid,
-                                 axes, peer(owner))
-                      .getResult();
+      auto recv = RecvOp::create(builder, v.getLoc(), v.getType(), step.grid,
+                                 axes, peer(owner));
+      carryShardingOf(recv, arg);
+      copies[i] = recv.getResult();
     }
   }
   SmallVector<Value> values;
@@ -853,6 +883,22 @@ static unsigned pairTransfers(func::FuncOp func) {
       if (Attribute action =
               recvs.front()->getAttr(BraidDialect::kActionAttrName))
         pair->setAttr(BraidDialect::kActionAttrName, action);
+      // The values' shardings (a shared parameter's), each kept.
+      SmallVector<Attribute> carried;
+      bool anyCarried = false;
+      auto carry = [&](Operation *op) {
+        Attribute s = op->getAttr(BraidDialect::kShardingAttrName);
+        anyCarried |= bool(s);
+        carried.push_back(s ? s
+                            : ShardingAttr::getReplicated(func.getContext()));
+      };
+      for (SendOp send : sends)
+        carry(send);
+      for (RecvOp recv : recvs)
+        carry(recv);
+      if (anyCarried)
+        pair->setAttr(BraidDialect::kShardingAttrName,
+                      ArrayAttr::get(func.getContext(), carried));
       for (auto [recv, result] : llvm::zip(recvs, pair.getResults()))
         recv.getResult().replaceAllUsesWith(result);
       for (Operation *op : run)

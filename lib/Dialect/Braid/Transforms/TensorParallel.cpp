@@ -70,11 +70,14 @@ private:
   /// propagated) to make it `wanted`, and so on up the operands it needs
   /// split; true if it did.
   bool reshard(Value v, ShardingAttr wanted);
+  bool reshard(Value v, ShardingAttr wanted, bool apply);
   /// Checks that `sharding` fits `v`'s global type and that its blocks
   /// divide by the axis size; `what` names the value.
   LogicalResult checkDivides(Value v, ShardingAttr s, Operation *where,
                              const Twine &what);
   LogicalResult propagate(Operation *op);
+  LogicalResult propagateTransfer(Operation *op,
+                                  ArrayRef<ShardingAttr> carried);
   LogicalResult finishResults(func::ReturnOp ret);
   void localize();
   std::string nameOf(Value v);
@@ -137,6 +140,14 @@ Value Partitioner::allGather(OpBuilder &b, Value value, int64_t dim) {
 }
 
 bool Partitioner::reshard(Value v, ShardingAttr wanted) {
+  // Tried first without changing anything, so that a request that fails
+  // halfway (one operand of a sum can be split, the other not) leaves every
+  // sharding as it was.
+  return reshard(v, wanted, /*apply=*/false) &&
+         reshard(v, wanted, /*apply=*/true);
+}
+
+bool Partitioner::reshard(Value v, ShardingAttr wanted, bool apply) {
   auto result = dyn_cast<OpResult>(v);
   if (!result || !result.hasOneUse() || !shardingOf(v).isReplicated())
     return false;
@@ -147,10 +158,13 @@ bool Partitioner::reshard(Value v, ShardingAttr wanted) {
       failed(producer.reshardResult(result.getResultNumber(), wanted,
                                     accepted[op], operands)))
     return false;
-  // The operands it needs split in turn (an all-reduce's input).
+  // The operands it needs split in turn (an all-reduce's input, a sum's
+  // terms).
   for (auto [i, s] : llvm::enumerate(operands))
-    if (s != accepted[op][i] && !reshard(op->getOperand(i), s))
+    if (s != accepted[op][i] && !reshard(op->getOperand(i), s, apply))
       return false;
+  if (!apply)
+    return true;
   accepted[op] = operands;
   sharding[v] = wanted;
   return true;
@@ -205,7 +219,62 @@ LogicalResult Partitioner::checkDivides(Value v, ShardingAttr s,
   return success();
 }
 
+/// A transfer of a pipeline stage's program (braid.send, braid.recv,
+/// braid.send_recv) whose values braid-pipeline gave shardings (a shared
+/// parameter's update or gradient part; one for a send or a receive, an
+/// array of the values sent then those received for a send-receive): each
+/// value is received as it was sent, each tensor-parallel rank's piece from
+/// the same rank of the peer stage. A partial value is summed before a
+/// transfer that carries it whole; any other difference is an error.
+LogicalResult Partitioner::propagateTransfer(Operation *op,
+                                             ArrayRef<ShardingAttr> carried) {
+  unsigned sent = op->getNumOperands();
+  for (auto [i, c] : llvm::enumerate(carried)) {
+    Value v = i < sent ? op->getOperand(i) : op->getResult(i - sent);
+    if (failed(checkDivides(
+            v, c, op, i < sent ? "the value sent" : "the value received")))
+      return failure();
+  }
+  op->removeAttr(BraidDialect::kShardingAttrName);
+  for (auto [i, c] : llvm::enumerate(carried)) {
+    if (i >= sent) {
+      sharding[op->getResult(i - sent)] = c;
+      continue;
+    }
+    Value v = op->getOperand(i);
+    ShardingAttr s = shardingOf(v);
+    if (s.isPartial() && c.isReplicated()) {
+      op->setOperand(i, reduced(v, op));
+      s = c;
+    }
+    if (s != c && !reshard(v, c))
+      return op->emitError()
+             << "'" << op->getName() << "' carries " << c.str() << " (its '"
+             << BraidDialect::kShardingAttrName << "'), but "
+             << (sent > 1 ? "operand #" + std::to_string(i) : "its operand")
+             << " (" << nameOf(v) << ") is " << s.str();
+  }
+  accepted[op] = SmallVector<ShardingAttr>(carried.take_front(sent));
+  return success();
+}
+
+/// The shardings braid-pipeline gave the values of transfer `op`, or none.
+static SmallVector<ShardingAttr> carriedShardings(Operation *op) {
+  Attribute attr = op->getAttr(BraidDialect::kShardingAttrName);
+  if (!attr || !isa<SendOp, RecvOp, SendRecvOp>(op))
+    return {};
+  if (auto one = dyn_cast<ShardingAttr>(attr))
+    return {one};
+  SmallVector<ShardingAttr> all;
+  for (Attribute a : cast<ArrayAttr>(attr))
+    all.push_back(cast<ShardingAttr>(a));
+  return all;
+}
+
 LogicalResult Partitioner::propagate(Operation *op) {
+  if (SmallVector<ShardingAttr> carried = carriedShardings(op);
+      !carried.empty())
+    return propagateTransfer(op, carried);
   SmallVector<ShardingAttr> in;
   for (Value v : op->getOperands())
     in.push_back(shardingOf(v));
