@@ -12,7 +12,11 @@
 # and the same final parameters and optimizer state, bit for bit; with the
 # transposes folded too, BLAS reads permuted operands by another path, and
 # the losses stay within 1e-6 relative and every final array within 1e-5 of
-# its largest entry. export-train.py compares the fused default with
+# its largest entry. The slices of the fused q/k/v projection fold into the
+# attention matmuls that read them (`lhs_slice`/`rhs_slice`: no copy of q, k
+# or v) and change no bit: the step folded without them
+# (--braid-fuse-kernels=slices=false) trains to the same losses and arrays,
+# with more buffer bytes. export-train.py compares the fused default with
 # PyTorch.
 #
 # REQUIRES: torch, numpy, mpi
@@ -51,9 +55,14 @@ def main():
     elementwise = prefix + "-elementwise.mlir"
     braidtest.run([braidtest.tool("braid-opt"), exported.paths["mlir"],
                    "--braid-fuse-kernels=transposes=false", "-o", elementwise])
+    # Everything but the slices.
+    copies = prefix + "-copies.mlir"
+    braidtest.run([braidtest.tool("braid-opt"), exported.paths["mlir"],
+                   "--braid-fuse-kernels=slices=false", "-o", copies])
     runs = {}
     for name, step, flags in (("fused", exported.paths["mlir"], []),
                               ("elementwise", elementwise, ["--fuse=false"]),
+                              ("copies", copies, ["--fuse=false"]),
                               ("unfused", exported.paths["mlir"], ["--fuse=false"])):
         plan = "%s-%s.plan" % (prefix, name)
         braidtest.compile_step(step, plan, *flags)
@@ -89,6 +98,23 @@ def main():
           and permuted >= 4 * layers,
           "fused: the %d head transposes fold into %d matmuls that read and write "
           "through permutations" % (transposes, permuted))
+    slices = count(unfused["ir"], r"braid\.slice ")
+    sliced = count(fused["ir"], r"braid\.matmul [^\n]*lhs_slice") + \
+        count(fused["ir"], r"braid\.matmul [^\n]*rhs_slice")
+    check(slices == 3 * layers and count(fused["ir"], r"braid\.slice ") == 0
+          and sliced >= 3 * layers,
+          "fused: the %d slices of q, k and v fold into %d matmul operands read through "
+          "lhs_slice/rhs_slice" % (slices, sliced))
+    copies = runs["copies"]
+    check(count(copies["ir"], r"braid\.slice ") == slices
+          and fused["buffers"] < copies["buffers"],
+          "the slices folded: buffers %d bytes < %d with them copied" % (
+              fused["buffers"], copies["buffers"]))
+    check(copies["losses"] == fused["losses"] and sorted(copies["state"]) ==
+          sorted(fused["state"]) and all(np.array_equal(copies["state"][k], fused["state"][k])
+                                         for k in fused["state"]),
+          "the slices folded: the same losses and %d final arrays as with them copied, bit "
+          "for bit" % len(fused["state"]))
     check(fused["buffers"] < unfused["buffers"] and fused["arena"] <= unfused["arena"],
           "fused buffers %d bytes < unfused %d bytes, arena %d <= %d bytes" % (
               fused["buffers"], unfused["buffers"], fused["arena"], unfused["arena"]))

@@ -190,6 +190,36 @@ def build_folded(s, rng):
         s.input(q), s.input(w2), perm("rhs_permutation", (1, 0)), ttype(q.shape),
         ttype(w2.shape), ttype((B, S, H, 3))), [q @ w2.T])
 
+    # Operands read through slices of a batch dimension (what
+    # braid-fuse-kernels folds a fused projection's q/k/v slices into):
+    # qkv stored [B, S, 3H, D], q its heads 0..H-1, k H..2H-1, v 2H..3H-1;
+    # and a plain leading dimension sliced, with a shared rhs.
+    qkv = randn(rng, B, S, 3 * H, D)
+    qs, ks, vs = qkv[:, :, :H], qkv[:, :, H:2 * H], qkv[:, :, 2 * H:]
+    tq = ttype(qkv.shape)
+
+    def cut(name, offset, size, dim=2):
+        return "%s = array<i64: %d, %d, %d>" % (name, dim, offset, size)
+
+    s.op("%%r = braid.matmul %s, %s {%s, %s, %s, %s} : %s, %s -> %s" % (
+        s.input(qkv), s.input(qkv), perm("lhs_permutation", (0, 2, 1, 3)), cut("lhs_slice", 0, H),
+        perm("rhs_permutation", (0, 2, 3, 1)), cut("rhs_slice", H, H), tq, tq,
+        ttype((B, H, S, S))), [qs.transpose(0, 2, 1, 3) @ ks.transpose(0, 2, 3, 1)])
+    s.op("%%r = braid.matmul %s, %s {%s, %s, %s} : %s, %s -> %s" % (
+        s.input(p4), s.input(qkv), perm("rhs_permutation", (0, 2, 1, 3)),
+        cut("rhs_slice", 2 * H, H), perm("result_permutation", (0, 2, 1, 3)),
+        ttype(p4.shape), tq, ttype((B, S, H, D))),
+        [(p4 @ vs.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)])
+    s.op("%%r = braid.matmul %s, %s {%s, %s, %s, transpose_a} : %s, %s -> %s" % (
+        s.input(qkv), s.input(g4), perm("lhs_permutation", (0, 2, 1, 3)), cut("lhs_slice", H, H),
+        perm("result_permutation", (0, 3, 1, 2)), tq, ttype(g4.shape), ttype((B, S2, H, D))),
+        [(ks.transpose(0, 2, 1, 3).swapaxes(2, 3) @ g4).transpose(0, 3, 1, 2)])
+    a3 = randn(rng, 5, dim(1, 4), dim(1, 4))
+    w3 = randn(rng, a3.shape[2], dim(1, 4))
+    s.op("%%r = braid.matmul %s, %s {%s} : %s, %s -> %s" % (
+        s.input(a3), s.input(w3), cut("lhs_slice", 1, 3, dim=0), ttype(a3.shape),
+        ttype(w3.shape), ttype((3, a3.shape[1], w3.shape[1]))), [a3[1:4] @ w3])
+
 
 def build(rng):
     s = Step()

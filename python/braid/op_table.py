@@ -6,7 +6,7 @@ it writes against this table).
 
 # mnemonic -> (opcode, instruction kind, collective kind, operands, results, attributes)
 OPS = {
-    'matmul': (1, 'Kernel', None, 2, 1, ('transpose_a', 'transpose_b', 'lhs_permutation', 'rhs_permutation', 'result_permutation')),
+    'matmul': (1, 'Kernel', None, 2, 1, ('transpose_a', 'transpose_b', 'lhs_permutation', 'rhs_permutation', 'result_permutation', 'lhs_slice', 'rhs_slice')),
     'add': (10, 'Kernel', None, 2, 1, ()),
     'sub': (11, 'Kernel', None, 2, 1, ()),
     'mul': (12, 'Kernel', None, 2, 1, ()),

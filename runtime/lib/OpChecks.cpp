@@ -191,15 +191,53 @@ matmulPermuted(Checker &c, const char *name, const std::vector<int64_t> &shape,
   return out;
 }
 
+/// `shape` cut to matmul slice `name` (checked: [dim, offset, size], a
+/// range of a dimension that the product reads as a batch dimension through
+/// `perm`, checked before), or as it is.
+std::vector<int64_t>
+matmulSliced(Checker &c, const char *name, std::vector<int64_t> shape,
+             const std::optional<std::vector<int64_t>> &slice,
+             const std::optional<std::vector<int64_t>> &perm) {
+  if (!slice)
+    return shape;
+  int64_t rank = shape.size();
+  if (slice->size() != 3)
+    c.fail(std::string(name) + " " + dimsOf(*slice) +
+           " is not [dim, offset, size]");
+  int64_t dim = (*slice)[0], offset = (*slice)[1], size = (*slice)[2];
+  if (dim < 0 || dim >= rank || offset < 0 || size < 1 ||
+      offset > shape[dim] - size)
+    c.fail(std::string(name) + " " + dimsOf(*slice) +
+           " is not a range of a dimension of " + dimsOf(shape));
+  int64_t at =
+      perm ? std::find(perm->begin(), perm->end(), dim) - perm->begin() : dim;
+  if (at >= rank - 2)
+    c.fail(std::string(name) + " " + dimsOf(*slice) +
+           " slices a dimension the product reads as a matrix dimension");
+  shape[dim] = size;
+  return shape;
+}
+
 void matmul(Checker &c, const ops::MatmulAttrs &attrs) {
   c.allF32();
   c.noOverlap();
   if (c.in(0).shape.size() < 2 || c.in(1).shape.size() < 2)
     c.fail("operands must have rank 2 or more");
-  std::vector<int64_t> a = matmulPermuted(c, "lhs_permutation", c.in(0).shape,
-                                          attrs.lhs_permutation, false);
-  std::vector<int64_t> b = matmulPermuted(c, "rhs_permutation", c.in(1).shape,
-                                          attrs.rhs_permutation, false);
+  // The permutations checked on the whole operands, then read the slices.
+  matmulPermuted(c, "lhs_permutation", c.in(0).shape, attrs.lhs_permutation,
+                 false);
+  matmulPermuted(c, "rhs_permutation", c.in(1).shape, attrs.rhs_permutation,
+                 false);
+  std::vector<int64_t> a =
+      matmulPermuted(c, "lhs_permutation",
+                     matmulSliced(c, "lhs_slice", c.in(0).shape,
+                                  attrs.lhs_slice, attrs.lhs_permutation),
+                     attrs.lhs_permutation, false);
+  std::vector<int64_t> b =
+      matmulPermuted(c, "rhs_permutation",
+                     matmulSliced(c, "rhs_slice", c.in(1).shape,
+                                  attrs.rhs_slice, attrs.rhs_permutation),
+                     attrs.rhs_permutation, false);
   bool ta = attrs.transpose_a, tb = attrs.transpose_b;
   size_t ra = a.size(), rb = b.size();
   int64_t m = a[ra - (ta ? 1 : 2)], k = a[ra - (ta ? 2 : 1)];

@@ -40,18 +40,25 @@ StridedView braid::rt::getStridedView(const Plan &plan, const Instr &instr) {
 namespace {
 
 /// A value as the product sees it: shape and element strides of each
-/// dimension, through a permutation when there is one.
+/// dimension, through a slice (`[dim, offset, size]`, its first element at
+/// `base`) and a permutation when there are.
 struct Logical {
   std::vector<int64_t> shape, strides;
+  int64_t base = 0;
 };
 
 Logical logical(const Buffer &b,
+                const std::optional<std::vector<int64_t>> &slice,
                 const std::optional<std::vector<int64_t>> &perm) {
   Logical l;
-  std::vector<int64_t> strides = stridesOf(b.shape);
-  for (size_t d = 0; d < b.shape.size(); ++d) {
+  std::vector<int64_t> strides = stridesOf(b.shape), shape = b.shape;
+  if (slice) {
+    shape[(*slice)[0]] = (*slice)[2];
+    l.base = (*slice)[1] * strides[(*slice)[0]];
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
     size_t from = perm ? size_t((*perm)[d]) : d;
-    l.shape.push_back(b.shape[from]);
+    l.shape.push_back(shape[from]);
     l.strides.push_back(strides[from]);
   }
   return l;
@@ -91,8 +98,10 @@ std::vector<int64_t> batchOffsets(const std::vector<int64_t> &shape,
 MatmulGeometry braid::rt::getMatmulGeometry(const Plan &plan,
                                             const Instr &instr) {
   const auto &attrs = instr.as<ops::MatmulAttrs>();
-  Logical a = logical(plan.buffers[instr.operands[0]], attrs.lhs_permutation);
-  Logical b = logical(plan.buffers[instr.operands[1]], attrs.rhs_permutation);
+  Logical a = logical(plan.buffers[instr.operands[0]], attrs.lhs_slice,
+                      attrs.lhs_permutation);
+  Logical b = logical(plan.buffers[instr.operands[1]], attrs.rhs_slice,
+                      attrs.rhs_permutation);
   const Buffer &o = plan.buffers[instr.results[0]];
   size_t ra = a.shape.size(), rb = b.shape.size(), ro = o.shape.size();
   // The product's result dimension e is stored dimension d where
@@ -115,6 +124,10 @@ MatmulGeometry braid::rt::getMatmulGeometry(const Plan &plan,
           ? std::vector<int64_t>(lhsOffset.size(), 0)
           : batchOffsets(batchShape, std::vector<int64_t>(b.strides.begin(),
                                                           b.strides.end() - 2));
+  for (int64_t &offset : lhsOffset)
+    offset += a.base;
+  for (int64_t &offset : rhsOffset)
+    offset += b.base;
   g.outOffset = batchOffsets(
       batchShape, std::vector<int64_t>(oStrides.begin(), oStrides.end() - 2));
   g.batch = int64_t(lhsOffset.size());

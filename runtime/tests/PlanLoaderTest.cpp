@@ -560,6 +560,36 @@ TEST(PlanLoaderTest, MatmulPermutationsKeepAUnitStride) {
             "");
 }
 
+TEST(PlanLoaderTest, MatmulSlicesAreBatchRanges) {
+  // matmul: ..., lhs_slice (5), rhs_slice (6). Entries 1..2 of the 4 of
+  // dimension 0 of [4, 3, 2], times a shared [2, 5]: [2, 3, 5].
+  std::vector<BufferSpec> bufs = {
+      {0, {4, 3, 2}}, {256, {2, 5}}, {512, {2, 3, 5}}};
+  uint16_t mm = code(Opcode::Matmul);
+  EXPECT_EQ(errorOfPlan(bufs, 1024, mm, {0, 1}, {2}, {{5, {0, 1, 2}, {}}}), "");
+  std::string e =
+      errorOfPlan(bufs, 1024, mm, {0, 1}, {2}, {{5, {0, 3, 2}, {}}});
+  EXPECT_NE(e.find("lhs_slice [0x3x2] is not a range of a dimension of "
+                   "[4x3x2]"),
+            std::string::npos)
+      << e;
+  e = errorOfPlan(bufs, 1024, mm, {0, 1}, {2}, {{5, {0, 1}, {}}});
+  EXPECT_NE(e.find("lhs_slice [0x1] is not [dim, offset, size]"),
+            std::string::npos)
+      << e;
+  // A matrix dimension (the rows, 1) cannot be sliced.
+  std::vector<BufferSpec> rows = {
+      {0, {4, 3, 2}}, {256, {2, 5}}, {512, {4, 2, 5}}};
+  e = errorOfPlan(rows, 1024, mm, {0, 1}, {2}, {{5, {1, 0, 2}, {}}});
+  EXPECT_NE(e.find("lhs_slice [1x0x2] slices a dimension the product reads "
+                   "as a matrix dimension"),
+            std::string::npos)
+      << e;
+  // The result's shape follows the slice.
+  e = errorOfPlan(rows, 1024, mm, {0, 1}, {2}, {{5, {0, 1, 2}, {}}});
+  EXPECT_NE(e.find("shape"), std::string::npos) << e;
+}
+
 TEST(PlanLoaderTest, SoftmaxFoldedCausalMaskIsSquare) {
   // softmax: dim (0), safe (1), scale (2), causal (3).
   uint16_t sm = code(Opcode::Softmax);

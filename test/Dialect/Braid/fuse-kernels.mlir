@@ -1,6 +1,6 @@
 // RUN: braid-opt --braid-fuse-kernels --split-input-file %s | FileCheck %s
 // RUN: braid-opt --braid-fuse-kernels --split-input-file %s | braid-opt --braid-fuse-kernels --split-input-file | FileCheck %s
-// RUN: braid-opt --braid-fuse-kernels="softmax=false bias-gelu=false transposes=false" --split-input-file %s | FileCheck %s --check-prefix=NONE
+// RUN: braid-opt --braid-fuse-kernels="softmax=false bias-gelu=false transposes=false slices=false" --split-input-file %s | FileCheck %s --check-prefix=NONE
 // RUN: braid-opt --braid-fuse-kernels="transposes=false" --split-input-file %s | FileCheck %s --check-prefix=NOTRANSPOSE
 
 // Each option turns its folds off.
@@ -236,4 +236,54 @@ func.func @bmm_kept(%a: tensor<2x4x8x16xf32>, %b: tensor<2x4x16x8xf32>) -> tenso
   %b3 = braid.reshape %b : tensor<2x4x16x8xf32> -> tensor<8x16x8xf32>
   %m = braid.matmul %a3, %b3 : tensor<8x8x16xf32>, tensor<8x16x8xf32> -> tensor<8x8x8xf32>
   return %m : tensor<8x8x8xf32>
+}
+
+// -----
+
+// The slices of a fused q/k/v projection ([batch, seq, 3 x 16]: 4 heads of
+// 4 each), split into heads and read by attention's matmuls: the matmuls
+// read the projection split into its 12 heads (a reshape each, a view),
+// q from head 0, k from head 4 and v from head 8, and no slice is left.
+// CHECK-LABEL: func.func @qkv_slices
+// CHECK-NOT: braid.slice
+// CHECK: %[[H:.*]] = braid.reshape %{{.*}} : tensor<2x8x48xf32> -> tensor<2x8x12x4xf32>
+// CHECK-NOT: braid.slice
+// CHECK: %[[H2:.*]] = braid.reshape %{{.*}} : tensor<2x8x48xf32> -> tensor<2x8x12x4xf32>
+// CHECK: %[[S:.*]] = braid.matmul %[[H]], %[[H2]] {lhs_permutation = array<i64: 0, 2, 1, 3>, lhs_slice = array<i64: 2, 0, 4>, rhs_permutation = array<i64: 0, 2, 3, 1>, rhs_slice = array<i64: 2, 4, 4>} : tensor<2x8x12x4xf32>, tensor<2x8x12x4xf32> -> tensor<2x4x8x8xf32>
+// CHECK: braid.matmul %[[S]], %{{.*}} {{{.*}}rhs_slice = array<i64: 2, 8, 4>} : tensor<2x4x8x8xf32>, tensor<2x8x12x4xf32> -> tensor<2x8x4x4xf32>
+// NONE-LABEL: func.func @qkv_slices
+// NONE-COUNT-3: braid.slice
+func.func @qkv_slices(%qkv: tensor<2x8x48xf32>) -> tensor<2x8x4x4xf32> {
+  %q = braid.slice %qkv offsets = [0, 0, 0] : tensor<2x8x48xf32> -> tensor<2x8x16xf32>
+  %k = braid.slice %qkv offsets = [0, 0, 16] : tensor<2x8x48xf32> -> tensor<2x8x16xf32>
+  %v = braid.slice %qkv offsets = [0, 0, 32] : tensor<2x8x48xf32> -> tensor<2x8x16xf32>
+  %q4 = braid.reshape %q : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+  %k4 = braid.reshape %k : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+  %v4 = braid.reshape %v : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+  %tq = braid.transpose %q4 permutation = [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %tk = braid.transpose %k4 permutation = [0, 2, 3, 1] : tensor<2x8x4x4xf32> -> tensor<2x4x4x8xf32>
+  %tv = braid.transpose %v4 permutation = [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %s = braid.matmul %tq, %tk : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %o = braid.matmul %s, %tv : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %y = braid.transpose %o permutation = [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  return %y : tensor<2x8x4x4xf32>
+}
+
+// -----
+
+// Slices kept: q, which another op reads as well (the function returns
+// it), and v, whose heads the product reads as its rows (a matrix
+// dimension: heads of size 1 at the next-to-last place).
+// CHECK-LABEL: func.func @slices_kept
+// CHECK-COUNT-2: braid.slice
+// CHECK-NOT: braid.slice
+func.func @slices_kept(%qkv: tensor<2x8x48xf32>, %w: tensor<2x8x16x8xf32>)
+    -> (tensor<2x8x16xf32>, tensor<2x8x4x4xf32>, tensor<2x8x8x1xf32>) {
+  %q = braid.slice %qkv offsets = [0, 0, 0] : tensor<2x8x48xf32> -> tensor<2x8x16xf32>
+  %q4 = braid.reshape %q : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+  %qq = braid.matmul %q4, %q4 {transpose_b} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>
+  %v = braid.slice %qkv offsets = [0, 0, 32] : tensor<2x8x48xf32> -> tensor<2x8x16xf32>
+  %v4 = braid.reshape %v : tensor<2x8x16xf32> -> tensor<2x8x16x1xf32>
+  %vv = braid.matmul %w, %v4 {transpose_a} : tensor<2x8x16x8xf32>, tensor<2x8x16x1xf32> -> tensor<2x8x8x1xf32>
+  return %q, %qq, %vv : tensor<2x8x16xf32>, tensor<2x8x4x4xf32>, tensor<2x8x8x1xf32>
 }

@@ -818,6 +818,40 @@ func.func @matmul_permutation_no_unit_stride(%a: tensor<4x3x2xf32>, %b: tensor<2
 
 // -----
 
+func.func @matmul_slice_entries(%a: tensor<4x3x2xf32>, %b: tensor<2x5xf32>) {
+  // expected-error @below {{'braid.matmul' op lhs_slice must be [dim, offset, size], but has 2 entries}}
+  %0 = braid.matmul %a, %b {lhs_slice = array<i64: 0, 1>} : tensor<4x3x2xf32>, tensor<2x5xf32> -> tensor<4x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_slice_range(%a: tensor<4x3x2xf32>, %b: tensor<2x5xf32>) {
+  // expected-error @below {{'braid.matmul' op lhs_slice takes 2 entries from 3 of dimension 0, which has 4}}
+  %0 = braid.matmul %a, %b {lhs_slice = array<i64: 0, 3, 2>} : tensor<4x3x2xf32>, tensor<2x5xf32> -> tensor<2x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_slice_matrix(%a: tensor<4x3x2xf32>, %b: tensor<4x2x5xf32>) {
+  // expected-error @below {{'braid.matmul' op rhs_slice slices dimension 1, which the product reads as a matrix dimension; only a batch dimension can be sliced}}
+  %0 = braid.matmul %a, %b {rhs_slice = array<i64: 1, 0, 1>} : tensor<4x3x2xf32>, tensor<4x2x5xf32> -> tensor<4x3x5xf32>
+  return
+}
+
+// -----
+
+// The slice is taken before the permutation: dimension 1 of the operand is
+// the product's batch dimension, and its 2 entries the product's batch.
+func.func @matmul_slice_batch(%a: tensor<3x4x2xf32>, %b: tensor<2x5xf32>) {
+  // expected-error @below {{'braid.matmul' op result has shape 4x3x5, expected 2x3x5}}
+  %0 = braid.matmul %a, %b {lhs_slice = array<i64: 1, 1, 2>, lhs_permutation = array<i64: 1, 0, 2>} : tensor<3x4x2xf32>, tensor<2x5xf32> -> tensor<4x3x5xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_result_permutation(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
   // expected-error @below {{'braid.matmul' op result_permutation must store one of the product's last two dimensions last, but is 1x2x0}}
   %0 = braid.matmul %a, %b {result_permutation = array<i64: 1, 2, 0>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<3x5x2xf32>

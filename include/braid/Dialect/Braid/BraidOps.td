@@ -113,7 +113,8 @@ class Braid_BackwardOp<string mnemonic, list<Trait> traits = []>
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Braid_MatmulOp : Braid_ComputeOp<"matmul", [], ["getProductShape"]> {
+def Braid_MatmulOp
+    : Braid_ComputeOp<"matmul", [], ["getProductShape", "getBytesRead"]> {
   let opcode = 1;
   let summary = "matrix product, optionally batched and transposed";
   let description = [{
@@ -139,6 +140,21 @@ def Braid_MatmulOp : Braid_ComputeOp<"matmul", [], ["getProductShape"]> {
     operand's last dimension at one of the last two places, and a result
     permutation stores one of the product's last two dimensions last.
 
+    `lhs_slice` and `rhs_slice` (`[dim, offset, size]`) read a slice of the
+    operand along its dimension `dim`, one the product reads as a batch
+    dimension (through the permutation): the product sees the operand with
+    dimension `dim` cut to `size` entries from `offset`, read where they are
+    (the operand's strides stay the whole tensor's). braid-fuse-kernels folds the slices of a fused
+    query/key/value projection into the attention products that read them,
+    so that no copy of q, k or v is made: `[batch, seq, 3 x heads, head]`
+    sliced along the heads.
+
+    ```mlir
+    // q, the first 12 of the 36 heads of qkv, read as [batch, heads, seq, 64]
+    %s = braid.matmul %qkv, %qkv {lhs_slice = array<i64: 2, 0, 12>, lhs_permutation = array<i64: 0, 2, 1, 3>, rhs_slice = array<i64: 2, 12, 12>, rhs_permutation = array<i64: 0, 2, 3, 1>}
+        : tensor<8x512x36x64xf32>, tensor<8x512x36x64xf32> -> tensor<8x12x512x512xf32>
+    ```
+
     ```mlir
     // q [batch, seq, heads, 64] read as [batch, heads, seq, 64]
     %s = braid.matmul %q, %k {lhs_permutation = array<i64: 0, 2, 1, 3>, rhs_permutation = array<i64: 0, 2, 3, 1>}
@@ -149,7 +165,9 @@ def Braid_MatmulOp : Braid_ComputeOp<"matmul", [], ["getProductShape"]> {
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                        OptionalAttr<DenseI64ArrayAttr>:$lhs_permutation,
                        OptionalAttr<DenseI64ArrayAttr>:$rhs_permutation,
-                       OptionalAttr<DenseI64ArrayAttr>:$result_permutation);
+                       OptionalAttr<DenseI64ArrayAttr>:$result_permutation,
+                       OptionalAttr<DenseI64ArrayAttr>:$lhs_slice,
+                       OptionalAttr<DenseI64ArrayAttr>:$rhs_slice);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)

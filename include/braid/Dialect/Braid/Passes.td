@@ -395,7 +395,7 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
 }
 
 def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
-  let summary = "Fold scales, masks, biases and transposes into the kernels that read them";
+  let summary = "Fold scales, masks, biases, transposes and slices into the kernels that read them";
   let description = [{
     Attention scores are scaled, masked and normalized by three ops, each a
     pass over a `[batch, heads, seq, seq]` tensor, and the backward mirrors
@@ -473,6 +473,24 @@ def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
     The product is the same; BLAS may take another path for a transposed
     operand, so the result can differ in the last bits.
 
+    A slice of a range of a tensor's last dimension (a fused projection's
+    q, k or v), read only through reshapes that split that dimension into
+    heads, each read only by matmuls that see the heads as a batch
+    dimension, folds into their `lhs_slice`/`rhs_slice`: the matmuls read
+    the whole tensor, reshaped into heads (a view), from the slice's first
+    head, and the slice's copy goes:
+    ```mlir
+    %q = braid.slice %qkv offsets = [0, 0, 768] : tensor<8x64x2304xf32> -> tensor<8x64x768xf32>
+    %q4 = braid.reshape %q : tensor<8x64x768xf32> -> tensor<8x64x12x64xf32>
+    %s = braid.matmul %q4, %k4 {lhs_permutation = array<i64: 0, 2, 1, 3>, ...}
+    ```
+    becomes
+    ```mlir
+    %h = braid.reshape %qkv : tensor<8x64x2304xf32> -> tensor<8x64x36x64xf32>
+    %s = braid.matmul %h, %h {lhs_permutation = array<i64: 0, 2, 1, 3>, lhs_slice = array<i64: 2, 12, 12>, ...}
+    ```
+    The product reads the same values in the same order: the same bits.
+
     The options turn each kind of fold off.
     braid-compile runs it after the parallelism passes and before the
     overlap passes (`--fuse=false` turns it off).
@@ -483,7 +501,9 @@ def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
     Option<"biasGelu", "bias-gelu", "bool", /*default=*/"true",
            "Fold a bias_add into the gelu and gelu_backward that read it">,
     Option<"transposes", "transposes", "bool", /*default=*/"true",
-           "Fold transposes into the matmuls that read or write them">
+           "Fold transposes into the matmuls that read or write them">,
+    Option<"slices", "slices", "bool", /*default=*/"true",
+           "Fold slices of heads into the matmuls that read them">
   ];
   let statistics = [
     Statistic<"foldedOps", "folded-ops", "Ops folded into another">

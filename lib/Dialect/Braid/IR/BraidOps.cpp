@@ -42,8 +42,28 @@ permutedShape(ArrayRef<int64_t> shape, std::optional<ArrayRef<int64_t>> perm) {
   return out;
 }
 
+/// `shape` cut to `slice` (`[dim, offset, size]`: dimension dim has size
+/// entries), or as it is.
+static SmallVector<int64_t>
+slicedShape(ArrayRef<int64_t> shape, std::optional<ArrayRef<int64_t>> slice) {
+  SmallVector<int64_t> out(shape);
+  if (slice)
+    out[(*slice)[0]] = (*slice)[2];
+  return out;
+}
+
+/// Operand `i` of `op` as the product sees it: sliced, then permuted.
+static SmallVector<int64_t> productOperandShape(MatmulOp op, unsigned i) {
+  ArrayRef<int64_t> shape = tensorType(op->getOperand(i)).getShape();
+  return i == 0 ? permutedShape(slicedShape(shape, op.getLhsSlice()),
+                                op.getLhsPermutation())
+                : permutedShape(slicedShape(shape, op.getRhsSlice()),
+                                op.getRhsPermutation());
+}
+
 /// The batch, M, K, N sizes of a matmul, from the operands as the product
-/// sees them (through their permutations); assumes a verified op.
+/// sees them (through their slices and permutations); assumes a verified
+/// op.
 namespace {
 struct MatmulSizes {
   SmallVector<int64_t> batch;
@@ -52,10 +72,8 @@ struct MatmulSizes {
 } // namespace
 
 static MatmulSizes getMatmulSizes(MatmulOp op) {
-  SmallVector<int64_t> a =
-      permutedShape(tensorType(op.getLhs()).getShape(), op.getLhsPermutation());
-  SmallVector<int64_t> b =
-      permutedShape(tensorType(op.getRhs()).getShape(), op.getRhsPermutation());
+  SmallVector<int64_t> a = productOperandShape(op, 0);
+  SmallVector<int64_t> b = productOperandShape(op, 1);
   MatmulSizes s;
   s.batch.assign(a.begin(), a.end() - 2);
   int64_t a0 = a[a.size() - 2], a1 = a[a.size() - 1];
@@ -96,6 +114,34 @@ static LogicalResult verifyMatmulPermutation(MatmulOp op, StringRef name,
   return success();
 }
 
+/// Checks matmul slice `name` (`[dim, offset, size]`) of operand `type`
+/// read through `perm`: a range of a dimension the product reads as a batch
+/// dimension.
+static LogicalResult verifyMatmulSlice(MatmulOp op, StringRef name,
+                                       ArrayRef<int64_t> slice,
+                                       RankedTensorType type,
+                                       std::optional<ArrayRef<int64_t>> perm) {
+  int64_t rank = type.getRank();
+  if (slice.size() != 3)
+    return op.emitOpError() << name << " must be [dim, offset, size], but has "
+                            << slice.size() << " entries";
+  int64_t dim = slice[0], offset = slice[1], size = slice[2];
+  if (dim < 0 || dim >= rank)
+    return op.emitOpError() << name << " slices dimension " << dim
+                            << " of a rank-" << rank << " operand";
+  if (offset < 0 || size < 1 || offset + size > type.getDimSize(dim))
+    return op.emitOpError()
+           << name << " takes " << size << " entries from " << offset
+           << " of dimension " << dim << ", which has " << type.getDimSize(dim);
+  int64_t at = perm ? llvm::find(*perm, dim) - perm->begin() : dim;
+  if (at >= rank - 2)
+    return op.emitOpError()
+           << name << " slices dimension " << dim
+           << ", which the product reads as a matrix dimension; only a "
+              "batch dimension can be sliced";
+  return success();
+}
+
 LogicalResult MatmulOp::verify() {
   RankedTensorType a = tensorType(getLhs()), b = tensorType(getRhs());
   if (a.getRank() < 2)
@@ -116,10 +162,16 @@ LogicalResult MatmulOp::verify() {
     if (failed(verifyMatmulPermutation(*this, "rhs_permutation", *perm,
                                        b.getRank(), false)))
       return failure();
-  SmallVector<int64_t> aShape =
-      permutedShape(a.getShape(), getLhsPermutation());
-  SmallVector<int64_t> bShape =
-      permutedShape(b.getShape(), getRhsPermutation());
+  if (auto slice = getLhsSlice())
+    if (failed(verifyMatmulSlice(*this, "lhs_slice", *slice, a,
+                                 getLhsPermutation())))
+      return failure();
+  if (auto slice = getRhsSlice())
+    if (failed(verifyMatmulSlice(*this, "rhs_slice", *slice, b,
+                                 getRhsPermutation())))
+      return failure();
+  SmallVector<int64_t> aShape = productOperandShape(*this, 0);
+  SmallVector<int64_t> bShape = productOperandShape(*this, 1);
   ArrayRef<int64_t> aBatch = ArrayRef<int64_t>(aShape).drop_back(2);
   ArrayRef<int64_t> bBatch = ArrayRef<int64_t>(bShape).drop_back(2);
   if (b.getRank() != 2 && aBatch != bBatch)
@@ -148,6 +200,20 @@ cost::ProductShape MatmulOp::getProductShape() {
   for (int64_t d : s.batch)
     batch *= d;
   return {batch, uint64_t(s.m), uint64_t(s.n), uint64_t(s.k)};
+}
+
+// A sliced operand is read in part: the slice's bytes.
+uint64_t MatmulOp::getBytesRead() {
+  uint64_t bytes = 0;
+  for (unsigned i = 0; i < 2; ++i) {
+    auto type = tensorType(getOperand(i));
+    uint64_t whole = getTensorBytes(type), elements = 1;
+    for (int64_t d : productOperandShape(*this, i))
+      elements *= uint64_t(d);
+    if (type.getNumElements() > 0)
+      bytes += whole / uint64_t(type.getNumElements()) * elements;
+  }
+  return bytes;
 }
 
 uint64_t MatmulOp::getFlops() {

@@ -128,7 +128,8 @@ LogicalResult MatmulOp::propagateSharding(Shardings s, Results &out) {
     return failure();
   // A split read through a permutation has no rule yet: braid-fuse-kernels,
   // which writes permutations, runs after braid-tensor-parallel.
-  if (getLhsPermutation() || getRhsPermutation() || getResultPermutation())
+  if (getLhsPermutation() || getRhsPermutation() || getResultPermutation() ||
+      getLhsSlice() || getRhsSlice())
     return failure();
   // Contraction over a split dimension: each rank's product is a part of
   // the sum (a row-parallel matmul).

@@ -1,8 +1,9 @@
 //===- FuseKernels.cpp - fold ops into the kernels that can run them -----===//
 //
 // Folds attention's score scaling and causal mask into braid.softmax, their
-// gradients into braid.softmax_backward, and a bias_add into the gelu and
-// gelu_backward that read it (Passes.td shows the IR before and after). A
+// gradients into braid.softmax_backward, a bias_add into the gelu and
+// gelu_backward that read it, and transposes and slices of heads into the
+// matmuls that read them (Passes.td shows the IR before and after). A
 // folded op's result must have no reader but the ops it folds into, all on
 // its stream.
 //
@@ -86,6 +87,96 @@ struct FuseKernelsPass : public braid::impl::FuseKernelsBase<FuseKernelsPass> {
     for (TransposeOp transpose : permutes)
       if (!foldIntoMatmulOperands(transpose))
         foldIntoMatmulResult(transpose);
+    if (!slices)
+      return;
+    SmallVector<SliceOp> cuts;
+    getOperation().walk([&](SliceOp slice) { cuts.push_back(slice); });
+    for (SliceOp slice : cuts)
+      foldSliceIntoMatmuls(slice);
+  }
+
+  /// slice -> reshape -> matmul operands: a slice of a range of its input's
+  /// last dimension (whole elsewhere, unit steps), read only by reshapes
+  /// that split that dimension into [h, d] with d dividing the range's
+  /// start, each read only by matmuls that see the h dimension as a batch
+  /// dimension (a fused projection's q, k or v, split into heads): the
+  /// matmuls read the input reshaped to [..., n / d, d] (a view) through
+  /// `lhs_slice`/`rhs_slice`, h entries from start / d, and the slice's
+  /// copy goes.
+  bool foldSliceIntoMatmuls(SliceOp slice) {
+    auto in = cast<RankedTensorType>(slice.getInput().getType());
+    auto out = cast<RankedTensorType>(slice.getType());
+    int64_t rank = in.getRank(), last = rank - 1;
+    if (rank < 1 ||
+        (slice.getStrides() &&
+         llvm::any_of(*slice.getStrides(), [](int64_t s) { return s != 1; })))
+      return false;
+    ArrayRef<int64_t> offsets = slice.getOffsets();
+    for (int64_t d = 0; d < last; ++d)
+      if (offsets[d] != 0 || in.getDimSize(d) != out.getDimSize(d))
+        return false;
+    int64_t start = offsets[last], n = in.getDimSize(last);
+    // The head size every reshape splits the range into, and the checks.
+    int64_t head = 0;
+    if (slice.getResult().use_empty())
+      return false;
+    for (Operation *user : slice.getResult().getUsers()) {
+      auto reshape = dyn_cast<ReshapeOp>(user);
+      if (!reshape || !sameStream(reshape, slice))
+        return false;
+      ArrayRef<int64_t> to =
+          cast<RankedTensorType>(reshape.getType()).getShape();
+      if (int64_t(to.size()) != rank + 1 ||
+          to.take_front(last) != out.getShape().take_front(last) ||
+          (head && to.back() != head))
+        return false;
+      head = to.back();
+      if (head < 1 || start % head || n % head ||
+          reshape.getResult().use_empty())
+        return false;
+      for (OpOperand &use : reshape.getResult().getUses()) {
+        auto matmul = dyn_cast<MatmulOp>(use.getOwner());
+        if (!matmul || !sameStream(matmul, reshape))
+          return false;
+        bool lhs = use.getOperandNumber() == 0;
+        if (lhs ? matmul.getLhsSlice() : matmul.getRhsSlice())
+          return false;
+        // The heads (dimension `last` of the split value) must be a batch
+        // dimension of the product.
+        std::optional<ArrayRef<int64_t>> perm =
+            lhs ? matmul.getLhsPermutation() : matmul.getRhsPermutation();
+        int64_t at = perm ? llvm::find(*perm, last) - perm->begin() : last;
+        if (at >= rank - 1)
+          return false;
+      }
+    }
+    // The input split into heads, a view, where the slice was.
+    OpBuilder builder(slice);
+    SmallVector<int64_t> split(in.getShape().drop_back());
+    split.append({n / head, head});
+    auto heads = ReshapeOp::create(builder, slice.getLoc(), in.clone(split),
+                                   slice.getInput());
+    if (Attribute stream = slice->getAttr(BraidDialect::kStreamAttrName))
+      heads->setAttr(BraidDialect::kStreamAttrName, stream);
+    auto range = builder.getDenseI64ArrayAttr(
+        {last, start / head, out.getDimSize(last) / head});
+    for (Operation *user : llvm::to_vector(slice.getResult().getUsers())) {
+      auto reshape = cast<ReshapeOp>(user);
+      for (OpOperand &use :
+           llvm::make_early_inc_range(reshape.getResult().getUses())) {
+        auto matmul = cast<MatmulOp>(use.getOwner());
+        if (use.getOperandNumber() == 0)
+          matmul.setLhsSliceAttr(range);
+        else
+          matmul.setRhsSliceAttr(range);
+        use.set(heads.getResult());
+      }
+      reshape.erase();
+      ++foldedOps;
+    }
+    slice.erase();
+    ++foldedOps;
+    return true;
   }
 
   /// The leading dimensions `value` had before a braid.reshape merged them
