@@ -435,17 +435,36 @@ void gatherStages(const Plan &plan, int rank, int world,
 
 } // namespace
 
+/// The ranks on this node, as the launcher says before MPI starts (Open
+/// MPI's and MPICH's variables; 1 without a launcher).
+static int launcherLocalRanks() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char *v = std::getenv(name))
+      return std::max(1, std::atoi(v));
+  return 1;
+}
+
 int main(int argc, char **argv) {
-  // Before anything else (no thread, no MPI yet): OpenBLAS chose its
-  // kernels when it loaded; where it fell back to generic ones on a CPU it
-  // does not know, run again with the right ones (CpuBackend.h). If the
-  // exec fails, go on with the slow kernels.
-  if (const char *core = betterOpenblasCore()) {
-    setenv("OPENBLAS_CORETYPE", core, 1);
-    execv("/proc/self/exe", argv);
-  }
   registerBuiltinBackends();
   Options o = parseOptions(argc, argv);
+  // Before anything else (no thread, no MPI yet): OpenBLAS read its
+  // environment when it loaded. Where it fell back to generic kernels on a
+  // CPU it does not know, or its idle workers would spin on the cores the
+  // kernels use (CpuBackend.h), run again with the right variables. If the
+  // exec fails, go on as it is.
+  const char *core = betterOpenblasCore();
+  const char *timeout =
+      o.backend == "sim" || o.dump
+          ? nullptr
+          : openblasThreadTimeout(o.threads
+                                      ? int(o.threads)
+                                      : defaultThreads(launcherLocalRanks()));
+  if (core)
+    setenv("OPENBLAS_CORETYPE", core, 1);
+  if (timeout)
+    setenv("OPENBLAS_THREAD_TIMEOUT", timeout, 1);
+  if (core || timeout)
+    execv("/proc/self/exe", argv);
   if (o.dump) {
     try {
       std::cout << dumpPlan(loadPlanFile(o.plan));

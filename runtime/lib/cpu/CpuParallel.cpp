@@ -121,6 +121,12 @@ std::string braid::rt::openblasCore() {
   return name ? name : "unknown";
 }
 
+const char *braid::rt::openblasThreadTimeout(int threads) {
+  if (threads <= 1 || std::getenv("OPENBLAS_THREAD_TIMEOUT"))
+    return nullptr;
+  return "4";
+}
+
 const char *braid::rt::betterOpenblasCore() {
   if (std::getenv("OPENBLAS_CORETYPE"))
     return nullptr;
