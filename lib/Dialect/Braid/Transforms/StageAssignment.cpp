@@ -170,10 +170,20 @@ LogicalResult pipeline::assignOps(Step &step) {
   // An op on gradients alone (a residual's sum) moves up to the earliest
   // stage of its operands: one tensor sent down instead of each operand.
   // One that reads the batch (a first layer's weight gradient, dY^T x)
-  // stays, as one reading any forward value does.
+  // stays, as one reading any forward value does; so does a view (a
+  // reshape) of a gradient that its own stage reads too: the gradient is
+  // sent down anyway, and the view made there moves nothing (up, both would
+  // be sent: the same bytes twice).
+  auto sentAnyway = [&](Operation *op, int s) {
+    if (!op->hasTrait<View>())
+      return false;
+    return llvm::any_of(op->getOperand(0).getUsers(), [&](Operation *user) {
+      return user != op && step.stage.lookup(user) == s;
+    });
+  };
   for (Operation *op : backward) {
     int lowest = int(p), &s = step.stage[op];
-    bool gradientsOnly = s != kFree;
+    bool gradientsOnly = s != kFree && !sentAnyway(op, s);
     for (Value v : op->getOperands()) {
       gradientsOnly &= !isForward(v);
       if (!step.isFree(v))
