@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sched.h>
+#include <thread>
 #include <vector>
 
 using namespace braid;
@@ -156,4 +158,22 @@ Options braid::rt::parseOptions(int argc, char **argv) {
   if (o.plan.empty())
     usageError("no plan file");
   return o;
+}
+
+int braid::rt::defaultThreads(int localRanks) {
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t mask;
+  int allowed = cores;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    allowed = std::max(1, CPU_COUNT(&mask));
+  if (allowed < cores)
+    return allowed;
+  return std::max(1, cores / std::max(1, localRanks));
+}
+
+int braid::rt::launcherLocalRanks() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char *v = std::getenv(name))
+      return std::max(1, std::atoi(v));
+  return 1;
 }

@@ -39,6 +39,16 @@ extern const char *const kUsage;
 /// Parses and checks the command line; exits through usageError.
 Options parseOptions(int argc, char **argv);
 
+/// Threads per rank for the cpu kernels when --threads is not given: the
+/// cores this rank may run on (mpirun binds each rank to its own by
+/// default), or, when it may run on every core of the node, its share of
+/// them. Never more threads than cores for the node's ranks together.
+int defaultThreads(int localRanks);
+
+/// The ranks on this node, as the launcher says before MPI starts (Open
+/// MPI's and MPICH's variables; 1 without a launcher).
+int launcherLocalRanks();
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_TOOLS_RUNOPTIONS_H

@@ -138,21 +138,6 @@ int fail(int rank, const std::string &message) {
   return 1;
 }
 
-/// Threads per rank for the cpu kernels when --threads is not given: the
-/// cores this rank may run on (mpirun binds each rank to its own by
-/// default), or, when it may run on every core of the node, its share of
-/// them. Never more threads than cores for the node's ranks together.
-int defaultThreads(int localRanks) {
-  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  cpu_set_t mask;
-  int allowed = cores;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
-    allowed = std::max(1, CPU_COUNT(&mask));
-  if (allowed < cores)
-    return allowed;
-  return std::max(1, cores / std::max(1, localRanks));
-}
-
 /// What the arena of the plan file at `path` (loaded already) holds.
 braid::plan::MemoryUse simMemoryUse(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -434,15 +419,6 @@ void gatherStages(const Plan &plan, int rank, int world,
 }
 
 } // namespace
-
-/// The ranks on this node, as the launcher says before MPI starts (Open
-/// MPI's and MPICH's variables; 1 without a launcher).
-static int launcherLocalRanks() {
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const char *v = std::getenv(name))
-      return std::max(1, std::atoi(v));
-  return 1;
-}
 
 int main(int argc, char **argv) {
   registerBuiltinBackends();
