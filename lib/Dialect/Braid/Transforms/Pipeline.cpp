@@ -133,13 +133,15 @@ private:
   /// gradient all-reduce `sink` is, or -1.
   int parameterOfGradient(Operation *sink, Value total) {
     auto names = cast<GradientCollectiveOpInterface>(sink).getGradOf();
+    const RoleTable &roles =
+        step.func->getContext()->getLoadedDialect<BraidDialect>()->getRoleTable(
+            step.func);
     for (auto [i, operand] : llvm::enumerate(sink->getOperands()))
       if (operand == total && names && i < names->size())
-        for (unsigned a = 0; a < step.func.getNumArguments(); ++a)
-          if (RoleAttr r = step.argRole(a);
-              r && r.getKind() == RoleKind::Parameter &&
-              r.getName() == cast<StringAttr>((*names)[i]).getValue())
-            return int(a);
+        if (auto it = roles.firstArgument.find(
+                cast<StringAttr>((*names)[i]).getValue());
+            it != roles.firstArgument.end())
+          return int(it->second);
     return -1;
   }
   /// Emits `action`: its receives (unless `received`, emitted before the
