@@ -8,11 +8,11 @@ Usage: /usr/bin/python3 utils/bench-cpu.py [--ranks N] [--threads T]
            [--torch-python PY] [--no-profile]
 
 For each case it prints each side's median step time (over steps 2..K of a
-run; the median of the rounds' medians) and braid / PyTorch. braid's time
-is braid-run's own median (rank 0's wall time of a step, with the loss's
-all-reduce and printing); PyTorch's is rank 0's wall time of zero_grad,
-forward, backward (DDP's bucketed all-reduce), optimizer step and
-loss.item(). Then braid-run --profile's time per op for the largest case.
+run; the median of the rounds' medians) and braid / PyTorch, then each
+round's figures. braid's time is braid-run's own median (rank 0's wall
+time of a step, with the loss's all-reduce and printing); PyTorch's is
+rank 0's wall time of zero_grad, forward, backward (DDP's bucketed
+all-reduce), optimizer step and loss.item(). Then braid-run --profile's time per op for the largest case.
 
 The cases: the tiny MLP of examples/pytorch/mlp.py (16 rows per rank), the
 bundled GPT (examples/pytorch/gpt.py: width 64, 2 layers, sequence 32, 4
@@ -201,6 +201,10 @@ def main():
             b, t = statistics.median(braid_ms), statistics.median(torch_ms)
             rows[case] = (b, t)
             print("%-42s %10.3f %12.3f %14.3f" % (CASES[case][0], b, t, b / t))
+            if args.rounds > 1:
+                print("  rounds: braid %s; PyTorch %s" % (
+                    " ".join("%.4g" % x for x in braid_ms),
+                    " ".join("%.4g" % x for x in torch_ms)))
             sys.stdout.flush()
         if not args.no_profile:
             case = cases[-1]

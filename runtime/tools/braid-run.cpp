@@ -425,22 +425,12 @@ int main(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
   // Before anything else (no thread, no MPI yet): OpenBLAS read its
   // environment when it loaded. Where it fell back to generic kernels on a
-  // CPU it does not know, or its idle workers would spin on the cores the
-  // kernels use (CpuBackend.h), run again with the right variables. If the
-  // exec fails, go on as it is.
-  const char *core = betterOpenblasCore();
-  const char *timeout =
-      o.backend == "sim" || o.dump
-          ? nullptr
-          : openblasThreadTimeout(o.threads
-                                      ? int(o.threads)
-                                      : defaultThreads(launcherLocalRanks()));
-  if (core)
+  // CPU it does not know (CpuBackend.h), run again with the right core. If
+  // the exec fails, go on as it is.
+  if (const char *core = betterOpenblasCore()) {
     setenv("OPENBLAS_CORETYPE", core, 1);
-  if (timeout)
-    setenv("OPENBLAS_THREAD_TIMEOUT", timeout, 1);
-  if (core || timeout)
     execv("/proc/self/exe", argv);
+  }
   if (o.dump) {
     try {
       std::cout << dumpPlan(loadPlanFile(o.plan));

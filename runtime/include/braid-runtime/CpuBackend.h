@@ -26,16 +26,6 @@ namespace braid::rt {
 /// OPENBLAS_CORETYPE. The variable is read when the library loads, so
 /// braid-run sets it and runs itself again before anything else.
 const char *betterOpenblasCore();
-/// The OPENBLAS_THREAD_TIMEOUT that braid-run should run with when its
-/// kernels use `threads` threads, or null to run as it is. After a call,
-/// OpenBLAS's worker threads spin for 2^T cycles (T = 28 by default, about
-/// a tenth of a second) before they sleep, on the cores braid's own pool
-/// needs for the elementwise kernels between the products; with T = 4, the
-/// least, they sleep at once (the mid-size GPT of utils/bench-cpu.py on 1
-/// rank x 2 threads: 11% faster a step, docs/Runtime.md). Null with one
-/// thread (OpenBLAS then runs no worker) and where the user set the
-/// variable. Read when the library loads, as OPENBLAS_CORETYPE.
-const char *openblasThreadTimeout(int threads);
 /// The kernels OpenBLAS uses ("SkylakeX"), for the profile's header.
 std::string openblasCore();
 

@@ -54,15 +54,6 @@ void CpuBackend::use(const std::vector<uint32_t> &ids, const Instr &instr,
       checker->use(id, instr.describe() + when);
 }
 
-/// How long OpenBLAS's idle workers spin, for the profile's header (with
-/// one thread it runs none).
-static std::string blasIdleNote() {
-  const char *timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
-  return cpuThreads() > 1 && timeout
-             ? std::string(", OPENBLAS_THREAD_TIMEOUT=") + timeout
-             : std::string();
-}
-
 void CpuBackend::prepare(const Plan &p) {
   checkComputeTypes(p, "cpu", /*half=*/true);
   plan = &p;
@@ -74,7 +65,7 @@ void CpuBackend::prepare(const Plan &p) {
                               " vector math, OpenBLAS " + openblasCore() +
                               " kernels, " + std::to_string(cpuThreads()) +
                               " thread" + (cpuThreads() == 1 ? "" : "s") +
-                              " per kernel" + blasIdleNote());
+                              " per kernel");
   uint64_t bytes = (p.arenaBytes + 63) / 64 * 64;
   arena = static_cast<uint8_t *>(std::aligned_alloc(64, bytes ? bytes : 64));
   if (!arena)

@@ -105,38 +105,63 @@ template <typename Fn> void biasedRows(const Args &a, const float *x, Fn fn) {
   });
 }
 
+/// Rows of C per block when a product is split over the kernel's threads: a
+/// multiple of every BLAS register tile, so each block's elements take the
+/// same path through BLAS as in one call over the whole.
+constexpr int64_t kMatmulBlock = 64;
+/// The least work (m n k) of one thread's block: above OpenBLAS's own
+/// small-matrix paths, which sum in another order.
+constexpr int64_t kMatmulGrain = int64_t(1) << 20;
+
 void matmul(const Args &a) {
   MatmulGeometry g = getMatmulGeometry(a.plan, a.instr);
   if (g.m == 0 || g.n == 0)
     return;
   const float *left = a.in(g.left), *right = a.in(1 - g.left);
-  auto product = [&](int64_t i) {
-    float *out = a.out(0) + g.outOffset[i];
+  // The rows [r0, r1) and columns [c0, c1) of product i, one BLAS call.
+  auto block = [&](int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    float *out = a.out(0) + g.outOffset[i] + r0 * g.ldc + c0;
     if (g.k == 0) {
-      for (int64_t r = 0; r < g.m; ++r)
-        std::fill(out + r * g.ldc, out + r * g.ldc + g.n, 0.0f);
+      for (int64_t r = r0; r < r1; ++r, out += g.ldc)
+        std::fill(out, out + (c1 - c0), 0.0f);
       return;
     }
+    const float *l =
+        left + g.leftOffset[i] + (g.transLeft ? r0 : r0 * g.ldLeft);
+    const float *r =
+        right + g.rightOffset[i] + (g.transRight ? c0 * g.ldRight : c0);
     cblas_sgemm(CblasRowMajor, g.transLeft ? CblasTrans : CblasNoTrans,
-                g.transRight ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f,
-                left + g.leftOffset[i], g.ldLeft, right + g.rightOffset[i],
-                g.ldRight, 0.0f, out, g.ldc);
+                g.transRight ? CblasTrans : CblasNoTrans, r1 - r0, c1 - c0, g.k,
+                1.0f, l, g.ldLeft, r, g.ldRight, 0.0f, out, g.ldc);
   };
-  // A batch of small products (attention's, a call per head) runs on one
-  // thread each inside OpenBLAS, which threads a call only above m n k =
-  // 4 x 65536 (GEMM_MULTITHREAD_THRESHOLD x SMP_THRESHOLD_MIN): split the
-  // batch over the kernel's threads instead. Each product is still one
-  // single-threaded call, so the bits are those of one thread.
-  if (g.batch > 1 && cpuThreads() > 1 &&
-      g.m * g.n * g.k <= (int64_t(4) << 16)) {
+  auto whole = [&](int64_t i) { block(i, 0, g.m, 0, g.n); };
+  int64_t work = g.m * g.n * std::max<int64_t>(g.k, 1);
+  // BLAS runs on one thread (setCpuThreads); the kernel's threads split a
+  // product here, on the pool the other kernels use, so that no second set
+  // of threads competes for the cores. A batch of small products (attention's,
+  // one per head) is split by product; a larger one by blocks of rows of C,
+  // or of columns where C has more of those.
+  if (cpuThreads() > 1 && g.batch > 1 && work < 2 * kMatmulGrain) {
     parallelFor(g.batch, 1, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
-        product(i);
+        whole(i);
     });
     return;
   }
+  bool byRows = g.m >= g.n;
+  int64_t extent = byRows ? g.m : g.n;
+  int64_t blocks = (extent + kMatmulBlock - 1) / kMatmulBlock;
+  int64_t grain = std::max<int64_t>(
+      1, kMatmulGrain / std::max<int64_t>(work / extent * kMatmulBlock, 1));
   for (int64_t i = 0; i < g.batch; ++i)
-    product(i);
+    parallelFor(blocks, grain, [&](int64_t begin, int64_t end) {
+      int64_t lo = begin * kMatmulBlock,
+              hi = std::min(extent, end * kMatmulBlock);
+      if (byRows)
+        block(i, lo, hi, 0, g.n);
+      else
+        block(i, 0, g.m, lo, hi);
+    });
 }
 
 void reduce(const Args &a, bool mean, const std::vector<int64_t> &dims) {

@@ -6,6 +6,8 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +21,28 @@ using namespace braid::rt;
 
 namespace {
 
-/// Workers that each run one piece of the current loop, then sleep.
+/// Spins up to `spin` on `ready`, pausing the core between checks.
+template <typename F> bool spinUntil(F ready, std::chrono::microseconds spin) {
+  auto until = std::chrono::steady_clock::now() + spin;
+  for (unsigned i = 0;; ++i) {
+    if (ready())
+      return true;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 64 == 63 && std::chrono::steady_clock::now() > until)
+      return false;
+  }
+}
+
+/// How long a worker waiting for the next loop, and the caller waiting for
+/// the workers, spin before they sleep: a kernel's loops follow each other
+/// within microseconds, and a futex wake-up per loop cost more than the
+/// loops gained (see docs/Runtime.md).
+constexpr std::chrono::microseconds kSpin{50};
+
+/// Workers that each run one piece of the current loop, then wait for the
+/// next: spinning for kSpin first, then asleep.
 class Pool {
 public:
   explicit Pool(int workers) {
@@ -30,6 +53,7 @@ public:
     {
       std::lock_guard<std::mutex> lock(mutex);
       stopping = true;
+      generation.fetch_add(1, std::memory_order_release);
     }
     wake.notify_all();
     for (std::thread &t : threads)
@@ -43,13 +67,17 @@ public:
       std::lock_guard<std::mutex> lock(mutex);
       job = &fn;
       jobPieces = pieces;
-      active = pieces - 1;
-      ++generation;
+      active.store(pieces - 1, std::memory_order_relaxed);
+      generation.fetch_add(1, std::memory_order_release);
     }
     wake.notify_all();
     fn(0);
-    std::unique_lock<std::mutex> lock(mutex);
-    done.wait(lock, [&] { return active == 0; });
+    if (!spinUntil([&] { return active.load(std::memory_order_acquire) == 0; },
+                   kSpin)) {
+      std::unique_lock<std::mutex> lock(mutex);
+      done.wait(lock,
+                [&] { return active.load(std::memory_order_acquire) == 0; });
+    }
     job = nullptr;
   }
 
@@ -58,21 +86,29 @@ private:
     uint64_t seen = 0;
     for (;;) {
       const std::function<void(int)> *fn;
+      int pieces;
+      spinUntil(
+          [&] { return generation.load(std::memory_order_acquire) != seen; },
+          kSpin);
       {
         std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [&] { return stopping || generation != seen; });
+        wake.wait(lock, [&] {
+          return generation.load(std::memory_order_acquire) != seen;
+        });
         if (stopping)
           return;
-        seen = generation;
-        // Workers past the loop's pieces sit this one out.
-        if (w + 1 >= jobPieces)
-          continue;
+        seen = generation.load(std::memory_order_acquire);
         fn = job;
+        pieces = jobPieces;
       }
+      // Workers past the loop's pieces sit this one out.
+      if (w + 1 >= pieces)
+        continue;
       (*fn)(w + 1);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (--active == 0)
+      if (active.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex);
         done.notify_all();
+      }
     }
   }
 
@@ -80,8 +116,9 @@ private:
   std::mutex mutex;
   std::condition_variable wake, done;
   const std::function<void(int)> *job = nullptr;
-  int jobPieces = 0, active = 0;
-  uint64_t generation = 0;
+  int jobPieces = 0;
+  std::atomic<int> active{0};
+  std::atomic<uint64_t> generation{0};
   bool stopping = false;
 };
 
@@ -94,7 +131,9 @@ std::mutex poolOwner;
 
 void braid::rt::setCpuThreads(int threads) {
   threadCount = std::max(1, threads);
-  openblas_set_num_threads(threadCount);
+  // BLAS calls run on the calling thread; matmul splits its products over
+  // the pool (CpuKernels.cpp).
+  openblas_set_num_threads(1);
   std::lock_guard<std::mutex> lock(poolOwner);
   pool.reset();
   if (threadCount > 1)
@@ -119,12 +158,6 @@ void braid::rt::parallelFor(int64_t n, int64_t grain,
 std::string braid::rt::openblasCore() {
   const char *name = openblas_get_corename();
   return name ? name : "unknown";
-}
-
-const char *braid::rt::openblasThreadTimeout(int threads) {
-  if (threads <= 1 || std::getenv("OPENBLAS_THREAD_TIMEOUT"))
-    return nullptr;
-  return "4";
 }
 
 const char *braid::rt::betterOpenblasCore() {

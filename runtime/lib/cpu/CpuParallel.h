@@ -1,10 +1,11 @@
 //===- CpuParallel.h - the cpu backend's threads per kernel -----*- C++ -*-===//
 //
 // A kernel may use the rank's share of the node's cores (braid-run
-// --threads, BackendOptions::threads): BLAS calls get that many threads, and
-// the elementwise loops split their range over a small pool. With one
-// thread, as when the ranks fill the cores, everything runs on the calling
-// stream thread and the pool has no workers.
+// --threads, BackendOptions::threads): the elementwise loops split their
+// range over a small pool, and matmul its products (BLAS itself runs on
+// one thread, so that no second set of workers competes for the cores).
+// With one thread, as when the ranks fill the cores, everything runs on the
+// calling stream thread and the pool has no workers.
 //
 //===----------------------------------------------------------------------===//
 
