@@ -135,11 +135,23 @@ def braid_step_ms(work, case, args, profile=False):
 
 def torch_step_ms(work, case, args):
     out = os.path.join(work, case + ".torch.txt")
-    run([args.torch_python, os.path.abspath(__file__), "--torch-worker", "--case", case,
-         "--ranks", str(args.ranks), "--threads", str(args.threads), "--steps",
-         str(args.steps), "--out", out],
-        env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS=str(
-            args.threads)))
+    cmd = [args.torch_python, os.path.abspath(__file__), "--torch-worker", "--case", case,
+           "--ranks", str(args.ranks), "--threads", str(args.threads), "--steps",
+           str(args.steps), "--out", out]
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+               OMP_NUM_THREADS=str(args.threads))
+    # gloo's rendezvous on a port probed free just before can lose it to
+    # another process (a rank then aborts): start such a run again, twice.
+    for attempt in range(3):
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env)
+        if p.returncode == 0:
+            break
+        if attempt == 2:
+            sys.exit("bench-cpu: PyTorch DDP failed 3 times (%d): %s\n%s%s" % (
+                p.returncode, " ".join(cmd), p.stdout[-2000:], p.stderr[-2000:]))
+        print("bench-cpu: PyTorch DDP exited with %d; starting it again" % p.returncode,
+              file=sys.stderr)
     with open(out) as f:
         times = [float(line) for line in f if line.strip()]
     return statistics.median(times[1:]) * 1e3

@@ -4,20 +4,21 @@
 # without the pass (--fuse=false). The fused step has no braid.scale,
 # braid.causal_mask or braid.transpose left, every softmax and
 # softmax_backward carries the folded scale and mask, the MLP's first bias
-# is added by its gelu and gelu_backward, attention's matmuls read and
-# write through permutations, and its buffers add up to fewer bytes (the
-# arena is no larger: its peak is elsewhere). Trained 10 steps on 2 cpu
-# ranks (with --check-memory): the elementwise folds alone (braid-opt
-# --braid-fuse-kernels=transposes=false) give the same loss at every step
-# and the same final parameters and optimizer state, bit for bit; with the
-# transposes folded too, BLAS reads permuted operands by another path, and
-# the losses stay within 1e-6 relative and every final array within 1e-5 of
-# its largest entry. The slices of the fused q/k/v projection fold into the
-# attention matmuls that read them (`lhs_slice`/`rhs_slice`: no copy of q, k
-# or v) and change no bit: the step folded without them
-# (--braid-fuse-kernels=slices=false) trains to the same losses and arrays,
-# with more buffer bytes. export-train.py compares the fused default with
-# PyTorch.
+# is added by its gelu and gelu_backward, the positional embedding's
+# broadcast over the batch is a bias_add's bias, attention's matmuls read
+# and write through permutations, and its buffers add up to fewer bytes
+# (the arena is no larger: its peak is elsewhere). Trained 10 steps on 2
+# cpu ranks (with --check-memory): the elementwise folds alone (braid-opt
+# --braid-fuse-kernels=transposes=false, the broadcast's among them) give
+# the same loss at every step and the same final parameters and optimizer
+# state, bit for bit; with the transposes folded too, BLAS reads permuted
+# operands by another path, and the losses stay within 1e-6 relative and
+# every final array within 1e-5 of its largest entry. The slices of the
+# fused q/k/v projection fold into the attention matmuls that read them
+# (`lhs_slice`/`rhs_slice`: no copy of q, k or v) and change no bit: the
+# step folded without them (--braid-fuse-kernels=slices=false) trains to
+# the same losses and arrays, with more buffer bytes. export-train.py
+# compares the fused default with PyTorch.
 #
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
@@ -87,8 +88,14 @@ def main():
     check(count(fused["ir"], r"braid\.softmax %\S+ " + folded) == layers
           and count(fused["ir"], r"braid\.softmax_backward %\S+, %\S+ " + folded) == layers,
           "fused: every softmax and softmax_backward folds the scale 1/sqrt(16) = 0.25 and the mask")
+    spread = count(unfused["ir"], r"braid\.broadcast ")
+    check(spread == 1 and count(fused["ir"], r"braid\.broadcast ") == 0
+          and count(fused["ir"], r"braid\.bias_add %\S+, %\S+ [^\n]*: tensor<\d+x\d+x\d+xf32>, "
+                    r"tensor<\d+x\d+xf32>") == 1,
+          "fused: the positional embedding's broadcast over the batch folds into a bias_add "
+          "of its [seq, hidden] (%d broadcast unfused)" % spread)
     check(count(unfused["ir"], r"braid\.bias_add ") - count(fused["ir"], r"braid\.bias_add ")
-          == layers
+          == layers - spread
           and count(fused["ir"], r"braid\.gelu %\S+, %\S+ \{") == layers
           and count(fused["ir"], r"braid\.gelu_backward %\S+, %\S+, %\S+ \{") == layers,
           "fused: the MLP's first bias_add of each layer folds into its gelu and gelu_backward")

@@ -301,6 +301,10 @@ def build(rng):
              [ref.astype(np.float64)], tol=0, checks="braid.dropout_mask")
     bias = randn(rng, shape[-1])
     s.op("%%r = braid.bias_add %s, %s : %s, %s" % (s.input(x), s.input(bias), t, ttype(bias.shape)), [x + bias])
+    # A bias over the last two dimensions (a positional embedding, as
+    # braid-fuse-kernels folds a broadcast into the sum).
+    pos = randn(rng, *shape[1:])
+    s.op("%%r = braid.bias_add %s, %s : %s, %s" % (s.input(x), s.input(pos), t, ttype(pos.shape)), [x + pos])
 
     # Reductions over random subsets of dimensions.
     for op, f in (("reduce_sum", np.sum), ("reduce_mean", np.mean)):

@@ -19,7 +19,7 @@ import tempfile
 # (file, the case line to remove, the enumerator the compiler must name)
 CASES = [
     ("runtime/lib/OpChecks.cpp", "  case Opcode::LayerNormBackward:", "LayerNormBackward"),
-    ("runtime/lib/OpChecks.cpp", "  case CollectiveKind::Broadcast:", "Broadcast"),
+    ("runtime/lib/CollectiveChecks.cpp", "  case CollectiveKind::Broadcast:", "Broadcast"),
     ("runtime/lib/cpu/CpuKernels.cpp", "  case Opcode::Softmax:", "Softmax"),
     ("runtime/lib/cpu/CpuKernels.cpp", "  case Opcode::AdamW:", "AdamW"),
     ("runtime/lib/Collectives.cpp", "  case CollectiveKind::Permute: {", "Permute"),

@@ -7,82 +7,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "OpChecks.h"
+#include "OpChecker.h"
 
 #include <algorithm>
 #include <set>
 
 using namespace braid;
 using namespace braid::rt;
+using namespace braid::rt::opcheck;
 
 namespace {
-
-std::string shapeOf(const Buffer &b) {
-  std::string s = "[";
-  for (size_t i = 0; i < b.shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(b.shape[i]);
-  return s + "] " + dtypeName(b.dtype);
-}
-
-std::string dimsOf(const std::vector<int64_t> &dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-/// The checks of one instruction, with its buffers at hand.
-struct Checker {
-  const Plan &plan;
-  const Instr &instr;
-
-  [[noreturn]] void fail(const std::string &message) const {
-    throw PlanError(instr.describe() + ": " + message);
-  }
-  const Buffer &in(size_t i) const { return plan.buffers[instr.operands[i]]; }
-  const Buffer &out(size_t i) const { return plan.buffers[instr.results[i]]; }
-
-  /// A floating-point tensor. Which float types a backend computes in is
-  /// its own check (checkComputeTypes): the simulator takes them all.
-  void f32(const Buffer &b) const {
-    if (!isFloat(b.dtype))
-      fail("'" + b.name + "' must be a floating-point tensor, but is " +
-           shapeOf(b));
-  }
-  void index(const Buffer &b) const {
-    if (b.dtype != DType::I32 && b.dtype != DType::I64)
-      fail("'" + b.name + "' must hold i32 or i64 indices, but is " +
-           shapeOf(b));
-  }
-  void shape(const Buffer &b, const std::vector<int64_t> &expected) const {
-    if (b.shape != expected)
-      fail("'" + b.name + "' is " + shapeOf(b) + ", expected shape " +
-           dimsOf(expected));
-  }
-  void allF32() const {
-    for (size_t i = 0; i < instr.operands.size(); ++i)
-      f32(in(i));
-    for (size_t i = 0; i < instr.results.size(); ++i)
-      f32(out(i));
-  }
-  int64_t dim(const Buffer &b, int64_t d) const {
-    int64_t rank = b.shape.size();
-    if (d < 0 || d >= rank)
-      fail("dimension " + std::to_string(d) + " is out of range for '" +
-           b.name + "' of rank " + std::to_string(rank));
-    return d;
-  }
-  /// Operands and results may not overlap, except where an op allows it.
-  void noOverlap() const {
-    for (uint32_t r : instr.results)
-      for (uint32_t o : instr.operands) {
-        const Buffer &a = plan.buffers[r], &b = plan.buffers[o];
-        if (a.bytes && b.bytes && a.offset < b.offset + b.bytes &&
-            b.offset < a.offset + a.bytes)
-          fail("result '" + a.name + "' overlaps operand '" + b.name + "'");
-      }
-  }
-  const Group &group() const { return plan.groups[instr.group]; }
-};
 
 void sameShapeUnary(Checker &c) {
   c.allF32();
@@ -146,18 +80,6 @@ void reduce(Checker &c, const std::vector<int64_t> &dims, bool keep) {
       expected.push_back(1);
   }
   c.shape(c.out(0), expected);
-}
-
-/// The group size, once a collective's split dimension is checked to exist.
-int64_t splitCheck(Checker &c, const Buffer &b, int64_t d) {
-  c.dim(b, d);
-  return c.group().size();
-}
-
-void collectiveDType(Checker &c, const Buffer &b) {
-  if (!isFloat(b.dtype) && b.dtype != DType::I32 && b.dtype != DType::I64)
-    c.fail("collectives move floating-point, i32 or i64 tensors, but '" +
-           b.name + "' is " + shapeOf(b));
 }
 
 /// `shape` through matmul permutation `name` (checked: a permutation whose
@@ -256,10 +178,15 @@ void matmul(Checker &c, const ops::MatmulAttrs &attrs) {
 
 void biasAdd(Checker &c) {
   c.allF32();
-  if (c.in(0).shape.empty())
+  const std::vector<int64_t> &x = c.in(0).shape, &bias = c.in(1).shape;
+  if (x.empty())
     c.fail("the input must have rank 1 or more");
-  c.shape(c.in(1), {c.in(0).shape.back()});
-  c.shape(c.out(0), c.in(0).shape);
+  if (bias.empty() || bias.size() > x.size())
+    c.fail("the bias must have rank 1 to " + std::to_string(x.size()) +
+           " (the input's)");
+  // The bias's dimensions are the input's last ones.
+  c.shape(c.in(1), std::vector<int64_t>(x.end() - bias.size(), x.end()));
+  c.shape(c.out(0), x);
 }
 
 /// braid.gelu (`tensors` 1) and its backward (2): the tensors of one
@@ -699,95 +626,6 @@ void checkKernel(Checker &c) {
     return c.shape(c.out(0), {});
     BRAID_CASE_NON_KERNEL_OPCODES
     c.fail("is not a kernel");
-  }
-}
-
-void checkCollective(Checker &c) {
-  const Instr &instr = c.instr;
-  for (size_t i = 0; i < instr.operands.size(); ++i)
-    collectiveDType(c, c.in(i));
-  for (size_t i = 0; i < instr.results.size(); ++i)
-    collectiveDType(c, c.out(i));
-  auto sameType = [&]() {
-    c.noOverlap();
-    if (c.in(0).dtype != c.out(0).dtype)
-      c.fail("element types differ");
-  };
-  auto inGroup = [&](const char *what, int64_t rank) {
-    if (rank < 0 || rank >= c.group().size())
-      c.fail(std::string(what) + " " + std::to_string(rank) +
-             " is not in the group");
-  };
-  switch (instr.collective()) {
-  case CollectiveKind::AllReduce: {
-    if (instr.operands.empty() || instr.operands.size() != instr.results.size())
-      c.fail("expected as many results as operands");
-    for (size_t i = 0; i < instr.operands.size(); ++i) {
-      c.shape(c.out(i), c.in(i).shape);
-      if (c.out(i).dtype != c.in(i).dtype)
-        c.fail("element types differ");
-    }
-    // The results are reduced in place: in runs of adjacent buffers.
-    for (size_t i = 0; i < instr.results.size(); ++i)
-      for (size_t j = i + 1; j < instr.results.size(); ++j) {
-        const Buffer &a = c.out(i), &b = c.out(j);
-        if (a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes)
-          c.fail("results '" + a.name + "' and '" + b.name + "' overlap");
-      }
-    return;
-  }
-  case CollectiveKind::ReduceScatter: {
-    sameType();
-    const Buffer &x = c.in(0);
-    int64_t d = instr.as<ops::ReduceScatterAttrs>().scatter_dim;
-    int64_t n = splitCheck(c, x, d);
-    if (x.shape[d] % n)
-      c.fail("dimension " + std::to_string(d) + " of " + shapeOf(x) +
-             " does not split into " + std::to_string(n));
-    std::vector<int64_t> expected = x.shape;
-    expected[d] /= n;
-    return c.shape(c.out(0), expected);
-  }
-  case CollectiveKind::AllGather: {
-    sameType();
-    const Buffer &x = c.in(0);
-    int64_t d = instr.as<ops::AllGatherAttrs>().gather_dim;
-    std::vector<int64_t> expected = x.shape;
-    expected[d] *= splitCheck(c, x, d);
-    return c.shape(c.out(0), expected);
-  }
-  case CollectiveKind::AllToAll: {
-    sameType();
-    const Buffer &x = c.in(0);
-    const auto &a = instr.as<ops::AllToAllAttrs>();
-    if (a.split_dim != a.concat_dim)
-      c.fail("the runtime supports all_to_all with split_dim == concat_dim");
-    int64_t n = splitCheck(c, x, a.split_dim);
-    if (x.shape[a.split_dim] % n)
-      c.fail("dimension " + std::to_string(a.split_dim) +
-             " does not split into " + std::to_string(n));
-    return c.shape(c.out(0), x.shape);
-  }
-  case CollectiveKind::Broadcast:
-    sameType();
-    inGroup("root", instr.as<ops::CollectiveBroadcastAttrs>().root);
-    return c.shape(c.out(0), c.in(0).shape);
-  case CollectiveKind::Permute:
-    sameType();
-    return c.shape(c.out(0), c.in(0).shape);
-  case CollectiveKind::Send:
-    return inGroup("peer", instr.as<ops::SendAttrs>().peer);
-  case CollectiveKind::Recv:
-    return inGroup("peer", instr.as<ops::RecvAttrs>().peer);
-  case CollectiveKind::SendRecv:
-    inGroup("send_peer", instr.as<ops::SendRecvAttrs>().send_peer);
-    return inGroup("recv_peer", instr.as<ops::SendRecvAttrs>().recv_peer);
-  case CollectiveKind::AxisIndex:
-    if (c.out(0).dtype != DType::I64)
-      c.fail("the rank index '" + c.out(0).name + "' must be i64");
-    return c.shape(c.out(0), {});
-  case CollectiveKind::None:
-    c.fail("is not a collective");
   }
 }
 

@@ -560,6 +560,26 @@ TEST(PlanLoaderTest, MatmulPermutationsKeepAUnitStride) {
             "");
 }
 
+TEST(PlanLoaderTest, BiasCoversTheLastDimensions) {
+  // bias_add: a bias of the input's last dimensions, [3, 4] or [4] of
+  // [2, 3, 4]; another shape or a rank past the input's is refused.
+  uint16_t op = code(Opcode::BiasAdd);
+  auto bufs = [](std::vector<int64_t> bias) {
+    return std::vector<BufferSpec>{
+        {0, {2, 3, 4}}, {128, bias}, {256, {2, 3, 4}}};
+  };
+  EXPECT_EQ(errorOfPlan(bufs({3, 4}), 512, op, {0, 1}, {2}, {}), "");
+  EXPECT_EQ(errorOfPlan(bufs({4}), 512, op, {0, 1}, {2}, {}), "");
+  std::string e = errorOfPlan(bufs({2, 4}), 512, op, {0, 1}, {2}, {});
+  EXPECT_NE(e.find("'b1' is [2x4] f32, expected shape [3x4]"),
+            std::string::npos)
+      << e;
+  e = errorOfPlan(bufs({1, 2, 3, 4}), 512, op, {0, 1}, {2}, {});
+  EXPECT_NE(e.find("the bias must have rank 1 to 3 (the input's)"),
+            std::string::npos)
+      << e;
+}
+
 TEST(PlanLoaderTest, MatmulSlicesAreBatchRanges) {
   // matmul: ..., lhs_slice (5), rhs_slice (6). Entries 1..2 of the 4 of
   // dimension 0 of [4, 3, 2], times a shared [2, 5]: [2, 3, 5].

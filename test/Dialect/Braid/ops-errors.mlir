@@ -88,9 +88,33 @@ func.func @bias_add_scalar_input(%a: tensor<f32>, %b: tensor<1xf32>) {
 
 // -----
 
-func.func @bias_add_rank(%a: tensor<2x8xf32>, %b: tensor<1x8xf32>) {
-  // expected-error @below {{bias must have rank 1, but has rank 2}}
+func.func @bias_add_shape(%a: tensor<2x8xf32>, %b: tensor<1x8xf32>) {
+  // expected-error @below {{bias shape [1, 8] differs from the input's last 2 dimensions [2, 8]}}
   %0 = braid.bias_add %a, %b : tensor<2x8xf32>, tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @bias_add_rank(%a: tensor<2x8xf32>, %b: tensor<1x2x8xf32>) {
+  // expected-error @below {{bias must have rank 1 to 2 (the input's), but has rank 3}}
+  %0 = braid.bias_add %a, %b : tensor<2x8xf32>, tensor<1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @bias_add_scalar_bias(%a: tensor<2x8xf32>, %b: tensor<f32>) {
+  // expected-error @below {{bias must have rank 1 to 2 (the input's), but has rank 0}}
+  %0 = braid.bias_add %a, %b : tensor<2x8xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @gelu_bias_rank(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @below {{'braid.gelu' op bias must have rank 1, but has rank 2}}
+  %0 = braid.gelu %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
   return
 }
 

@@ -45,6 +45,8 @@ func.func @compute(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>,
   %9 = braid.scale %a by 0.125 : tensor<8x16xf32>
   // CHECK: %[[V_10:[a-z0-9_]+]] = braid.bias_add %[[V_A]], %[[V_BIAS]] : tensor<8x16xf32>, tensor<16xf32>
   %10 = braid.bias_add %a, %bias : tensor<8x16xf32>, tensor<16xf32>
+  // CHECK: braid.bias_add %[[V_4]], %[[V_A]] : tensor<2x4x8x16xf32>, tensor<8x16xf32>
+  %pos = braid.bias_add %4, %a : tensor<2x4x8x16xf32>, tensor<8x16xf32>
   // CHECK: %[[V_11:[a-z0-9_]+]] = braid.cast %[[V_A]] : tensor<8x16xf32> -> tensor<8x16xbf16>
   %11 = braid.cast %a : tensor<8x16xf32> -> tensor<8x16xbf16>
   // CHECK: %[[V_12:[a-z0-9_]+]] = braid.add %[[V_H]], %[[V_11]] : tensor<8x16xbf16>

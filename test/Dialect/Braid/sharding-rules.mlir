@@ -123,6 +123,22 @@ func.func @elementwise(%a: tensor<8x16xf32> {braid.sharding = #s1},
   return %w, %e, %f : tensor<8x16xf64>, tensor<8x16xf32>, tensor<8x6xf32>
 }
 
+// A bias over the last two dimensions (a positional embedding): split like
+// the input's dimension it covers (the sequence), or replicated where the
+// input is split along a leading dimension (the batch).
+// CHECK-LABEL: func.func @bias_trailing
+// CHECK: braid.bias_add %arg0, %arg1 : tensor<2x4x16xf32>, tensor<4x16xf32>
+// CHECK: braid.bias_add %arg2, %arg3 : tensor<1x8x16xf32>, tensor<8x16xf32>
+// CHECK-NOT: braid.all_reduce
+func.func @bias_trailing(%x: tensor<2x8x16xf32> {braid.sharding = #s1},
+                         %pos: tensor<8x16xf32> {braid.sharding = #s0},
+                         %y: tensor<2x8x16xf32> {braid.sharding = #s0}, %pos2: tensor<8x16xf32>)
+    -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
+  %a = braid.bias_add %x, %pos : tensor<2x8x16xf32>, tensor<8x16xf32>
+  %b = braid.bias_add %y, %pos2 : tensor<2x8x16xf32>, tensor<8x16xf32>
+  return %a, %b : tensor<2x8x16xf32>, tensor<2x8x16xf32>
+}
+
 // Softmax-like ops and the causal mask keep a split off the dimensions
 // they work along; the mask that fills zeros (the backward's) is linear.
 // CHECK-LABEL: func.func @along_dims

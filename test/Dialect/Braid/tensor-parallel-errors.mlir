@@ -165,3 +165,15 @@ func.func @transfer_partial(%a: tensor<4x8xf32> {braid.sharding = #braid.shardin
   %s = braid.softmax %r dim = 0 : tensor<4x6xf32>
   return
 }
+
+// -----
+
+// A bias over the last two dimensions replicated while the input is split
+// along one of them.
+shard.grid @world(shape = 2)
+func.func @bias_trailing_mismatch(%x: tensor<2x8x16xf32> {braid.sharding = #braid.sharding<split 1>},
+                                  %pos: tensor<8x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @below {{'braid.bias_add' has no tensor-parallel rule for operand #0 (argument #0) split 1}}
+  %a = braid.bias_add %x, %pos : tensor<2x8x16xf32>, tensor<8x16xf32>
+  return %a : tensor<2x8x16xf32>
+}

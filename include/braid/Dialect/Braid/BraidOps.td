@@ -212,12 +212,16 @@ def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType, Braid_P
 def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
     AllTypesMatch<["input", "result"]>, Braid_PerToken]> {
   let opcode = 15;
-  let summary = "add a rank-1 bias along the last dimension";
+  let summary = "add a bias along the last dimensions";
   let description = [{
-    `result[..., j] = input[..., j] + bias[j]`.
+    `result[..., j] = input[..., j] + bias[j]`, where `j` runs over the
+    bias's dimensions, which are the input's last ones: a linear layer's
+    bias (rank 1), or a positional embedding added to every sequence of a
+    batch (braid-fuse-kernels folds a braid.broadcast into it).
 
     ```mlir
     %y = braid.bias_add %x, %b : tensor<64x1024xf32>, tensor<1024xf32>
+    %h = braid.bias_add %tok, %pos : tensor<8x64x256xf32>, tensor<64x256xf32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$bias);

@@ -327,25 +327,36 @@ LogicalResult UnaryBackwardOp::verify() {
 }
 
 /// Checks a bias added along the last dimension of `inputValue`
-/// (braid.bias_add, and braid.gelu's folded one).
+/// (braid.gelu's folded one), or along its last dimensions where
+/// `trailing` (braid.bias_add).
 static LogicalResult verifyBias(Operation *op, Value inputValue,
-                                Value biasValue) {
+                                Value biasValue, bool trailing = false) {
   RankedTensorType input = tensorType(inputValue), bias = tensorType(biasValue);
   if (input.getRank() < 1)
     return op->emitOpError() << "input must have rank 1 or more";
-  if (bias.getRank() != 1)
+  if (!trailing && bias.getRank() != 1)
     return op->emitOpError()
            << "bias must have rank 1, but has rank " << bias.getRank();
-  if (bias.getDimSize(0) != input.getShape().back())
+  if (bias.getRank() < 1 || bias.getRank() > input.getRank())
+    return op->emitOpError()
+           << "bias must have rank 1 to " << input.getRank()
+           << " (the input's), but has rank " << bias.getRank();
+  if (bias.getRank() == 1 && bias.getDimSize(0) != input.getShape().back())
     return op->emitOpError()
            << "bias size " << bias.getDimSize(0)
            << " differs from the last dimension of the input ("
            << input.getShape().back() << ")";
+  if (bias.getShape() != input.getShape().take_back(size_t(bias.getRank())))
+    return op->emitOpError()
+           << "bias shape [" << bias.getShape()
+           << "] differs from the input's last " << bias.getRank()
+           << " dimensions ["
+           << input.getShape().take_back(size_t(bias.getRank())) << "]";
   return verifySameElementType(op, "input", inputValue, "bias", biasValue);
 }
 
 LogicalResult BiasAddOp::verify() {
-  return verifyBias(*this, getInput(), getBias());
+  return verifyBias(*this, getInput(), getBias(), /*trailing=*/true);
 }
 
 LogicalResult GeluOp::verify() {

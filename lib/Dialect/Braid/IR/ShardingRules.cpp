@@ -188,11 +188,13 @@ LogicalResult ScaleOp::propagateSharding(Shardings s, Results &out) {
 
 LogicalResult BiasAddOp::propagateSharding(Shardings s, Results &out) {
   ShardingAttr x = s[0], bias = s[1];
-  int64_t last = shapeOf(getInput()).size() - 1;
+  // The input's dimensions from `lead` on are the bias's.
+  int64_t lead = shapeOf(getInput()).size() - shapeOf(getBias()).size();
   if (x.isPartial() || bias.isPartial())
     return failure();
-  if (x.isSplitAlong(last))
-    return bias == x.withDim(0) ? all(*this, x, out) : failure();
+  for (int64_t d = lead, e = shapeOf(getInput()).size(); d < e; ++d)
+    if (x.isSplitAlong(d))
+      return bias == x.withDim(d - lead) ? all(*this, x, out) : failure();
   return bias.isReplicated() ? all(*this, x, out) : failure();
 }
 

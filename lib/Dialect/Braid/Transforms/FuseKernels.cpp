@@ -1,9 +1,10 @@
 //===- FuseKernels.cpp - fold ops into the kernels that can run them -----===//
 //
 // Folds attention's score scaling and causal mask into braid.softmax, their
-// gradients into braid.softmax_backward, a bias_add into the gelu and
-// gelu_backward that read it, and transposes and slices of heads into the
-// matmuls that read them (Passes.td shows the IR before and after). A
+// gradients into braid.softmax_backward, a broadcast added to a tensor into
+// a bias_add, a bias_add into the gelu and gelu_backward that read it, and
+// transposes and slices of heads into the matmuls that read them (Passes.td
+// shows the IR before and after). A
 // folded op's result must have no reader but the ops it folds into, all on
 // its stream.
 //
@@ -52,6 +53,12 @@ struct FuseKernelsPass : public braid::impl::FuseKernelsBase<FuseKernelsPass> {
   using FuseKernelsBase::FuseKernelsBase;
 
   void runOnOperation() override {
+    if (broadcasts) {
+      SmallVector<BroadcastOp> spread;
+      getOperation().walk([&](BroadcastOp op) { spread.push_back(op); });
+      for (BroadcastOp op : spread)
+        foldBroadcastIntoAdds(op);
+    }
     SmallVector<SoftmaxOp> forward;
     SmallVector<SoftmaxBackwardOp> backward;
     SmallVector<BiasAddOp> biases;
@@ -331,6 +338,41 @@ struct FuseKernelsPass : public braid::impl::FuseKernelsBase<FuseKernelsPass> {
     ++foldedOps;
   }
 
+  /// broadcast -> add: a tensor broadcast along its result's leading
+  /// dimensions (a positional embedding over a batch's sequences) that only
+  /// adds read becomes the bias of a braid.bias_add instead, which reads it
+  /// once per row: the broadcast's copy goes. The sums are the same.
+  void foldBroadcastIntoAdds(BroadcastOp broadcast) {
+    ArrayRef<int64_t> dims = broadcast.getDims();
+    auto input = cast<RankedTensorType>(broadcast.getInput().getType());
+    if (input.getRank() < 1 || !isa<FloatType>(input.getElementType()))
+      return;
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] != int64_t(i))
+        return;
+    Value spread = broadcast.getResult();
+    SmallVector<AddOp> adds;
+    for (Operation *user : spread.getUsers()) {
+      auto add = dyn_cast<AddOp>(user);
+      if (!add || !sameStream(add, broadcast) || add.getLhs() == add.getRhs())
+        return;
+      adds.push_back(add);
+    }
+    if (adds.empty())
+      return;
+    for (AddOp add : adds) {
+      Value other = add.getLhs() == spread ? add.getRhs() : add.getLhs();
+      OpBuilder builder(add);
+      auto biasAdd = BiasAddOp::create(builder, add.getLoc(), add.getType(),
+                                       other, broadcast.getInput());
+      biasAdd->setDiscardableAttrs(add->getDiscardableAttrDictionary());
+      add.getResult().replaceAllUsesWith(biasAdd.getResult());
+      add.erase();
+    }
+    broadcast.erase();
+    ++foldedOps;
+  }
+
   /// bias_add -> (reshape ->) gelu and gelu_backward: the sum's only
   /// readers are gelus (and their backward, as the saved input), which
   /// then add the bias themselves; a reshape between keeps the bias's
@@ -362,7 +404,9 @@ struct FuseKernelsPass : public braid::impl::FuseKernelsBase<FuseKernelsPass> {
       if (!grad || grad.getBias() || use.getOperandNumber() != 1)
         return;
     }
-    if (!anyGelu)
+    // A gelu's bias runs along the last dimension only.
+    if (!anyGelu ||
+        cast<RankedTensorType>(biasAdd.getBias().getType()).getRank() != 1)
       return;
     Value input = biasAdd.getInput(), bias = biasAdd.getBias();
     if (reshape) {
