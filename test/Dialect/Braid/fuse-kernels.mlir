@@ -324,7 +324,7 @@ func.func @broadcast_bias(%tok: tensor<2x8x16xf32>, %pos: tensor<8x16xf32>, %tok
 func.func @broadcast_kept(%x: tensor<2x8x16xf32>, %row: tensor<2x16xf32>, %pos: tensor<8x16xf32>,
                           %s: tensor<f32>, %v: tensor<4xf32>)
     -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>,
-        tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4xf32>) {
+        tensor<2x8x16xf32>, tensor<4xf32>) {
   %r = braid.broadcast %row dims = [1] : tensor<2x16xf32> -> tensor<2x8x16xf32>
   %a = braid.add %x, %r : tensor<2x8x16xf32>
   %p = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
@@ -335,6 +335,6 @@ func.func @broadcast_kept(%x: tensor<2x8x16xf32>, %row: tensor<2x16xf32>, %pos: 
   %d = braid.add %x, %p3 {braid.stream = #braid.stream<comm, 0>} : tensor<2x8x16xf32>
   %t = braid.broadcast %s dims = [0] : tensor<f32> -> tensor<4xf32>
   %e = braid.add %v, %t : tensor<4xf32>
-  return %a, %b, %p, %c, %d, %r, %e : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>,
-      tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4xf32>
+  return %a, %b, %p, %c, %d, %e : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>,
+      tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4xf32>
 }
