@@ -78,7 +78,9 @@ public:
       done.wait(lock,
                 [&] { return active.load(std::memory_order_acquire) == 0; });
     }
-    job = nullptr;
+    // `job` stays: a worker reads it only under the mutex, after a new
+    // generation has set it (one past this loop's pieces may read it late,
+    // and then does not call it).
   }
 
 private:
