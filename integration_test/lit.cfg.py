@@ -84,3 +84,18 @@ else:
 # braid-run was built with the cuda backend (CUDA and NCCL were found).
 if config.braid_cuda_backend in ("ON", "1", "TRUE"):
     config.available_features.add("cuda-backend")
+
+# The numerics pass (utils/run-tests.sh, docs/Testing.md): the tests listed
+# in numerics-tests.txt run a second time as a machine without AVX-512 runs
+# them, OpenBLAS's Haswell kernels and braid's AVX2 vector math, in a work
+# directory of their own. A test that needs to know says `REQUIRES:` or
+# `UNSUPPORTED: haswell-pass`.
+machine = lit_config.params.get("braid_machine", "")
+if machine == "haswell":
+    config.name += "-haswell"
+    config.environment["OPENBLAS_CORETYPE"] = "Haswell"
+    config.environment["BRAID_CPU_MATH"] = "avx2"
+    config.test_exec_root = os.path.join(config.braid_obj_root, "integration_test-haswell")
+    config.available_features.add("haswell-pass")
+elif machine:
+    lit_config.fatal("braid_machine=%s: the numerics pass knows 'haswell' only" % machine)

@@ -235,6 +235,31 @@ def main():
         check(result["ok"], "%s: pipeline 2 x tensor parallel 2 on 4 ranks, %d steps of %d "
               "micro-batches match PyTorch's accumulation%s" % (
                   name, STEPS, MICRO, "".join("\n       " + p for p in result["problems"])))
+
+    # Issue 48, D1: an MLP whose first two layers are tensor parallel (fc1
+    # colwise, fc2 rowwise) and whose last stage (fc3, cut there) has no
+    # tensor-parallel collective; every rank makes the same communicators
+    # in one order, and the last stage's ranks are one replica (the same
+    # batch), not two data-parallel ones.
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential()
+    mlp.add_module("fc1", torch.nn.Linear(16, 32))
+    mlp.add_module("act", torch.nn.ReLU())
+    mlp.add_module("fc2", torch.nn.Linear(32, 16))
+    mlp.add_module("fc3", torch.nn.Linear(16, 5))
+    x, y = torch.randn(8, 16), torch.randint(0, 5, (8,))
+    spec = dict(model=mlp, example_inputs=(x,), example_targets=(y,),
+                loss_fn=torch.nn.functional.cross_entropy,
+                optimizer=torch.optim.AdamW(mlp.parameters(), lr=3e-3, weight_decay=0.1))
+    prefix = os.path.join(out, "mlp-pp2-tp2")
+    e = braid.export(mlp, (x,), (y,), spec["loss_fn"], spec["optimizer"], 1, output=prefix,
+                     global_batch=((x,), (y,)), micro_batches=MICRO, tensor_parallel=2,
+                     tensor_parallel_plan={"fc1": "colwise", "fc2": "rowwise"},
+                     pipeline_stages=2, stage_boundaries=["fc3"])
+    result = train_against_pytorch(spec, e, prefix, ((x,), (y,)), 1, tp=2)
+    check(result["ok"], "an MLP (fc1 colwise, fc2 rowwise, cut at fc3), pipeline 2 x tensor "
+          "parallel 2 on 4 ranks, %d steps of %d micro-batches match PyTorch's accumulation%s" % (
+              STEPS, MICRO, "".join("\n       " + p for p in result["problems"])))
     check.finish("export-pipeline")
 
 

@@ -242,8 +242,35 @@ def main():
     expect_error("rank 1 never starts",
                  [run, plan, "--timeout", "3", ":", "-np", "1", "sh", "-c",
                   "kill -STOP $$; exec %s %s --timeout 3" % (run, plan)],
-                 ["rank 0: startup (MPI_Init, loading the plan, connecting the ranks) did not "
-                  "complete within 3 s (--timeout)"], ranks=1, limit=30, every_rank=False)
+                 ["rank 0: startup did not complete within 3 s (--timeout), stuck in MPI_Init"],
+                 ranks=1, limit=30, every_rank=False)
+    # A rank that stops answering after its last step (issue 48, D2): the
+    # --save gathers (a pipeline's stages sent to rank 0, a tensor-parallel
+    # group's pieces gathered) run under the deadline too, which names the
+    # phase and the rank that never sent; no file is left, not even a part.
+    for kind, flags, stuck in (
+            ("pipeline 2", ["--pp", "2", "--micro-batches", "2"],
+             "stuck saving: receiving stage 1's state from rank 1, which never sent it"),
+            ("tensor parallel 2", ["--tp", "2"],
+             "stuck saving: making the tensor-parallel groups' communicators")):
+        name = kind.replace(" ", "")
+        end_mlir = os.path.join(out, name + ".mlir")
+        braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--tiny", "--world-size",
+                       "1"] + flags + ["-o", end_mlir])
+        end_plan = os.path.join(out, name + ".plan")
+        braidtest.compile_step(end_mlir, end_plan)
+        saved = os.path.join(out, name + "-end.npz")
+        if os.path.exists(saved):
+            os.remove(saved)
+        expect_error("%s: rank 1 hangs after the last step, --save" % kind,
+                     [run, end_plan, "--steps", "2", "--timeout", "3", "--save", saved,
+                      "--inject-fault=hang:1:end"],
+                     ["rank 0: the end of the run did not complete within 3 s (--timeout), "
+                      + stuck], ranks=2, limit=30, every_rank=False)
+        leftovers = [f for f in os.listdir(out) if f.startswith(name + "-end.npz")]
+        if leftovers:
+            failures.append("%s: --save left %s after a rank hung" % (kind, leftovers))
+            print("FAIL %s: --save left %s" % (kind, leftovers))
     # A rank killed mid-step: every rank stops (mpirun ends the job) and the
     # survivor says which step it was stopped in; the killed rank is rank 1,
     # by SIGKILL (mpirun's report), and no step after the first completed.

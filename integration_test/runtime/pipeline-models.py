@@ -11,7 +11,8 @@
 # the stages balanced by the cost model (the
 # cut falls inside a block, where several tensors cross, each run of
 # transfers one braid.send_recv); and pipeline 2 x tensor parallel 2 on 4
-# ranks as tensor parallel 2 on 2. Clipped by the global norm (each
+# ranks as tensor parallel 2 on 2, a GPT's too where a stage has no
+# tensor-parallel collective (cut at h0.attn, at ln_f). Clipped by the global norm (each
 # stage's squared norm summed over the pipeline axis), every schedule trains
 # as the clipped accumulating step. Stage 0 starts its data-parallel
 # gradient all-reduces during its last micro-batch's backward. A GPT, whose lm head is tied to the token
@@ -40,6 +41,29 @@ def check(ok, what):
 
 
 STEPS = 4
+# Clipped by the global norm, the pipeline adds the squared norm's parts in
+# another order than the single-rank step (each stage's tensors, then the
+# stages over the pipeline axis, and over the tensor-parallel ranks): the
+# two sums of T nonnegative terms differ by at most (T - 1) u relative (u =
+# 2^-24, T <= 64 parameter tensors: 3.8e-6), the clip factor by half that,
+# and every clipped gradient with it. AdamW divides that common factor out
+# of each update except where the denominator is near its epsilon, so an
+# update moves by at most the factor's difference of its size (<= lr per
+# element), and the differences add up over the steps: after STEPS = 4 an
+# element differs by <= 4 x 3.8e-6 x lr ~ 1.5e-5 lr, and the moments by
+# 1.5e-5 (first) and 3e-5 (second) of their size. An element whose value
+# is itself near zero then has no bound relative to itself, so each array
+# is judged against its largest element: 1e-4 holds with 3x to spare
+# whatever the machine's summation kernels (seen: 2.3e-6 on AVX-512, the
+# element-wise difference of a near-zero weight 0.17).
+CLIP_BOUND = 1e-4
+
+
+def rel_to_largest(a, b):
+    """max |a - b| over the reference's largest element (see CLIP_BOUND)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
+
 # The stage boundaries: one block a stage under the interleaved schedule
 # (2 ranks x 2 virtual stages), two under the others.
 CUTS = {s: "h1,h2,h3" if s == "interleaved" else "h2" for s in PIPELINE_SCHEDULES}
@@ -57,7 +81,10 @@ def model(out, name, *flags):
 
 
 def train(plan, ranks, save):
-    result = braidtest.braid_run(plan, ranks=ranks, args=["--steps", str(STEPS), "--save", save])
+    # --timeout bounds a hang (a startup or --save that never completes,
+    # issue 48 D1 and D2) to a minute and an error, not the test's limit.
+    result = braidtest.braid_run(plan, ranks=ranks, args=["--steps", str(STEPS), "--save", save,
+                                                          "--timeout", "60"], timeout=300)
     return braidtest.losses(result.stdout)
 
 
@@ -122,11 +149,12 @@ def main():
                           schedule, "--stage-boundaries", CUTS[schedule]), 2, save)
         worst = max(abs(a - b) / abs(b) for a, b in zip(got, want)) if got else 1
         saved = np.load(save)
-        arrays = max(braidtest.max_rel_diff(saved[k], ref[k]) for k in ref.files)
-        check(len(got) == STEPS and worst <= 1e-5 and arrays <= 1e-5,
+        arrays = max(rel_to_largest(saved[k], ref[k]) for k in ref.files)
+        check(len(got) == STEPS and worst <= 1e-5 and arrays <= CLIP_BOUND,
               "%s, clipped by the global norm across 2 stages: %d losses within 1e-5 of the "
-              "clipped accumulating step (worst %.2g), %d saved arrays (worst %.2g)" % (
-                  schedule, len(got), worst, len(saved.files), arrays))
+              "clipped accumulating step (worst %.2g), %d saved arrays within %g of their "
+              "largest element (worst %.2g)" % (
+                  schedule, len(got), worst, len(saved.files), CLIP_BOUND, arrays))
 
     # With tensor parallelism too: pipeline 2 x tensor parallel 2 on 4 ranks
     # (a grid of 2 x 1 x 2; braid-tensor-parallel partitions each stage
@@ -143,19 +171,56 @@ def main():
         worst = max(abs(a - b) / abs(b) for a, b in zip(got, want)) if got and want else 1
         ref, saved = np.load(tp_save), np.load(pptp_save)
         # Clipped, the squared norm adds its parts in another order (over
-        # the stages, then the tensor-parallel ranks), so the factor differs
-        # in its last bits and so does every update after it: arrays judged
-        # against their largest element (worst 4.8e-6, h1.mlp.c_proj.weight;
-        # 1.9e-4 element-wise).
+        # the stages, then the tensor-parallel ranks): arrays judged against
+        # their largest element, within CLIP_BOUND (seen: 4.8e-6,
+        # h1.mlp.c_proj.weight; 1.9e-4 element-wise).
         arrays = max(braidtest.max_rel_diff(saved[k], ref[k]) if not clip else
-                     float(np.max(np.abs(saved[k] - ref[k]))) /
-                     max(float(np.max(np.abs(ref[k]))), 1e-30) for k in ref.files)
-        check(len(got) == len(want) == STEPS and worst <= 1e-5 and arrays <= 1e-5
+                     rel_to_largest(saved[k], ref[k]) for k in ref.files)
+        check(len(got) == len(want) == STEPS and worst <= 1e-5
+              and arrays <= (CLIP_BOUND if clip else 1e-5)
               and sorted(saved.files) == sorted(ref.files),
               "pipeline 2 x tensor parallel 2 on 4 ranks%s: %d losses within 1e-5 of tensor "
               "parallel 2 on 2 (worst %.2g), %d saved arrays (worst %.2g)" % (
                   ", clipped by the global norm" if clip else "", len(got), worst,
                   len(saved.files), arrays))
+
+    # Issue 48, D1: a GPT on pipeline 2 x tensor parallel 2 cut where one
+    # stage issues no tensor-parallel collective (at ln_f: the last stage is
+    # the final norm and the head; at h0.attn: the first is the embeddings
+    # and h0.ln_1) starts (every rank makes the same communicators in one
+    # order) and trains as tensor parallel 2 on 2 ranks, its ranks of that
+    # stage one replica (the same batch) rather than two data-parallel ones.
+    # Losses within 1e-5; the tied table's gradient parts add in another
+    # order (as below), so arrays are judged against their largest element,
+    # as the tied GPT's below (the keys' third of c_attn.bias has a zero
+    # gradient in exact arithmetic, where AdamW turns rounding into lr-sized
+    # steps: seen 6.7e-3, h1.attn.c_attn.bias; every other array 1.8e-5
+    # element-wise).
+    gpt_tp = ["gpt", "--tiny", "--layers", "2", "--world-size", "1", "--tp", "2",
+              "--micro-batches", "2"]
+    plans = {}
+    for name, flags in (("gpt-tp2", []), ("gpt-pp2tp2-h0.attn", ["--pp", "2",
+                        "--stage-boundaries", "h0.attn"]),
+                        ("gpt-pp2tp2-ln_f", ["--pp", "2", "--stage-boundaries", "ln_f"])):
+        mlir = os.path.join(out, name + ".mlir")
+        braidtest.run([sys.executable, "-m", "braid.models"] + gpt_tp + flags + ["-o", mlir])
+        plans[name] = os.path.join(out, name + ".plan")
+        braidtest.compile_step(mlir, plans[name])
+    tp_save = os.path.join(out, "gpt-tp2.npz")
+    want = train(plans["gpt-tp2"], 2, tp_save)
+    ref = np.load(tp_save)
+    for cut in ("h0.attn", "ln_f"):
+        save = os.path.join(out, "gpt-pp2tp2-%s.npz" % cut)
+        got = train(plans["gpt-pp2tp2-" + cut], 4, save)
+        worst = max(abs(a - b) / abs(b) for a, b in zip(got, want)) if got and want else 1
+        saved = np.load(save) if os.path.exists(save) else {}
+        arrays = max((rel_to_largest(saved[k], ref[k]), k) for k in ref.files) \
+            if saved else (1, "nothing saved")
+        check(len(got) == len(want) == STEPS and worst <= 1e-5 and arrays[0] <= 1e-2
+              and sorted(saved.files) == sorted(ref.files),
+              "GPT, pipeline 2 x tensor parallel 2 on 4 ranks cut at %s: %d losses within 1e-5 "
+              "of tensor parallel 2 on 2 (worst %.2g), saved arrays within 1e-2 of their largest "
+              "element (worst %.2g, %s)" % (cut, len(got), worst, arrays[0], arrays[1]))
 
     # A GPT ties its lm head to the token embedding: the last stage keeps a
     # copy of the table, sends its part of the gradient down and receives

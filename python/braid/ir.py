@@ -17,6 +17,11 @@ from braid.op_table import OPS
 # pipeline.py checks the two agree), the default first.
 PIPELINE_SCHEDULES = ("1f1b", "gpipe", "zb-h1", "interleaved")
 
+# The most micro-batches a step may unroll (BraidDialect::kMaxMicroBatches in
+# include/braid/Dialect/Braid/Braid.td; integration_test/python/
+# models-generate.test checks that braid-compile refuses one more).
+MAX_MICRO_BATCHES = 1 << 16
+
 
 def check_virtual_stages(schedule, virtual_stages, stages, micro_batches):
     """braid-pipeline's rules for the interleaved schedule, checked where a

@@ -13,7 +13,7 @@ import math
 import sys
 
 from braid._cli import module_command
-from braid.ir import PIPELINE_SCHEDULES, StepBuilder
+from braid.ir import MAX_MICRO_BATCHES, PIPELINE_SCHEDULES, StepBuilder
 
 
 def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
@@ -562,6 +562,9 @@ def main(argv=None):
             parser.error("--%s is not an option of %s" % (name.replace("_", "-"), args.model))
         if value < 1:
             parser.error("--%s must be at least 1" % name.replace("_", "-"))
+        if name == "micro_batches" and value > MAX_MICRO_BATCHES:
+            parser.error("--micro-batches must be at most %d (each micro-batch is unrolled "
+                         "into the step), not %d" % (MAX_MICRO_BATCHES, value))
         kwargs[name] = value
     if args.max_grad_norm is not None:
         if args.model == "mlp":

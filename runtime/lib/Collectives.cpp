@@ -3,6 +3,8 @@
 #include "braid-runtime/Communicator.h"
 #include "braid-runtime/Executor.h"
 
+#include <algorithm>
+#include <mutex>
 #include <set>
 
 using namespace braid;
@@ -167,11 +169,57 @@ void braid::rt::issueCollective(const Plan &plan, const Instr &instr,
 }
 
 void braid::rt::forEachCommunicator(
-    const Plan &plan, const std::function<void(int, unsigned)> &fn) {
-  std::set<std::pair<int, unsigned>> seen;
+    const Plan &plan,
+    const std::function<void(const CommunicatorSpec &, unsigned,
+                             const std::vector<int> &, unsigned)> &fn) {
+  std::vector<CommunicatorSpec> made;
+  const std::vector<CommunicatorSpec> &all =
+      plan.communicators.empty() ? (made = communicatorsOf(plan))
+                                 : plan.communicators;
+  // The (group, stream) pairs this program issues collectives on.
+  std::set<std::pair<int, unsigned>> used;
   for (unsigned s = 0; s < plan.streams.size(); ++s)
     for (const Instr &instr : plan.streams[s].instrs)
-      if (instr.info && instr.info->isCollective() &&
-          seen.insert({instr.group, s}).second)
-        fn(instr.group, s);
+      if (instr.info && instr.info->isCollective())
+        used.insert({instr.group, s});
+  // A program whose communicator the list lacks was not taken out of its
+  // whole plan by programOf (checked before any rank waits on another).
+  for (const auto &[group, stream] : used) {
+    const Group &g = plan.groups[size_t(group)];
+    const Stream &s = plan.streams[stream];
+    if (std::none_of(all.begin(), all.end(), [&](const CommunicatorSpec &c) {
+          return c.matches(g, s);
+        }))
+      throw CommError("device group #" + std::to_string(group) + " on stream " +
+                      s.name() + " is not among the plan's communicators");
+  }
+  for (unsigned id = 0; id < all.size(); ++id) {
+    const CommunicatorSpec &spec = all[id];
+    std::vector<int> groups;
+    unsigned local = 0;
+    for (auto [group, stream] : used)
+      if (spec.matches(plan.groups[size_t(group)], plan.streams[stream])) {
+        groups.push_back(group);
+        local = stream;
+      }
+    setPhase("connecting the ranks: communicator " + std::to_string(id + 1) +
+             " of " + std::to_string(all.size()) + " (" + spec.describe() +
+             ")");
+    fn(spec, id, groups, local);
+  }
+}
+
+namespace {
+std::mutex phaseMutex;
+std::string phaseText;
+} // namespace
+
+void braid::rt::setPhase(const std::string &phase) {
+  std::lock_guard<std::mutex> lock(phaseMutex);
+  phaseText = phase;
+}
+
+std::string braid::rt::currentPhase() {
+  std::lock_guard<std::mutex> lock(phaseMutex);
+  return phaseText;
 }

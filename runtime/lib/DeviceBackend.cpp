@@ -36,6 +36,7 @@ DeviceBackend::DeviceBackend(std::unique_ptr<Device> dev, const Options &opts)
 
 DeviceBackend::~DeviceBackend() {
   comms.clear();
+  communicators.clear();
   device.reset();
 }
 
@@ -72,23 +73,31 @@ void DeviceBackend::prepare(const Plan &p) {
 
 void DeviceBackend::connect() {
   const Plan &p = *plan;
-  // In plan order on every rank, each made and then warmed up by a
-  // one-element all-reduce: NCCL connects its peers lazily, inside the
-  // first collective, where a dead peer would block a stream thread before
-  // the step's deadline is checked.
-  forEachCommunicator(p, [&](int group, unsigned stream) {
+  // Every communicator of the whole plan, in its order, on every rank, each
+  // made and then warmed up by a one-element all-reduce: NCCL connects its
+  // peers lazily, inside the first collective, where a dead peer would
+  // block a stream thread before the step's deadline is checked. One this
+  // program does not use is made on stream 0 (its members that use it have
+  // the stream; a creation is a call on all of them).
+  forEachCommunicator(p, [&](const CommunicatorSpec &spec, unsigned id,
+                             const std::vector<int> &groups, unsigned stream) {
     int64_t color, index;
-    p.groups[group].locate(options.worldRank, color, index);
-    auto &comm = comms[{group, stream}];
-    comm = device->connect(group, color, index, p.groups[group].size(), stream);
+    spec.group.locate(options.worldRank, color, index);
+    // Kept before its warm-up: a warm-up that fails aborts it with the
+    // others (fail aborts every communicator made).
+    communicators.push_back({spec, device->connect(int(id), color, index,
+                                                   spec.group.size(), stream)});
+    DeviceComm *comm = communicators.back().second.get();
     comm->allReduce(scratch, 1, DType::F32, ops::ReductionKind::Sum);
     poll([&] { return device->done(stream); },
          [&] {
-           return "connecting " + describeGroup(group) +
+           return "connecting the communicator of " + describeComm(spec) +
                   ": its first all-reduce (one element, issued to connect "
                   "the peers) did not complete; a rank of the group is "
                   "dead, hung, or did not start";
          });
+    for (int group : groups)
+      comms[{group, stream}] = comm;
   });
 }
 
@@ -155,6 +164,14 @@ std::string DeviceBackend::describeGroup(int group) const {
   return os.str();
 }
 
+std::string DeviceBackend::describeComm(const CommunicatorSpec &spec) const {
+  int64_t color, index;
+  spec.group.locate(options.worldRank, color, index);
+  return spec.describe() + " (" + std::to_string(spec.group.size()) +
+         " ranks, this rank " + std::to_string(options.worldRank) +
+         " is number " + std::to_string(index) + ")";
+}
+
 const Instr *DeviceBackend::firstPending() {
   std::lock_guard<std::mutex> lock(mutex);
   for (const Instr *instr : issued)
@@ -166,7 +183,7 @@ const Instr *DeviceBackend::firstPending() {
 void DeviceBackend::fail(const std::string &message) {
   // Abort all of them: a stream waiting in any NCCL call can then finish,
   // and no communicator of this rank is used again.
-  for (auto &[key, comm] : comms)
+  for (auto &[spec, comm] : communicators)
     comm->abort();
   throw CommError(std::string(device->name()) + ": " + message +
                   "; aborted this rank's communicators");
@@ -179,12 +196,13 @@ void DeviceBackend::poll(const std::function<bool()> &finished,
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(options.timeoutSeconds));
   for (;;) {
-    for (auto &[key, comm] : comms) {
+    for (auto &[spec, comm] : communicators) {
       std::string error = comm->asyncError();
       if (error.empty())
         continue;
       const Instr *pending = firstPending();
-      fail("NCCL reported an error on " + describeGroup(key.first) +
+      fail("NCCL reported an error on the communicator of " +
+           describeComm(spec) +
            (pending ? " while " + pending->describe() + " was in flight" : "") +
            ": " + error);
     }

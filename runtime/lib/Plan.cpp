@@ -10,8 +10,10 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
 
 using namespace braid;
@@ -378,15 +380,58 @@ static void checkPipeline(const Plan &p) {
   }
 }
 
+std::string CommunicatorSpec::describe() const {
+  std::ostringstream os;
+  os << "axes";
+  for (int64_t a : group.axes)
+    os << " " << a;
+  os << " of grid '" << group.grid << "' ";
+  for (size_t d = 0; d < group.gridShape.size(); ++d)
+    os << (d ? "x" : "") << group.gridShape[d];
+  os << ", stream " << (comm ? "comm " : "compute ") << streamIndex;
+  return os.str();
+}
+
+std::vector<CommunicatorSpec> rt::communicatorsOf(const Plan &plan) {
+  using Key = std::tuple<std::string, std::vector<int64_t>,
+                         std::vector<int64_t>, bool, unsigned>;
+  std::map<Key, CommunicatorSpec> found;
+  auto add = [&](const Plan &program) {
+    for (unsigned s = 0; s < program.streams.size(); ++s)
+      for (const Instr &instr : program.streams[s].instrs) {
+        if (!instr.info || !instr.info->isCollective() || instr.group < 0 ||
+            size_t(instr.group) >= program.groups.size())
+          continue;
+        const Group &g = program.groups[size_t(instr.group)];
+        const Stream &stream = program.streams[s];
+        found.insert(
+            {Key{g.grid, g.gridShape, g.axes, stream.comm, stream.index},
+             {g, stream.comm, stream.index}});
+      }
+  };
+  add(plan);
+  for (const Plan &stage : plan.stages)
+    add(stage);
+  std::vector<CommunicatorSpec> out;
+  for (auto &[key, spec] : found)
+    out.push_back(spec);
+  return out;
+}
+
 Plan rt::programOf(Plan plan, int64_t rank) {
-  if (!plan.isPipelined())
+  std::vector<CommunicatorSpec> communicators = communicatorsOf(plan);
+  if (!plan.isPipelined()) {
+    plan.communicators = std::move(communicators);
     return plan;
+  }
   if (rank < 0 || size_t(rank) >= plan.programOfRank.size())
     throw PlanError("rank " + std::to_string(rank) +
                     " is not a rank of the "
                     "plan's " +
                     std::to_string(plan.worldSize));
-  return std::move(plan.stages[plan.programOfRank[size_t(rank)]]);
+  Plan program = std::move(plan.stages[plan.programOfRank[size_t(rank)]]);
+  program.communicators = std::move(communicators);
+  return program;
 }
 
 Plan rt::loadPlan(const uint8_t *bytes, size_t size) {

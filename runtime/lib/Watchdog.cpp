@@ -3,6 +3,7 @@
 #include "braid-runtime/Watchdog.h"
 #include "braid-runtime/Executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -31,9 +32,20 @@ Watchdog::~Watchdog() {
   MPI_Comm_free(&comm);
 }
 
-int64_t Watchdog::arrive(int group, const std::vector<int> &members) {
+Watchdog::Arrival Watchdog::arrive(int id, const std::vector<int> &members) {
+  return announce(id, members);
+}
+
+Watchdog::Arrival Watchdog::arrivePeer(int id, int peer) {
+  // Negative keys: a pair's transfers, counted apart from the collectives
+  // of the whole communicator.
+  return announce(-int64_t(id) - 1, {peer});
+}
+
+Watchdog::Arrival Watchdog::announce(int64_t key,
+                                     const std::vector<int> &members) {
   std::lock_guard<std::mutex> lock(mutex);
-  int64_t sequence = ++sent[group];
+  int64_t sequence = ++sent[{key, members}];
   // Forget completed announcements.
   size_t kept = 0;
   for (MPI_Request &r : sendRequests) {
@@ -48,13 +60,13 @@ int64_t Watchdog::arrive(int group, const std::vector<int> &members) {
   for (int member : members) {
     if (member == rank)
       continue;
-    sendBuffers.push_back(group);
+    sendBuffers.push_back(key);
     sendBuffers.push_back(sequence);
     sendRequests.emplace_back();
     MPI_Isend(&sendBuffers[sendBuffers.size() - 2], 2, MPI_INT64_T, member,
               kArrivalTag, comm, &sendRequests.back());
   }
-  return sequence;
+  return {key, sequence, members};
 }
 
 void Watchdog::drain() {
@@ -68,27 +80,33 @@ void Watchdog::drain() {
     int64_t message[2];
     MPI_Recv(message, 2, MPI_INT64_T, status.MPI_SOURCE, kArrivalTag, comm,
              MPI_STATUS_IGNORE);
-    int64_t &seen = arrived[{int(message[0]), status.MPI_SOURCE}];
+    int64_t &seen = arrived[{message[0], status.MPI_SOURCE}];
     seen = std::max(seen, message[1]);
   }
 }
 
-void Watchdog::fail(const Instr &instr, int64_t sequence,
-                    const std::vector<int> &members) {
+void Watchdog::fail(const Instr &instr, const std::vector<Arrival> &arrivals) {
   drain();
   std::ostringstream os;
-  os << "collective " << instr.describe() << " (number " << sequence
-     << " on group #" << instr.group << ") did not complete within "
+  os << "collective " << instr.describe();
+  for (const Arrival &a : arrivals)
+    os << (&a == &arrivals[0] ? " (" : ", ") << "number " << a.sequence
+       << (a.key < 0 ? " with rank " + std::to_string(a.members[0]) +
+                           " on communicator #" + std::to_string(-a.key - 1)
+                     : " on communicator #" + std::to_string(a.key));
+  os << (arrivals.empty() ? "" : ")") << " did not complete within "
      << timeoutSeconds << " s; ";
   std::vector<int> missing;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    for (int member : members)
-      if (member != rank && arrived[{instr.group, member}] < sequence)
-        missing.push_back(member);
+    for (const Arrival &a : arrivals)
+      for (int member : a.members)
+        if (member != rank && arrived[{a.key, member}] < a.sequence &&
+            std::find(missing.begin(), missing.end(), member) == missing.end())
+          missing.push_back(member);
   }
   if (missing.empty()) {
-    os << "every rank of the group reached it";
+    os << "every rank it waits for reached it";
   } else {
     os << "ranks that did not arrive: ";
     for (size_t i = 0; i < missing.size(); ++i)
@@ -97,8 +115,7 @@ void Watchdog::fail(const Instr &instr, int64_t sequence,
   throw CommError(os.str());
 }
 
-void Watchdog::poll(const Instr &instr, int64_t sequence,
-                    const std::vector<int> &members,
+void Watchdog::poll(const Instr &instr, const std::vector<Arrival> &arrivals,
                     const std::function<bool()> &test) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
@@ -111,7 +128,7 @@ void Watchdog::poll(const Instr &instr, int64_t sequence,
       drain();
     auto now = Clock::now();
     if (timeoutSeconds > 0 && now > deadline)
-      fail(instr, sequence, members);
+      fail(instr, arrivals);
     // Spin for a moment, then back off so that the cores stay with compute.
     if (now - start > std::chrono::microseconds(200))
       std::this_thread::sleep_for(std::chrono::microseconds(
@@ -120,8 +137,8 @@ void Watchdog::poll(const Instr &instr, int64_t sequence,
 }
 
 void Watchdog::wait(const Instr &instr, std::vector<MPI_Request> &requests,
-                    int64_t sequence, const std::vector<int> &members) {
-  poll(instr, sequence, members, [&] {
+                    const std::vector<Arrival> &arrivals) {
+  poll(instr, arrivals, [&] {
     int done = 0;
     MPI_Testall(int(requests.size()), requests.data(), &done,
                 MPI_STATUSES_IGNORE);

@@ -193,9 +193,9 @@ static void testWarmUp() {
   } catch (const CommError &e) {
     message = e.what();
   }
-  EXPECT(contains(message, "fake: connecting device group #0 (axes 0 of grid "
-                           "'grid' 1; 1 ranks, this rank 0 is number 0): its "
-                           "first all-reduce") &&
+  EXPECT(contains(message, "fake: connecting the communicator of axes 0 of "
+                           "grid 'grid' 1, stream comm 0 (1 ranks, this rank "
+                           "0 is number 0): its first all-reduce") &&
              contains(message, "within 0.2 s; aborted this rank's "
                                "communicators"),
          "a hung warm-up read: '%s'", message.c_str());
@@ -236,9 +236,10 @@ static void testWatchdog() {
                                    "communicators"),
              "a hung collective read: '%s'", message.c_str());
     else
-      EXPECT(message == "fake: NCCL reported an error on device group #0 "
-                        "(axes 0 of grid 'grid' 1; 1 ranks, this rank 0 is "
-                        "number 0) while 'all_reduce_start' at bucket 0 was "
+      EXPECT(message == "fake: NCCL reported an error on the communicator "
+                        "of axes 0 of grid 'grid' 1, stream comm 0 (1 ranks, "
+                        "this rank 0 is number 0) while 'all_reduce_start' "
+                        "at bucket 0 was "
                         "in flight: unhandled system error (injected: a NIC "
                         "went down); aborted this rank's communicators",
              "an asynchronous error read: '%s'", message.c_str());
@@ -404,10 +405,17 @@ static void testOrder(const std::string &path) {
   std::set<int> groups;
   std::set<unsigned> streams;
   const int steps = 3;
+  std::vector<CommunicatorSpec> specs = communicatorsOf(plan);
   for (int step = 0; step < steps; ++step)
     for (const Instr *instr : order) {
       unsigned stream = streamOf(plan, instr);
-      RecordingComm comm(expected, mutex, instr->group, stream, 0,
+      // The communicator's number is its place in the plan's canonical
+      // list (what connect names it by), not the program's group number.
+      int id = -1;
+      for (size_t c = 0; c < specs.size(); ++c)
+        if (specs[c].matches(plan.groups[instr->group], plan.streams[stream]))
+          id = int(c);
+      RecordingComm comm(expected, mutex, id, stream, 0,
                          int(plan.groups[instr->group].size()));
       HostMemory memory;
       issueCollective(plan, *instr, arena.data(), comm, memory);

@@ -137,16 +137,21 @@ Options braid::rt::parseOptions(int argc, char **argv) {
         usageError("--save needs a file name, but is empty");
     } else if (is("--inject-fault")) {
       o.fault = value(i, arg, "--inject-fault");
-      char kind[8] = {0};
+      char kind[8] = {0}, when[24] = {0};
       int rank = -1;
       long long step = -1;
-      if (std::sscanf(o.fault.c_str(), "%7[a-z]:%d:%lld", kind, &rank, &step) !=
+      char *end = nullptr;
+      if (std::sscanf(o.fault.c_str(), "%7[a-z]:%d:%23s", kind, &rank, when) !=
               3 ||
-          (std::string(kind) != "hang" && std::string(kind) != "kill"))
-        usageError("--inject-fault expects hang:RANK:STEP or kill:RANK:STEP");
+          (std::string(kind) != "hang" && std::string(kind) != "kill") ||
+          (std::string(when) != "end" &&
+           ((step = std::strtoll(when, &end, 10)), *end != '\0')))
+        usageError("--inject-fault expects hang:RANK:STEP, kill:RANK:STEP, "
+                   "hang:RANK:end or kill:RANK:end");
       o.fault = kind;
       o.faultRank = rank;
-      o.faultStep = step;
+      o.faultAtEnd = std::string(when) == "end";
+      o.faultStep = o.faultAtEnd ? 0 : step;
     } else if (!arg.empty() && arg[0] == '-') {
       usageError("unknown option '" + arg + "'");
     } else if (o.plan.empty()) {

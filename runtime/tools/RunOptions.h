@@ -29,6 +29,8 @@ struct Options {
   std::string fault;
   int faultRank = -1;
   int64_t faultStep = -1;
+  /// --inject-fault=KIND:RANK:end: after the last step, before --save.
+  bool faultAtEnd = false;
 };
 
 extern const char *const kUsage;

@@ -17,6 +17,7 @@
 #include "RunOptions.h"
 
 #include "braid-runtime/BackendRegistry.h"
+#include "braid-runtime/Communicator.h"
 #include "braid-runtime/CpuBackend.h"
 #include "braid-runtime/Executor.h"
 #include "braid-runtime/HalfFloat.h"
@@ -51,9 +52,36 @@ using namespace braid::rt;
 
 namespace {
 
-/// Set when startup (MPI_Init to the first step) is over; the startup
-/// watchdog thread stops then.
-std::atomic<bool> startupDone{false};
+/// The deadline of the phases outside the executor's watchdog: startup
+/// (MPI_Init to the first step) and the end (the --save gathers, freeing
+/// the communicators, MPI_Finalize), in steady-clock nanoseconds; 0 while
+/// the steps run (their collectives have the watchdog). Past it, the
+/// deadline thread says where this rank is stuck (currentPhase) and exits.
+std::atomic<int64_t> phaseDeadline{0};
+/// What the deadline covers now, for its message ("startup", "the end").
+std::atomic<const char *> deadlinePart{"startup"};
+
+int64_t steadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Arms the deadline `seconds` from now for `part`, or disarms it (0).
+void armDeadline(const char *part, double seconds) {
+  deadlinePart = part;
+  phaseDeadline = seconds > 0 ? steadyNanos() + int64_t(seconds * 1e9) : 0;
+}
+
+/// The --timeout every phase of the end gets (set in main).
+double endTimeout = 0;
+
+/// Enters a phase of the end of the run: `phase` is what the deadline's
+/// message says this rank is stuck in; each phase has --timeout seconds.
+void endPhase(const std::string &phase) {
+  setPhase(phase);
+  armDeadline("the end of the run", endTimeout);
+}
 
 /// Where this rank is, for a signal handler to report: the step being run
 /// (0 before the first). Written by the step loop, read by onTerminate.
@@ -396,6 +424,8 @@ void gatherStages(const Plan &plan, int rank, int world,
                                " bytes, more than one MPI message counts; "
                                "save with {rank} in the path");
     uint64_t n = bytes.size();
+    endPhase("saving: sending stage " + std::to_string(mine.ppIndex) +
+             "'s state to rank 0");
     MPI_Send(&n, 1, MPI_UINT64_T, 0, tag, MPI_COMM_WORLD);
     MPI_Send(bytes.data(), int(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD);
   }
@@ -406,6 +436,9 @@ void gatherStages(const Plan &plan, int rank, int world,
     if (!(p.dpIndex == 0 && p.tpIndex == 0 && p.ppIndex > 0))
       continue;
     uint64_t n = 0;
+    endPhase("saving: receiving stage " + std::to_string(p.ppIndex) +
+             "'s state from rank " + std::to_string(r) +
+             ", which never sent it");
     MPI_Recv(&n, 1, MPI_UINT64_T, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (n > uint64_t(std::numeric_limits<int>::max()))
       throw std::runtime_error("rank " + std::to_string(r) +
@@ -448,23 +481,24 @@ int main(int argc, char **argv) {
     usageError("--cluster, --trace, --trace-ranks and --report go with "
                "--backend=sim");
 
-  // Startup (MPI_Init, loading, connecting) is covered by --timeout too: a
-  // rank that never starts would otherwise leave the others in MPI_Init or
-  // in the first agreement forever.
+  // Startup (MPI_Init, loading, connecting) and the end (saving,
+  // finalizing) are covered by --timeout too: a rank that never starts
+  // would otherwise leave the others in MPI_Init or in the first agreement
+  // forever, and one that stops after the last step would leave rank 0 in
+  // the --save gather.
+  armDeadline("startup", o.timeout);
   std::thread([timeout = o.timeout] {
-    using Clock = std::chrono::steady_clock;
-    Clock::time_point deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(timeout));
-    while (!startupDone.load()) {
-      if (Clock::now() > deadline) {
+    for (;;) {
+      int64_t deadline = phaseDeadline.load();
+      if (deadline != 0 && steadyNanos() > deadline) {
         const char *rankText = std::getenv("OMPI_COMM_WORLD_RANK");
+        std::string phase = currentPhase();
         std::fprintf(stderr,
-                     "braid-run: error: rank %s: startup (MPI_Init, loading "
-                     "the plan, connecting the ranks) did not complete within "
-                     "%g s (--timeout): another rank did not start or "
-                     "stopped\n",
-                     rankText ? rankText : "?", timeout);
+                     "braid-run: error: rank %s: %s did not complete within "
+                     "%g s (--timeout), stuck %s: another rank did not "
+                     "start, stopped, or is elsewhere\n",
+                     rankText ? rankText : "?", deadlinePart.load(), timeout,
+                     phase.c_str());
         std::fflush(stderr);
         std::_Exit(1);
       }
@@ -472,6 +506,7 @@ int main(int argc, char **argv) {
     }
   }).detach();
   int provided = 0;
+  setPhase("in MPI_Init");
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, world = 1, localRank = 0, localRanks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -487,7 +522,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(node, &localRanks);
   MPI_Comm_free(&node);
   if (provided < MPI_THREAD_MULTIPLE) {
-    startupDone = true;
+    armDeadline("startup", 0);
     int code = fail(rank, "the MPI library does not provide "
                           "MPI_THREAD_MULTIPLE, which the streams need");
     MPI_Finalize();
@@ -504,12 +539,14 @@ int main(int argc, char **argv) {
   // failed. Loading, constructing and preparing are local; connect() makes
   // the communicators. (The cpu backend's constructor duplicates the world
   // communicator, which every rank that starts the phase reaches.)
-  auto phase = [&](const std::function<void()> &work) {
+  auto phase = [&](const char *name, const std::function<void()> &work) {
+    setPhase(std::string("in ") + name);
     try {
       work();
     } catch (const std::exception &e) {
       error = e.what();
     }
+    setPhase(std::string("waiting for every rank to finish ") + name);
     if (agree(error.empty()))
       return true;
     if (error.empty())
@@ -517,47 +554,55 @@ int main(int argc, char **argv) {
     return false;
   };
   bool ready =
-      phase([&] {
-        Plan whole = loadPlanFile(o.plan);
-        if (whole.worldSize != uint32_t(world))
-          throw PlanError(
-              o.plan + " was compiled for " + std::to_string(whole.worldSize) +
-              " ranks, but runs on " + std::to_string(world) + " (mpirun -np " +
-              std::to_string(whole.worldSize) + ")");
-        // The files name the state and batch of every stage.
-        std::set<std::string> stateNames, batchNames;
-        collectInputNames(whole, stateNames, batchNames);
-        plan = programOf(std::move(whole), rank);
-        inputs = prepareInputs(plan, o, rank, world, stateNames, batchNames);
-        if (!o.fault.empty() &&
-            (o.faultRank >= world || o.faultStep < 1 || o.faultStep > o.steps))
-          throw std::runtime_error(
-              "--inject-fault names rank " + std::to_string(o.faultRank) +
-              " and step " + std::to_string(o.faultStep) +
-              ", but the run has ranks "
-              "0 to " +
-              std::to_string(world - 1) + " and steps 1 to " +
-              std::to_string(o.steps));
-        checkWritable(o.save, rank);
-      }) &&
-      phase([&] {
-        BackendOptions options;
-        options.timeoutSeconds = o.timeout;
-        options.localRank = localRank;
-        options.localRanks = localRanks;
-        options.checkMemory = o.checkMemory;
-        options.profile = o.profile;
-        options.threads =
-            o.threads ? int(o.threads) : defaultThreads(localRanks);
-        backend = createBackend(o.backend, options);
-        backend->prepare(plan);
-        for (auto &[id, bytes] : inputs.state)
-          backend->write(plan.buffers[id], bytes.data());
-      }) &&
-      phase([&] { backend->connect(); });
-  startupDone = true;
+      phase(
+          "loading the plan and the inputs",
+          [&] {
+            Plan whole = loadPlanFile(o.plan);
+            if (whole.worldSize != uint32_t(world))
+              throw PlanError(o.plan + " was compiled for " +
+                              std::to_string(whole.worldSize) +
+                              " ranks, but runs on " + std::to_string(world) +
+                              " (mpirun -np " +
+                              std::to_string(whole.worldSize) + ")");
+            // The files name the state and batch of every stage.
+            std::set<std::string> stateNames, batchNames;
+            collectInputNames(whole, stateNames, batchNames);
+            plan = programOf(std::move(whole), rank);
+            inputs =
+                prepareInputs(plan, o, rank, world, stateNames, batchNames);
+            if (!o.fault.empty() &&
+                (o.faultRank < 0 || o.faultRank >= world ||
+                 (!o.faultAtEnd && (o.faultStep < 1 || o.faultStep > o.steps))))
+              throw std::runtime_error(
+                  "--inject-fault names rank " + std::to_string(o.faultRank) +
+                  " and step " + std::to_string(o.faultStep) +
+                  ", but the run has ranks "
+                  "0 to " +
+                  std::to_string(world - 1) + " and steps 1 to " +
+                  std::to_string(o.steps));
+            checkWritable(o.save, rank);
+          }) &&
+      phase("preparing the backend",
+            [&] {
+              BackendOptions options;
+              options.timeoutSeconds = o.timeout;
+              options.localRank = localRank;
+              options.localRanks = localRanks;
+              options.checkMemory = o.checkMemory;
+              options.profile = o.profile;
+              options.threads =
+                  o.threads ? int(o.threads) : defaultThreads(localRanks);
+              backend = createBackend(o.backend, options);
+              backend->prepare(plan);
+              for (auto &[id, bytes] : inputs.state)
+                backend->write(plan.buffers[id], bytes.data());
+            }) &&
+      phase("connecting the ranks", [&] { backend->connect(); });
+  armDeadline("startup", 0);
   if (!ready) {
     int code = fail(rank, error);
+    endTimeout = o.timeout;
+    endPhase("stopping after a failed start: in MPI_Finalize");
     backend.reset();
     MPI_Finalize();
     return code;
@@ -681,6 +726,14 @@ int main(int argc, char **argv) {
       std::fflush(stdout);
     }
   }
+  if (o.faultAtEnd && rank == o.faultRank) {
+    if (o.fault == "hang")
+      for (;;)
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::raise(SIGKILL);
+  }
+  endTimeout = o.timeout;
+  endPhase("freeing the loss's communicator after the last step");
   MPI_Comm_free(&lossComm);
 
   // --save: rank 0 writes OUT.npz; a path with {rank} is written by every
@@ -693,6 +746,7 @@ int main(int argc, char **argv) {
     MPI_Comm tpComm = MPI_COMM_NULL;
     // One communicator per tensor-parallel group: the ranks of one
     // data-parallel replica and one pipeline stage.
+    endPhase("saving: making the tensor-parallel groups' communicators");
     if (plan.tpAxis >= 0)
       MPI_Comm_split(MPI_COMM_WORLD,
                      int(place.dpIndex * place.ppSize + place.ppIndex),
@@ -716,6 +770,8 @@ int main(int argc, char **argv) {
               " bytes per rank, more than MPI_Allgather "
               "counts");
         std::vector<uint8_t> pieces(buffer.bytes * uint64_t(place.tpSize));
+        endPhase("saving: gathering '" + b.name +
+                 "' from its tensor-parallel group");
         MPI_Allgather(array.data.data(), int(buffer.bytes), MPI_BYTE,
                       pieces.data(), int(buffer.bytes), MPI_BYTE, tpComm);
         array.shape = globalShape(plan, b);
@@ -759,8 +815,12 @@ int main(int argc, char **argv) {
           save(b);
       if (plan.ppAxis >= 0 && o.save.find("{rank}") == std::string::npos)
         gatherStages(plan, rank, world, out);
-      if (writes)
+      if (writes) {
+        // writeNpz writes a temporary file and renames it: a rank stopped
+        // meanwhile leaves no partial file.
+        endPhase("saving: writing '" + savePath + "'");
         writeNpz(savePath, out);
+      }
     } catch (const std::exception &e) {
       fail(rank, e.what());
       MPI_Abort(MPI_COMM_WORLD, 1);
@@ -768,7 +828,9 @@ int main(int argc, char **argv) {
     if (tpComm != MPI_COMM_NULL)
       MPI_Comm_free(&tpComm);
   }
+  endPhase("stopping: freeing the backend's communicators");
   backend.reset();
+  endPhase("stopping: in MPI_Finalize");
   MPI_Finalize();
   return 0;
 }

@@ -301,6 +301,15 @@ int main(int argc, char **argv) {
                     "with braid.pipeline)\n";
     return 1;
   }
+  for (auto [name, value] :
+       {std::pair<const char *, int64_t>{"micro-batches", microBatches},
+        {"virtual-stages", virtualStages}})
+    if (value < 1 || value > braid::BraidDialect::kMaxMicroBatches) {
+      llvm::errs() << "braid-compile: error: --" << name << " must be 1 to "
+                   << braid::BraidDialect::kMaxMicroBatches << ", but is "
+                   << value << "\n";
+      return 1;
+    }
   compile.pipelineAxis = pipelineAxis;
   compile.microBatches = microBatches;
   compile.pipelineSchedule = pipelineSchedule;

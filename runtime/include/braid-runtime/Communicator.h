@@ -93,12 +93,27 @@ public:
 void issueCollective(const Plan &plan, const Instr &instr, uint8_t *arena,
                      Communicator &comm, CollectiveMemory &memory);
 
-/// Calls `fn(group, stream)` once for each communicator the plan needs (one
-/// per device group and stream that issues its collectives), in plan order:
-/// the same order on every rank, so that backends create them collectively.
+/// Calls `fn(spec, id, groups, stream)` for each communicator of the whole plan
+/// (`plan.communicators`, which programOf sets; communicatorsOf(plan) for a
+/// plan made otherwise), in that order, on every rank: creating one is a
+/// call on every rank of the world, so a rank creates those its own
+/// program does not use too. `id` is the communicator's place in the list
+/// (the same on every rank: the watchdog's name for it), `groups` the
+/// program's device groups that issue collectives on it (empty where this
+/// rank's program does not use it), and `stream` the place in
+/// `plan.streams` of the spec's stream (0 where unused). Each call is
+/// announced as the startup phase.
 void forEachCommunicator(
     const Plan &plan,
-    const std::function<void(int group, unsigned stream)> &fn);
+    const std::function<void(const CommunicatorSpec &spec, unsigned id,
+                             const std::vector<int> &groups, unsigned stream)>
+        &fn);
+
+/// What this process is doing while it starts or stops ("connecting the
+/// ranks: communicator 2 of 3, ..."), for the message of a deadline that
+/// passes: set by forEachCommunicator and by braid-run; thread-safe.
+void setPhase(const std::string &phase);
+std::string currentPhase();
 
 } // namespace braid::rt
 

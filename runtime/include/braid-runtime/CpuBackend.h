@@ -72,8 +72,17 @@ private:
   struct Pending {
     MpiWork work;
     Staging staging;
-    int64_t sequence = 0;
+    std::vector<Watchdog::Arrival> arrivals;
   };
+  /// One of the plan's communicators (forEachCommunicator's order).
+  struct Comm {
+    std::unique_ptr<MpiCommunicator> comm;
+    int id = 0;
+    /// The world ranks of its members, by index, for the watchdog.
+    std::vector<int> members;
+  };
+  /// Announces `instr` on `comm` to the ranks it waits for.
+  std::vector<Watchdog::Arrival> announce(const Instr &instr, const Comm &comm);
   void post(unsigned stream, const Instr &instr, Pending &pending);
   void complete(const Instr &instr, Pending &pending);
 
@@ -93,8 +102,10 @@ private:
   Watchdog watchdog;
   const Plan *plan = nullptr;
   uint8_t *arena = nullptr;
-  std::map<std::pair<int, unsigned>, std::unique_ptr<MpiCommunicator>> comms;
-  std::map<int, std::vector<int>> groupMembers;
+  /// Every communicator of the plan, those this program does not use too,
+  /// and the program's (device group, stream) -> its communicator.
+  std::vector<std::unique_ptr<Comm>> communicators;
+  std::map<std::pair<int, unsigned>, Comm *> comms;
   std::vector<Pending> inFlight, syncPending;
 };
 

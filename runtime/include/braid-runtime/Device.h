@@ -75,10 +75,10 @@ public:
   /// Copies and staging memory for issueCollective, in `stream`'s order.
   virtual std::unique_ptr<CollectiveMemory>
   collectiveMemory(unsigned stream) = 0;
-  /// Makes the communicator of the `size` ranks of device group `group`
-  /// whose color is `color` (Group::locate), this rank being `index`; its
-  /// calls are enqueued on `stream`. A collective call: every member makes
-  /// its communicators in the same order.
+  /// Makes communicator number `group` of the plan (forEachCommunicator),
+  /// the one of its `size` ranks whose color is `color` (Group::locate),
+  /// this rank being `index`; its calls are enqueued on `stream`. A
+  /// collective call: every rank makes the communicators in the same order.
   virtual std::unique_ptr<DeviceComm> connect(int group, int64_t color,
                                               int64_t index, int64_t size,
                                               unsigned stream) = 0;

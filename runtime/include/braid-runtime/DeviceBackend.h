@@ -77,6 +77,9 @@ private:
   [[noreturn]] void fail(const std::string &message);
   /// "device group G (...)" for messages.
   std::string describeGroup(int group) const;
+  /// "axes 0 of grid 'world' 2, stream comm 0 (2 ranks, this rank 1 is
+  /// number 1)": a communicator, for messages.
+  std::string describeComm(const CommunicatorSpec &spec) const;
   /// The first collective issued this step that has not completed, or null.
   const Instr *firstPending();
   /// Pinned host memory of at least `bytes`.
@@ -91,7 +94,11 @@ private:
   /// Event numbers: the plan's events, then one per collective instruction
   /// (recorded after it is issued; a start's future is its event).
   std::map<const Instr *, unsigned> collectiveEvents;
-  std::map<std::pair<int, unsigned>, std::unique_ptr<DeviceComm>> comms;
+  /// Every communicator of the plan, those this program does not use too,
+  /// and the program's (device group, stream) -> its communicator.
+  std::vector<std::pair<CommunicatorSpec, std::unique_ptr<DeviceComm>>>
+      communicators;
+  std::map<std::pair<int, unsigned>, DeviceComm *> comms;
   /// --profile: each kernel's pair of timers (2k, 2k + 1) and stream.
   std::unique_ptr<KernelProfile> profile;
   std::map<const Instr *, unsigned> kernelTimers;

@@ -120,6 +120,24 @@ struct Binding {
   std::vector<int64_t> splitBlocks;
 };
 
+/// A communicator a plan's ranks create: a device group, named by its grid
+/// and axes (a stage program's group numbers are its own), and the stream
+/// that issues collectives on it, named as the compiler's #braid.stream
+/// (compute or comm, and its index): a stage program lists only the streams
+/// it uses, so a stream's place in `Plan::streams` differs between stages.
+struct CommunicatorSpec {
+  Group group;
+  bool comm = false;
+  unsigned streamIndex = 0;
+  /// Whether `g` on `s` is this communicator's group and stream.
+  bool matches(const Group &g, const Stream &s) const {
+    return s.comm == comm && s.index == streamIndex && g.grid == group.grid &&
+           g.gridShape == group.gridShape && g.axes == group.axes;
+  }
+  /// "axes 1 of grid 'world' 2x2, stream comm 1", for messages.
+  std::string describe() const;
+};
+
 struct Plan {
   uint32_t formatVersion = 0;
   std::string producer, function;
@@ -148,6 +166,12 @@ struct Plan {
   int32_t ppAxis = -1;
   std::vector<int64_t> ppGrid;
   int32_t stage = -1;
+  /// Every communicator any rank of the whole plan creates (every stage
+  /// program's), each once, in one order that does not depend on the rank:
+  /// creating one is a call on every rank of the world, so every rank
+  /// creates all of them in this order, those its own program does not
+  /// use too (communicatorsOf; set by programOf).
+  std::vector<CommunicatorSpec> communicators;
 
   /// The ranks of the tensor-parallel axis (1 without one).
   int64_t tpSize() const { return tpAxis < 0 ? 1 : tpGrid[size_t(tpAxis)]; }
@@ -158,8 +182,14 @@ struct Plan {
 };
 
 /// The program world rank `rank` runs: a pipelined plan's stage program
-/// for it (taken out of `plan`), or the plan itself.
+/// for it (taken out of `plan`), or the plan itself; either with
+/// `communicators` set from the whole plan.
 Plan programOf(Plan plan, int64_t rank);
+
+/// The communicators of `plan` (a pipelined plan's every stage program):
+/// each (group, stream) that issues a collective, once, sorted by grid,
+/// grid shape, axes and stream.
+std::vector<CommunicatorSpec> communicatorsOf(const Plan &plan);
 
 /// Where a rank sits: its place on the tensor-parallel axis, its stage on
 /// the pipeline axis, and the data-parallel replica it belongs to (the

@@ -38,6 +38,7 @@ CpuBackend::CpuBackend(MPI_Comm world, double timeoutSeconds, bool checkMemory,
 
 CpuBackend::~CpuBackend() {
   comms.clear();
+  communicators.clear();
   std::free(arena);
 }
 
@@ -78,21 +79,54 @@ void CpuBackend::prepare(const Plan &p) {
 
 void CpuBackend::connect() {
   const Plan &p = *plan;
-  // Communicators, created in plan order on every rank (a collective call).
-  forEachCommunicator(p, [&](int group, unsigned stream) {
+  // Every communicator of the whole plan, in its order, on every rank (a
+  // collective call on the world).
+  forEachCommunicator(p, [&](const CommunicatorSpec &spec, unsigned id,
+                             const std::vector<int> &groups, unsigned stream) {
     int64_t color, index;
-    p.groups[group].locate(rank, color, index);
-    MPI_Comm comm;
-    MPI_Comm_split(world, int(color), int(index), &comm);
-    auto &made = comms[{group, stream}];
-    made = std::make_unique<MpiCommunicator>(comm);
-    // The world ranks of the group, by index, for the watchdog.
-    if (!groupMembers.count(group)) {
-      std::vector<int> members(made->size());
-      MPI_Allgather(&rank, 1, MPI_INT, members.data(), 1, MPI_INT, comm);
-      groupMembers[group] = members;
-    }
+    spec.group.locate(rank, color, index);
+    MPI_Comm split;
+    MPI_Comm_split(world, int(color), int(index), &split);
+    auto made = std::make_unique<Comm>();
+    made->comm = std::make_unique<MpiCommunicator>(split);
+    made->id = int(id);
+    made->members.resize(size_t(made->comm->size()));
+    MPI_Allgather(&rank, 1, MPI_INT, made->members.data(), 1, MPI_INT, split);
+    for (int group : groups)
+      comms[{group, stream}] = made.get();
+    communicators.push_back(std::move(made));
   });
+}
+
+std::vector<Watchdog::Arrival> CpuBackend::announce(const Instr &instr,
+                                                    const Comm &comm) {
+  // A point-to-point transfer waits for its peers alone.
+  auto peers = [&](std::initializer_list<uint32_t> indices) {
+    std::vector<Watchdog::Arrival> out;
+    for (uint32_t index : indices)
+      out.push_back(watchdog.arrivePeer(comm.id, comm.members.at(index)));
+    return out;
+  };
+  switch (instr.collective()) {
+  case CollectiveKind::Send:
+    return peers({uint32_t(instr.as<ops::SendAttrs>().peer)});
+  case CollectiveKind::Recv:
+    return peers({uint32_t(instr.as<ops::RecvAttrs>().peer)});
+  case CollectiveKind::SendRecv: {
+    const auto &a = instr.as<ops::SendRecvAttrs>();
+    return peers({uint32_t(a.send_peer), uint32_t(a.recv_peer)});
+  }
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllGather:
+  case CollectiveKind::AllToAll:
+  case CollectiveKind::Broadcast:
+  case CollectiveKind::Permute:
+  case CollectiveKind::AxisIndex:
+  case CollectiveKind::None:
+    break;
+  }
+  return {watchdog.arrive(comm.id, comm.members)};
 }
 
 void CpuBackend::kernel(unsigned stream, const Instr &instr) {
@@ -126,13 +160,13 @@ void CpuBackend::waitCollective(unsigned, const Instr &start) {
 }
 
 void CpuBackend::post(unsigned stream, const Instr &instr, Pending &pending) {
-  MpiCommunicator &comm = *comms.at({instr.group, stream});
+  Comm &comm = *comms.at({instr.group, stream});
   use(instr.operands, instr);
   pending.work = MpiWork();
-  pending.sequence = watchdog.arrive(instr.group, groupMembers[instr.group]);
-  comm.begin(pending.work);
+  pending.arrivals = announce(instr, comm);
+  comm.comm->begin(pending.work);
   pending.staging = Staging();
-  issueCollective(*plan, instr, arena, comm, pending.staging);
+  issueCollective(*plan, instr, arena, *comm.comm, pending.staging);
 }
 
 void CpuBackend::Staging::copy(uint8_t *dst, const uint8_t *src,
@@ -169,8 +203,7 @@ void CpuBackend::Staging::finish() {
 }
 
 void CpuBackend::complete(const Instr &instr, Pending &pending) {
-  watchdog.wait(instr, pending.work.requests, pending.sequence,
-                groupMembers[instr.group]);
+  watchdog.wait(instr, pending.work.requests, pending.arrivals);
   pending.work.finish();
   pending.staging.finish();
   // The inputs were read until now: nothing may have overwritten them.

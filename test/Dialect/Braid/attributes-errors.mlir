@@ -286,8 +286,14 @@ module attributes {braid.pipeline = {micro_batches = 4 : i64}} {
 
 // -----
 
-// expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
+// expected-error @below {{'braid.pipeline' asks for 0 micro-batches, but braid-pipeline takes 1 to 65536}}
 module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = 0 : i64}} {
+}
+
+// -----
+
+// expected-error @below {{'braid.pipeline' asks for 65537 micro-batches, but braid-pipeline takes 1 to 65536}}
+module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = 65537 : i64}} {
 }
 
 // -----
@@ -298,7 +304,7 @@ module attributes {braid.pipeline = {axis = 0 : i64, boundaries = ["h2", 3]}} {
 
 // -----
 
-// expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
+// expected-error @below {{'braid.pipeline' asks for 0 virtual stages, but braid-pipeline takes 1 to 65536}}
 module attributes {braid.pipeline = {axis = 0 : i64, schedule = "interleaved", virtual_stages = 0 : i64}} {
 }
 

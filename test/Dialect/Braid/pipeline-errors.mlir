@@ -13,7 +13,7 @@
 
 // AXIS: error: braid-pipeline needs axis=N, the pipeline axis of grid @world (0 to 1), but axis is -1
 // SCHEDULE: error: braid-pipeline: unknown schedule 'zb-h2' (known: gpipe, 1f1b, zb-h1, interleaved)
-// MICRO: error: braid-pipeline: micro-batches must be at least 1, but is 0
+// MICRO: error: braid-pipeline: micro-batches must be 1 to 65536, but is 0
 // COUNT: error: is split into 2 pipeline stages (axis 1 of grid @world), which needs 1 boundaries, but 2 are given
 // INTERLEAVED1: error: braid-pipeline: the interleaved schedule needs virtual-stages of at least 2 (with 1 it is 1f1b), but virtual-stages is 1
 // VIRTUAL: error: braid-pipeline: virtual-stages is for the interleaved schedule, not '1f1b', but virtual-stages is 2

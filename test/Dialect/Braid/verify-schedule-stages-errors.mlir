@@ -78,11 +78,12 @@ func.func @b(%l: tensor<f32>) -> tensor<f32>
 // -----
 
 // A send waits on the compute stream for a wait whose receive waits for
-// the peer's send, which comes after the peer's own receive.
+// the peer's send, which waits (through an event) for the peer's own
+// receive.
 shard.grid @world(shape = 2)
 func.func @a(%x: tensor<4x8xf32>) -> tensor<4x8xf32>
     attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
-  // expected-error @below {{deadlocks: this 'braid.recv_start' of stage 0 (@a) and 'braid.recv' of stage 1 (@b) block each other in a cycle of 5 ops}}
+  // expected-error @below {{deadlocks: this 'braid.recv_start' of stage 0 (@a) and 'braid.recv' of stage 1 (@b) block each other in a cycle of 7 ops}}
   // expected-note @below {{stage 0 (@a): 'braid.recv_start' waits for its peer 'braid.send' of stage 1 (@b) to start}}
   %r = braid.recv_start on @world grid_axes = [0] peer = 1 {braid.stream = #braid.stream<comm, 0>} : !braid.future<tensor<4x8xf32>>
   // expected-note @below {{stage 0 (@a): 'braid.wait' waits for its operand from 'braid.recv_start'}}
@@ -95,8 +96,12 @@ func.func @b(%x: tensor<4x8xf32>) -> tensor<4x8xf32>
     attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
   // expected-note @below {{stage 1 (@b): 'braid.recv' waits for its peer 'braid.send' of stage 0 (@a) to start}}
   %a = braid.recv on @world grid_axes = [0] peer = 0 {braid.stream = #braid.stream<compute, 0>} : tensor<4x8xf32>
-  // expected-note @below {{stage 1 (@b): 'braid.send' waits for 'braid.recv' ahead of it on stream #braid.stream<compute, 0> to complete}}
-  braid.send %x on @world grid_axes = [0] peer = 0 {braid.stream = #braid.stream<compute, 0>} : tensor<4x8xf32>
+  // expected-note @below {{stage 1 (@b): 'braid.record_event' waits for 'braid.recv' ahead of it on stream #braid.stream<compute, 0> to complete}}
+  %e = braid.record_event {braid.stream = #braid.stream<compute, 0>}
+  // expected-note @below {{stage 1 (@b): 'braid.wait_event' waits for its operand from 'braid.record_event'}}
+  braid.wait_event %e {braid.stream = #braid.stream<comm, 0>}
+  // expected-note @below {{stage 1 (@b): 'braid.send' waits for 'braid.wait_event' ahead of it on stream #braid.stream<comm, 0> to complete}}
+  braid.send %x on @world grid_axes = [0] peer = 0 {braid.stream = #braid.stream<comm, 0>} : tensor<4x8xf32>
   return %a : tensor<4x8xf32>
 }
 
@@ -306,4 +311,20 @@ func.func @b(%g: tensor<4x8xf32>) -> tensor<4x8xf32>
   // expected-note @below {{the receive}}
   %a = braid.send_recv %g on @world grid_axes = [0] send_peer = 0 recv_peer = 0 : tensor<4x8xf32> -> tensor<4x8xf32>
   return %a : tensor<4x8xf32>
+}
+
+// -----
+
+// A transfer and its receive on different streams: the runtime connects
+// each group on each stream apart, so they would never meet.
+shard.grid @world(shape = 2)
+func.func @a(%x: tensor<4x8xf32>) attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  // expected-error @below {{sends to stage 1 (@b) on stream #braid.stream<comm, 0>, but its matching receive (receive #0 from stage 0 (@a)) is on stream #braid.stream<comm, 1>; the runtime connects each group on each stream apart, so a transfer and its receive need one stream}}
+  braid.send %x on @world grid_axes = [0] peer = 1 {braid.stream = #braid.stream<comm, 0>} : tensor<4x8xf32>
+  return
+}
+func.func @b() -> tensor<4x8xf32> attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
+  // expected-note @below {{the receive}}
+  %r = braid.recv on @world grid_axes = [0] peer = 0 {braid.stream = #braid.stream<comm, 1>} : tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
 }

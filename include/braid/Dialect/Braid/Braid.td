@@ -72,6 +72,15 @@ def Braid_Dialect : Dialect {
     /// boundaries = ["h2"]}` (all but the axis optional; braid.models --pp
     /// and braid.export write it).
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "braid.pipeline";
+    /// The most micro-batches (and virtual stages) a pipeline may ask for:
+    /// each is unrolled into the stage programs, and products with them
+    /// (batch sizes, stage counts) stay far from overflow. braid-pipeline
+    /// also refuses a count whose unrolled programs would exceed
+    /// kMaxUnrolledOps.
+    static constexpr int64_t kMaxMicroBatches = int64_t(1) << 16;
+    /// The most ops braid-pipeline unrolls a step into (micro-batches x the
+    /// step's ops): about 1 GB of IR.
+    static constexpr int64_t kMaxUnrolledOps = int64_t(1) << 22;
     /// The op attribute braid-pipeline tags each op of a stage program's
     /// actions with: `"F3"` (micro-batch 3's forward), `"B3"` (its
     /// backward, or B where the schedule splits it), `"W3"` (its W). The

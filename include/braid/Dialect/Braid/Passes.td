@@ -399,7 +399,11 @@ def AssignStreams : Pass<"braid-assign-streams", "mlir::ModuleOp"> {
     collectives) on communication stream `#braid.stream<comm, i>`, where `i`
     is the index of the collective's group (grid and grid axes, in order of
     first appearance) modulo `comm-streams`. One group stays on one stream,
-    so its collectives are serialized in issue order.
+    so its collectives are serialized in issue order. The stage programs of
+    a pipeline (functions with `braid.stage`) number their groups together,
+    in order of first appearance over the stages, so that a group has the
+    same stream in every stage: the runtime connects each group and stream
+    with a communicator of its own, and a transfer meets its receive there.
 
     A value produced on one stream and used on another is synchronized by a
     `braid.record_event` right after its producer and a `braid.wait_event`

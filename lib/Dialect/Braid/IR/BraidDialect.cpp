@@ -281,7 +281,14 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       Attribute value = entry.getValue();
       if (key == "micro_batches" || key == "virtual_stages") {
         auto m = dyn_cast<IntegerAttr>(value);
-        ok &= m && m.getInt() >= 1;
+        if (m && (m.getInt() < 1 || m.getInt() > kMaxMicroBatches))
+          return op->emitError()
+                 << "'" << kPipelineAttrName << "' asks for " << m.getInt()
+                 << " "
+                 << (key == "micro_batches" ? "micro-batches"
+                                            : "virtual stages")
+                 << ", but braid-pipeline takes 1 to " << kMaxMicroBatches;
+        ok &= bool(m);
       } else if (key == "schedule") {
         ok &= isa<StringAttr>(value);
       } else if (key == "boundaries") {

@@ -47,18 +47,36 @@ struct AssignStreamsPass
           << ", but is " << static_cast<unsigned>(commStreams);
       return signalPassFailure();
     }
-    if (failed(forEachSchedulableBody(getOperation(),
-                                      [&](FunctionOpInterface, Block &body) {
-                                        runOnBlock(body);
-                                        return success();
-                                      })))
+    // The stage programs of a pipeline number their groups together, in
+    // order of first appearance over the stages: a group has one stream in
+    // every stage, so that a transfer and its receive (and a collective
+    // spanning the stages) meet on one communicator at run time, which
+    // the runtime makes per group and stream.
+    DenseMap<CollectiveGroup, unsigned> stageGroups;
+    for (auto func : getOperation().getOps<FunctionOpInterface>())
+      if (func->hasAttr(BraidDialect::kStageAttrName))
+        func->walk([&](CollectiveOpInterface collective) {
+          stageGroups.try_emplace(CollectiveGroup::of(collective),
+                                  stageGroups.size());
+        });
+    if (failed(forEachSchedulableBody(
+            getOperation(), [&](FunctionOpInterface func, Block &body) {
+              DenseMap<CollectiveGroup, unsigned> groups;
+              if (func->hasAttr(BraidDialect::kStageAttrName))
+                groups = stageGroups;
+              runOnBlock(body, groups);
+              return success();
+            })))
       signalPassFailure();
   }
 
-  void runOnBlock(Block &body);
+  /// Assigns the ops of `body`; `groupIndex` numbers the collective groups
+  /// (those it lacks in order of first appearance in `body`).
+  void runOnBlock(Block &body, DenseMap<CollectiveGroup, unsigned> &groupIndex);
 };
 
-void AssignStreamsPass::runOnBlock(Block &body) {
+void AssignStreamsPass::runOnBlock(
+    Block &body, DenseMap<CollectiveGroup, unsigned> &groupIndex) {
   MLIRContext *context = body.getParent()->getContext();
   OpBuilder builder(context);
   SmallVector<Operation *> ops;
@@ -67,26 +85,21 @@ void AssignStreamsPass::runOnBlock(Block &body) {
   if (llvm::any_of(ops, [](Operation *op) { return getStreamIndex(op); }))
     return; // Already assigned: the pass is idempotent.
 
+  for (Operation *op : ops)
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op))
+      groupIndex.try_emplace(CollectiveGroup::of(collective),
+                             groupIndex.size());
   unsigned streams = commStreams;
-  if (streamPerGroup) {
-    llvm::DenseSet<CollectiveGroup> groups;
-    for (Operation *op : ops)
-      if (auto collective = dyn_cast<CollectiveOpInterface>(op))
-        groups.insert(CollectiveGroup::of(collective));
+  if (streamPerGroup)
     streams = std::min<unsigned>(
-        kMaxCommStreams, std::max<unsigned>(streams, unsigned(groups.size())));
-  }
+        kMaxCommStreams,
+        std::max<unsigned>(streams, unsigned(groupIndex.size())));
   const unsigned numStreams = 1 + streams;
-  DenseMap<CollectiveGroup, unsigned> groupIndex;
   auto streamOf = [&](Operation *op) -> unsigned {
     auto collective = dyn_cast<CollectiveOpInterface>(op);
     if (!collective)
       return 0;
-    unsigned group =
-        groupIndex
-            .try_emplace(CollectiveGroup::of(collective), groupIndex.size())
-            .first->second;
-    return 1 + group % streams;
+    return 1 + groupIndex.lookup(CollectiveGroup::of(collective)) % streams;
   };
 
   StreamOrder order;

@@ -372,10 +372,13 @@ void PipelinePass::runOnOperation() {
         << "' (known: " << pipelineScheduleNames() << ")";
     return signalPassFailure();
   }
-  if (microBatches < 1) {
+  if (microBatches < 1 || microBatches > BraidDialect::kMaxMicroBatches ||
+      virtualStages > BraidDialect::kMaxMicroBatches) {
+    bool m = microBatches < 1 || microBatches > BraidDialect::kMaxMicroBatches;
     mlir::emitError(module.getLoc())
-        << "braid-pipeline: micro-batches must be at least 1, but is "
-        << int64_t(microBatches);
+        << "braid-pipeline: " << (m ? "micro-batches" : "virtual-stages")
+        << " must be 1 to " << BraidDialect::kMaxMicroBatches << ", but is "
+        << int64_t(m ? microBatches : virtualStages);
     return signalPassFailure();
   }
   bool interleaved = *kind == PipelineScheduleKind::Interleaved;
@@ -393,6 +396,22 @@ void PipelinePass::runOnOperation() {
   Step step;
   if (failed(findStep(module, step)))
     return signalPassFailure();
+  // Each stage program repeats its part of the step once per micro-batch.
+  int64_t ops = 0;
+  step.func.walk([&](Operation *) { ++ops; });
+  if (microBatches >
+      BraidDialect::kMaxUnrolledOps / std::max<int64_t>(ops, 1)) {
+    step.func.emitError() << "has " << ops << " ops, which "
+                          << int64_t(microBatches)
+                          << " micro-batches would unroll into about "
+                          << ops * microBatches
+                          << ", more than braid-pipeline makes ("
+                          << BraidDialect::kMaxUnrolledOps << "); use at most "
+                          << BraidDialect::kMaxUnrolledOps /
+                                 std::max<int64_t>(ops, 1)
+                          << " micro-batches";
+    return signalPassFailure();
+  }
   if (interleaved && microBatches % step.ranks) {
     // Megatron-LM asks the same: its forwards go through the chunks in
     // groups of p micro-batches.
@@ -410,6 +429,16 @@ void PipelinePass::runOnOperation() {
       step.func.emitError() << "has batch argument '" << role.getName()
                             << "' without a static first dimension to "
                                "stack micro-batches on";
+      return signalPassFailure();
+    }
+    // The stacked batch's elements must still count in 48 bits (what the
+    // plan's byte sizes hold with room).
+    if (role && role.getKind() == RoleKind::Batch && microBatches > 1 &&
+        type.getNumElements() > (int64_t(1) << 48) / microBatches) {
+      step.func.emitError()
+          << "has batch argument '" << role.getName() << "' of "
+          << type.getNumElements() << " elements, too large to stack "
+          << int64_t(microBatches) << " micro-batches of";
       return signalPassFailure();
     }
   }

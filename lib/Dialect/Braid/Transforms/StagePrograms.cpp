@@ -292,6 +292,22 @@ LogicalResult StageChecker::matchTransfers() {
         diag.attachNote(in[k].op->getLoc()) << "the receive";
         ok = false;
       }
+      std::optional<unsigned> sent = getStreamIndex(out[k].op),
+                              received = getStreamIndex(in[k].op);
+      if (sent && received && *sent != *received) {
+        MLIRContext *context = module.getContext();
+        InFlightDiagnostic diag =
+            out[k].op->emitError()
+            << "sends to " << stageName(to) << " on stream "
+            << getStreamAttr(context, *sent)
+            << ", but its matching receive (receive #" << k << " from "
+            << stageName(from) << ") is on stream "
+            << getStreamAttr(context, *received)
+            << "; the runtime connects each group on each stream apart, so a "
+               "transfer and its receive need one stream";
+        diag.attachNote(in[k].op->getLoc()) << "the receive";
+        ok = false;
+      }
       exchanges.push_back({out[k].op, in[k].op});
     }
     if (out.size() > in.size()) {
@@ -324,7 +340,8 @@ LogicalResult StageChecker::matchCollectives() {
     for (unsigned s = 0; s < stages.size(); ++s) {
       ArrayRef<Operation *> mine = perStage[s], ref = perStage.front();
       for (size_t k = 0; k < std::min(mine.size(), ref.size()); ++k) {
-        if (Signature::of(mine[k]) == Signature::of(ref[k]))
+        if (Signature::of(mine[k]) == Signature::of(ref[k]) &&
+            getStreamIndex(mine[k]) == getStreamIndex(ref[k]))
           continue;
         InFlightDiagnostic diag =
             mine[k]->emitError()

@@ -568,4 +568,21 @@ void TensorParallelPass::runOnOperation() {
     numReduces += partitioner.numReduces;
     numSplitValues += partitioner.numSplitValues;
   }
+  // A pipeline's stage that holds no sharded parameter (the final norm and
+  // a head left whole) still runs on every rank of the tensor-parallel
+  // axis, replicated: it says so too, so that the runtime places its ranks
+  // on that axis (one replica, the same batch) instead of taking them for
+  // data-parallel replicas.
+  DictionaryAttr partitioned;
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(BraidDialect::kStageAttrName))
+      if (auto tp = func->getAttrOfType<DictionaryAttr>(
+              BraidDialect::kTensorParallelAttrName))
+        partitioned = tp;
+  if (!partitioned)
+    return;
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(BraidDialect::kStageAttrName) &&
+        !func->hasAttr(BraidDialect::kTensorParallelAttrName))
+      func->setAttr(BraidDialect::kTensorParallelAttrName, partitioned);
 }
