@@ -5,7 +5,8 @@
 # regression tests again on the compiler built without the runtime
 # (build/compiler-only, -DBRAID_ENABLE_RUNTIME=OFF), and the exporter's
 # tests (integration_test/export) again under torch 2.x
-# (utils/setup-torch2.sh). Ends with one line
+# (utils/setup-torch2.sh), and the numerics tests again as a machine without
+# AVX-512 (integration_test/numerics-tests.txt). Ends with one line
 # `N passed, N failed, N skipped` summed over all suites (an XFAIL is
 # reported on its own line before it), and exits non-zero if any test failed.
 #
@@ -47,10 +48,26 @@ for suite in unittests test integration_test compiler-only/test; do
 done
 BRAID_PYTHON=$torch2 run_suite integration_test-export-torch2 integration_test/export "$@"
 
+# The numerics pass: the tests integration_test/numerics-tests.txt lists
+# (every one that compares numbers with PyTorch, numpy or another summation
+# order) again with OpenBLAS's Haswell kernels and braid's AVX2 vector math,
+# as a machine without AVX-512 runs them (docs/Testing.md).
+numerics=()
+while read -r kind path _; do
+  [ "$kind" = run ] && numerics+=("$build/integration_test/$path")
+done < "$root/integration_test/numerics-tests.txt"
+json="$build/integration_test-haswell-results.json"
+rm -f "$json"
+echo "== lit: ${#numerics[@]} numerics tests again as a machine without AVX-512 (OPENBLAS_CORETYPE=Haswell BRAID_CPU_MATH=avx2)"
+/usr/bin/python3 /usr/lib/llvm-22/bin/lit -sv -o "$json" --param braid_machine=haswell "$@" \
+  "${numerics[@]}" || status=1
+results+=("$json")
+
 # compiler-only/test runs the compiler built under ASan+UBSan; two
 # integration tests run the runtime under ASan+UBSan and TSan (sanitizers.test)
 # and the loader fuzzer under ASan+UBSan (plan-fuzzer.test).
 sanitized=(--sanitized="$build/compiler-only-test-results.json"
            --sanitized-test=runtime/sanitizers.test --sanitized-test=runtime/plan-fuzzer.test)
-/usr/bin/python3 "$root/utils/sum-lit-results.py" "${results[@]}" "${sanitized[@]}" || status=1
+/usr/bin/python3 "$root/utils/sum-lit-results.py" "${results[@]}" "${sanitized[@]}" \
+  --machine="$build/integration_test-haswell-results.json" || status=1
 exit $status

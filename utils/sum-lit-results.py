@@ -14,7 +14,11 @@ sanitizers, and `--sanitized-test=NAME` one test (by the end of its lit
 name) that runs its program under them: the summary line then says how
 many of the passed tests ran under sanitizers, on the line before the
 summary (which keeps its fixed form). A marked file is read once, whether
-or not it is also given as a plain argument."""
+or not it is also given as a plain argument.
+
+`--machine=FILE` marks the result file of the numerics pass (the numerics
+tests again as a machine without AVX-512, docs/Testing.md): a line before
+the summary says how many of the passed tests ran there."""
 
 import json
 import sys
@@ -27,15 +31,18 @@ XFAILED = {"XFAIL"}
 def main(args):
     passed = failed = skipped = sanitized = 0
     xfailed = []
-    paths, sanitized_files, sanitized_tests = [], set(), []
+    paths, sanitized_files, sanitized_tests, machine_files = [], set(), [], set()
+    machine = 0
     for a in args:
-        if a.startswith("--sanitized="):
+        if a.startswith("--machine="):
+            machine_files.add(a.split("=", 1)[1])
+        elif a.startswith("--sanitized="):
             sanitized_files.add(a.split("=", 1)[1])
         elif a.startswith("--sanitized-test="):
             sanitized_tests.append(a.split("=", 1)[1])
         else:
             paths.append(a)
-    paths += sorted(f for f in sanitized_files if f not in paths)
+    paths += sorted(f for f in sanitized_files | machine_files if f not in paths)
     for path in paths:
         try:
             with open(path) as f:
@@ -52,6 +59,8 @@ def main(args):
                 name = test.get("name", "")
                 if path in sanitized_files or any(name.endswith(t) for t in sanitized_tests):
                     sanitized += 1
+                if path in machine_files:
+                    machine += 1
             elif code in SKIPPED:
                 skipped += 1
             elif code in XFAILED:
@@ -67,6 +76,9 @@ def main(args):
     if sanitized_files or sanitized_tests:
         # On its own line: the summary line keeps its fixed form.
         print("%d of the passed tests ran under sanitizers" % sanitized)
+    if machine_files:
+        print("%d of the passed tests ran again as a machine without AVX-512 "
+              "(OPENBLAS_CORETYPE=Haswell BRAID_CPU_MATH=avx2)" % machine)
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 
