@@ -74,6 +74,24 @@ def main():
     cli("no-function", [SPECS + ":nothing"], "has no function nothing")
     cli("not-a-dict", [SPECS + ":not_a_dict"], "must return a dict, not int")
     cli("bad-arg", [SPECS + ":ops", "--arg", "seed"], "--arg takes KEY=VALUE")
+    # Issue 48: a negative world size reached the spec's function (a
+    # traceback from torch); a step name that is no MLIR identifier wrote IR
+    # braid-compile could not parse.
+    cli("negative-world", [SPECS + ":ops", "--world-size", "-2"],
+        "--world-size must be a positive integer, not -2")
+    cli("zero-micro-batches", [SPECS + ":ops", "--micro-batches", "0"],
+        "--micro-batches must be a positive integer, not 0")
+    for bad_name in ("1bad", "a-b", "a{b}", "@x"):
+        cli("bad-name", [SPECS + ":ops", "--name", bad_name],
+            "name must be an MLIR identifier (a letter or '_', then letters, digits, '_', '$' "
+            "or '.'), not %r" % bad_name)
+    directory = os.path.join(out, "a-directory")
+    os.makedirs(directory, exist_ok=True)
+    p = subprocess.run([sys.executable, "-m", "braid.export", SPECS + ":ops", "-o", directory],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 1 and "-o takes a path prefix" in p.stderr
+          and "Traceback" not in p.stderr and not os.listdir(directory),
+          "-o a directory: exit %d: %s" % (p.returncode, p.stderr.strip().splitlines()[:1]))
     cli("bad-kwarg", [SPECS + ":ops", "--arg", "colour=1"], "calling", "colour")
     p = subprocess.run([sys.executable, "-m", "braid.export", SPECS + ":ops", "-o",
                         os.path.join(out, "ok"), "--arg", "seed=2"],

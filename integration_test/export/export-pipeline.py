@@ -130,6 +130,15 @@ def main():
                  "tok_embeddings, layers, norm, output)",
                  lambda: export(spec, bad, 1, batch, pipeline_stages=2,
                                 stage_boundaries=["layers.7"]))
+    expect_error(check, "an empty first stage",
+                 "stage boundary 'tok_embeddings' starts at the model's first parameter, so "
+                 "stage 0 would hold no parameters",
+                 lambda: export(spec, bad, 1, batch, pipeline_stages=2,
+                                stage_boundaries=["tok_embeddings"]))
+    expect_error(check, "more stages than parameters",
+                 "100 pipeline stages need at least 100 parameters (a stage holds at least "
+                 "one), but Llama has",
+                 lambda: export(spec, bad, 1, batch, pipeline_stages=100))
     expect_error(check, "boundaries out of order", "are not in the model's order",
                  lambda: export(spec, bad, 1, batch, pipeline_stages=3,
                                 stage_boundaries=["norm", "layers.1"]))

@@ -93,6 +93,16 @@ def main():
         expect_error("plan --dump: " + name, [run, "--dump", path], patterns)
     expect_error("plan: missing file", [run, os.path.join(out, "nope.plan")],
                  ["cannot open plan file"])
+    # Not a regular file: read forever (/dev/zero, a FIFO nobody writes) or
+    # failing late; each refused by what it is, by name (issue 48).
+    fifo = os.path.join(out, "fifo.plan")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    for path, what in (("/dev/zero", "a device"), (out, "a directory"), (fifo, "a FIFO")):
+        expect_error("plan --dump: %s" % what, [run, "--dump", path],
+                     ["'%s' is %s, not a plan file" % (path, what)], limit=10)
+        expect_error("plan: %s" % what, [run, path], ["'%s' is %s, not a plan file" % (path, what)],
+                     ranks=2, limit=20)
 
     # The same on two ranks: every rank reports and exits.
     expect_error("2 ranks: corrupted plan",
@@ -143,6 +153,15 @@ def main():
     expect_error("params: int32 into a float32 parameter",
                  [run, plan, "--params", npz("int32.npz", same_width)],
                  ["'wte' has dtype '<i4', but the plan holds f32"], ranks=2)
+    # AdamW's step count is the steps taken: a negative, fractional or NaN
+    # one trained on with a wrong bias correction (issue 48).
+    for value in (-5.0, 2.5, float("nan")):
+        bad_step = dict(params)
+        bad_step["step"] = np.array(value, np.float32)
+        expect_error("params: step %s" % value,
+                     [run, plan, "--params", npz("step.npz", bad_step)],
+                     ["'step' is ", "not a step count (a whole number of steps taken, 0 to 2^24)"],
+                     ranks=2)
     rng = np.random.default_rng(5)
     expect_error("data: float64 into int64 tokens",
                  [run, plan, "--data", npz("f64.npz", {
@@ -201,17 +220,24 @@ def main():
 
     # Bad options.
     expect_error("option: unknown backend", [run, plan, "--backend=tpu"], ["unknown backend"])
-    expect_error("option: bad steps", [run, plan, "--steps", "x"], ["--steps expects a number"])
+    expect_error("option: bad steps", [run, plan, "--steps", "x"],
+                 ["--steps expects a decimal number, got 'x'"])
+    # Hexadecimal and exponents are not counts (std::stod takes both: 0x10
+    # ran 16 steps, issue 48).
+    expect_error("option: hexadecimal steps", [run, plan, "--steps", "0x10"],
+                 ["--steps expects a decimal number, got '0x10'"])
+    expect_error("option: steps with an exponent", [run, plan, "--steps", "1e1"],
+                 ["--steps expects a decimal integer, got '1e1'"])
     expect_error("option: bad timeout", [run, plan, "--timeout", "0"], ["--timeout must be positive"])
     # Numbers out of range are refused by name before anything runs (1e20
     # steps used to overflow and run nothing with exit 0; a timeout of
     # 1e10 s overflowed the deadline; seed 2^32 aliased seed 0).
     for option, text, expect in (
             ("--steps", "1e20", "--steps must be at most 1000000000000, but is 1e20"),
-            ("--steps", "inf", "--steps must be a non-negative integer"),
+            ("--steps", "inf", "--steps expects a decimal number, got 'inf'"),
             ("--timeout", "1e10", "--timeout must be at most 1000000000 seconds"),
-            ("--timeout", "inf", "--timeout must be at most 1000000000 seconds"),
-            ("--timeout", "nan", "--timeout must be positive"),
+            ("--timeout", "inf", "--timeout expects a decimal number, got 'inf'"),
+            ("--timeout", "nan", "--timeout expects a decimal number, got 'nan'"),
             ("--seed", "4294967296", "--seed must be at most 4294967295, but is 4294967296")):
         expect_error("option: %s %s" % (option, text), [run, plan, option, text], [expect])
     # Outputs are checked before the first step, not after the last; empty

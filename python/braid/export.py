@@ -29,6 +29,7 @@ came from, and nothing is written. docs/Tutorial.md walks through it.
 import argparse
 import collections
 import os
+import re
 import sys
 import types
 
@@ -40,7 +41,7 @@ from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_
                           _parameters, _tensors, _trace)
 from braid import recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, RandomState, op_name
-from braid.ir import PIPELINE_SCHEDULES, StepBuilder, check_virtual_stages
+from braid.ir import MAX_MICRO_BATCHES, PIPELINE_SCHEDULES, StepBuilder, check_virtual_stages
 from braid.spec import _parse_value, load_spec, torch_reference
 from braid.tensor_parallel import shardings as tensor_parallel_shardings
 
@@ -182,6 +183,9 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     if not isinstance(micro_batches, int) or isinstance(micro_batches, bool) or \
             micro_batches < 1:
         raise ExportError("micro_batches must be a positive integer, not %r" % (micro_batches,))
+    if micro_batches > MAX_MICRO_BATCHES:
+        raise ExportError("micro_batches must be at most %d (each micro-batch is unrolled into "
+                          "the step), not %d" % (MAX_MICRO_BATCHES, micro_batches))
     micro_inputs, micro_targets = inputs, targets
     if micro_batches > 1:
         for n, t in zip(input_names + target_names, inputs + targets):
@@ -220,6 +224,11 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     if tensor_parallel > 1:
         split = tensor_parallel_shardings(model, tensor_parallel_plan, tensor_parallel, aliases)
     name = name or type(model).__name__.lower() + "_step"
+    # The step function's symbol: an MLIR bare identifier, which braid-compile
+    # must parse back (a name such as "1bad" or "a-b" wrote unparsable IR).
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", name):
+        raise ExportError("name must be an MLIR identifier (a letter or '_', then letters, "
+                          "digits, '_', '$' or '.'), not %r" % (name,))
     b = StepBuilder(name, world_size, tp=tensor_parallel, pp=pipeline_stages)
     b.shardings.update(split)
     if pipeline is not None:
@@ -287,6 +296,14 @@ def _pipeline(model, stages, boundaries, schedule, tensor_parallel, virtual_stag
     except ValueError as e:
         raise ExportError("pipeline_schedule %s: %s" % (schedule, e))
     stages *= virtual_stages
+    # Every stage holds at least one parameter (braid-pipeline cuts at
+    # parameters): more stages than parameters cannot be balanced (100
+    # stages of a small model exported, and failed only in braid-compile).
+    parameters = sum(1 for _ in model.parameters())
+    if stages > parameters:
+        raise ExportError("%d pipeline stages need at least %d parameters (a stage holds at "
+                          "least one), but %s has %d" % (stages, stages, type(model).__name__,
+                                                         parameters))
     if boundaries is None:
         return ()
     if isinstance(boundaries, str) or not all(isinstance(b, str) for b in boundaries):
@@ -314,6 +331,9 @@ def _pipeline(model, stages, boundaries, schedule, tensor_parallel, virtual_stag
     if first != sorted(first) or len(set(first)) != len(first):
         raise ExportError("stage_boundaries %s are not in the model's order (%s)" % (
             ", ".join(boundaries), ", ".join(n for n, _ in model.named_children())))
+    if first and first[0] == 0:
+        raise ExportError("stage boundary '%s' starts at the model's first parameter, so "
+                          "stage 0 would hold no parameters" % boundaries[0])
     return boundaries
 
 
@@ -661,6 +681,17 @@ def main(argv=None):
     if not args.spec or not args.output:
         parser.error("SPEC and -o PREFIX are required")
     try:
+        if args.output.endswith(os.sep) or os.path.isdir(args.output):
+            raise ExportError("-o takes a path prefix (it writes PREFIX.mlir, PREFIX.npz and "
+                              "PREFIX.batch.npz), not the directory %r" % args.output)
+        # Counts are checked before the spec's function is called with them
+        # (a world size of -2 reached the user's code, ending in a traceback).
+        for option in ("world_size", "tensor_parallel", "max_steps", "micro_batches",
+                       "pipeline_stages", "virtual_stages"):
+            value = getattr(args, option)
+            if value is not None and value < 1:
+                raise ExportError("--%s must be a positive integer, not %d"
+                                  % (option.replace("_", "-"), value))
         kwargs = {}
         for a in args.arg:
             key, eq, value = a.partition("=")

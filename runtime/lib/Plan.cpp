@@ -8,6 +8,7 @@
 #include "plan_generated.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -459,12 +460,45 @@ Plan rt::loadPlan(const uint8_t *bytes, size_t size) {
   return loadPayload(payload, header.payloadBytes, header.version);
 }
 
-Plan rt::loadPlanFile(const std::string &path) {
+std::vector<uint8_t> rt::readPlanFile(const std::string &path) {
+  // A plan is a regular file of at most FlatBuffers' 2 GiB: a directory,
+  // a FIFO or a device (/dev/zero) would be read forever or fail late.
+  std::error_code error;
+  std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status))
+    throw PlanError("cannot open plan file '" + path + "'" +
+                    (error ? ": " + error.message() : ""));
+  if (!std::filesystem::is_regular_file(status))
+    throw PlanError("'" + path + "' is " +
+                    (std::filesystem::is_directory(status) ? "a directory"
+                     : std::filesystem::is_fifo(status)    ? "a FIFO"
+                     : std::filesystem::is_character_file(status) ||
+                             std::filesystem::is_block_file(status)
+                         ? "a device"
+                         : "not a regular file") +
+                    ", not a plan file");
+  uintmax_t size = std::filesystem::file_size(path, error);
+  if (error)
+    throw PlanError("cannot read plan file '" + path + "': " + error.message());
+  if (size > kMaxPlanFileBytes)
+    throw PlanError("'" + path + "' has " + std::to_string(size) +
+                    " bytes, more than a plan can hold (" +
+                    std::to_string(kMaxPlanFileBytes) +
+                    ", FlatBuffers' limit)");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw PlanError("cannot open plan file '" + path + "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  in.read(reinterpret_cast<char *>(bytes.data()), std::streamsize(size));
+  if (size_t(in.gcount()) != bytes.size())
+    throw PlanError("cannot read plan file '" + path + "': it ended after " +
+                    std::to_string(in.gcount()) + " of " +
+                    std::to_string(size) + " bytes");
+  return bytes;
+}
+
+Plan rt::loadPlanFile(const std::string &path) {
+  std::vector<uint8_t> bytes = readPlanFile(path);
   try {
     return loadPlan(bytes.data(), bytes.size());
   } catch (const PlanError &e) {

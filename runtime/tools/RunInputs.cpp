@@ -362,6 +362,23 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
       }
       inputs.state[b.buffer] =
           convert(array, buffer, o.params + ": '" + b.name + "'");
+      // An optimizer's step count (AdamW's bias correction takes its
+      // power; dropout its counter): the steps taken, a whole number that
+      // float32 holds exactly. -5 or NaN would train on silently.
+      bool stepCount = b.name == "step" ||
+                       (b.name.size() > 5 &&
+                        b.name.compare(b.name.size() - 5, 5, ".step") == 0);
+      if (stepCount && b.role == Role::OptimizerState && buffer.shape.empty() &&
+          buffer.dtype == DType::F32) {
+        float count = 0;
+        std::memcpy(&count, inputs.state[b.buffer].data(), sizeof(count));
+        if (!(count >= 0 && count <= float(1 << 24) &&
+              count == std::floor(count)))
+          throw NpzError(o.params + ": '" + b.name + "' is " +
+                         std::to_string(count) +
+                         ", not a step count (a whole number of steps "
+                         "taken, 0 to 2^24)");
+      }
     } else if (b.role == Role::Hyperparameter) {
       // A schedule: one value a step, written before each step.
       auto it = params.find(b.name);

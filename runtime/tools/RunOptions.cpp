@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 #include <sched.h>
 #include <thread>
 #include <vector>
@@ -47,15 +48,21 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       usageError(name + " needs a value");
     return argv[++i];
   };
+  // A decimal number: std::stod alone would also take hexadecimal
+  // ("0x10" is 16), "inf" and "nan".
   auto number = [&](const std::string &text, const std::string &name) {
+    static const std::regex decimal(
+        R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)");
     try {
+      if (!std::regex_match(text, decimal))
+        throw std::invalid_argument(text);
       size_t used = 0;
       double v = std::stod(text, &used);
       if (used != text.size())
         throw std::invalid_argument(text);
       return v;
     } catch (const std::exception &) {
-      usageError(name + " expects a number, got '" + text + "'");
+      usageError(name + " expects a decimal number, got '" + text + "'");
     }
   };
   // An integer option of at least `least` ("non-negative" or "positive")
@@ -71,6 +78,10 @@ Options braid::rt::parseOptions(int argc, char **argv) {
     if (v > double(most))
       usageError(name + " must be at most " + std::to_string(most) +
                  ", but is " + text);
+    // Digits only: "1e1" or "+5" is a number, but not how a count is
+    // written.
+    if (text.find_first_not_of("0123456789") != std::string::npos)
+      usageError(name + " expects a decimal integer, got '" + text + "'");
     return int64_t(v);
   };
   for (int i = 1; i < argc; ++i) {

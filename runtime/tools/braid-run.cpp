@@ -168,9 +168,7 @@ int fail(int rank, const std::string &message) {
 
 /// What the arena of the plan file at `path` (loaded already) holds.
 braid::plan::MemoryUse simMemoryUse(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes = readPlanFile(path);
   braid::plan::MemoryUse use;
   std::string error;
   if (!braid::plan::planMemoryUse(bytes.data(), bytes.size(), use, error))

@@ -213,6 +213,14 @@ void copyPiece(const uint8_t *from, uint8_t *to,
                int32_t dim, const std::vector<int64_t> &blocks, int64_t size,
                int64_t index, bool toPiece);
 
+/// The most bytes a plan file may have: FlatBuffers' limit (2 GiB).
+inline constexpr uint64_t kMaxPlanFileBytes = uint64_t(1) << 31;
+
+/// The bytes of the plan file at `path`: a regular file of at most
+/// kMaxPlanFileBytes (a directory, FIFO or device is a PlanError naming
+/// the path and what it is).
+std::vector<uint8_t> readPlanFile(const std::string &path);
+
 /// Reads and checks a plan file.
 Plan loadPlanFile(const std::string &path);
 /// Checks and decodes a whole plan file held in memory.
