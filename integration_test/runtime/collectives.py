@@ -1,6 +1,6 @@
 # Every collective of the cpu backend (MPI) on 2 and 4 ranks, synchronous
 # and started/waited, against numpy: all_reduce (sum, avg, max, min; f32 and
-# i64; a bucket of two), reduce_scatter, all_gather, all_to_all,
+# i64; a bucket of two), reduce_scatter (sum and avg), all_gather, all_to_all,
 # collective_broadcast, and send/recv; reduce_scatter, all_gather and
 # all_to_all also along inner dimensions (dimension 1 of 3, and the last),
 # which the runtime packs through staging memory; axis_index (each rank's
@@ -35,7 +35,7 @@ func.func @collectives(
         tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
         tensor<{N}x3xf32>, tensor<3xf32>,
         tensor<2x2x3xf32>, tensor<2x{WG}x3xf32>, tensor<2x{W}x3xf32>, tensor<2x{W}x{L}xf32>,
-        tensor<2x{W}x3xf32>, tensor<i64>) {{
+        tensor<2x{W}x3xf32>, tensor<i64>, tensor<2x3xf32>) {{
   %sum = braid.all_reduce %x on @world grid_axes = [0] reduction = sum : tensor<{N}x3xf32>
   %avg = braid.all_reduce %x on @world grid_axes = [0] reduction = avg : tensor<{N}x3xf32>
   %max = braid.all_reduce %x on @world grid_axes = [0] reduction = max : tensor<{N}x3xf32>
@@ -52,6 +52,7 @@ func.func @collectives(
   %ag2 = braid.all_gather %z on @world grid_axes = [0] gather_dim = 2 : tensor<2x{W}x3xf32> -> tensor<2x{W}x{L}xf32>
   %fz = braid.all_gather_start %rs1 on @world grid_axes = [0] gather_dim = 1 : tensor<2x2x3xf32> -> !braid.future<tensor<2x{W}x3xf32>>
   %idx = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+  %rsa = braid.reduce_scatter %x on @world grid_axes = [0] reduction = avg scatter_dim = 0 : tensor<{N}x3xf32> -> tensor<2x3xf32>
   %f = braid.all_reduce_start %x on @world grid_axes = [0] reduction = sum : tensor<{N}x3xf32>
   %s = braid.send_start %x on @pairs grid_axes = [1] peer = 0 : tensor<{N}x3xf32> -> !braid.future<>
   %r = braid.recv_start on @pairs grid_axes = [1] peer = 0 : !braid.future<tensor<{N}x3xf32>>
@@ -60,13 +61,13 @@ func.func @collectives(
   %async = braid.wait %f : !braid.future<tensor<{N}x3xf32>>
   %agz = braid.wait %fz : !braid.future<tensor<2x{W}x3xf32>>
   return %sum, %avg, %max, %min, %isum, %bucket#0, %rs, %ag, %a2a, %bc, %async, %recv, %bucket#1, %y,
-      %rs1, %ag1, %a2a1, %ag2, %agz, %idx
+      %rs1, %ag1, %a2a1, %ag2, %agz, %idx, %rsa
       : tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
         tensor<4xi64>, tensor<3xf32>, tensor<2x3xf32>, tensor<{G}x3xf32>,
         tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>, tensor<{N}x3xf32>,
         tensor<{N}x3xf32>, tensor<3xf32>,
         tensor<2x2x3xf32>, tensor<2x{WG}x3xf32>, tensor<2x{W}x3xf32>, tensor<2x{W}x{L}xf32>,
-        tensor<2x{W}x3xf32>, tensor<i64>
+        tensor<2x{W}x3xf32>, tensor<i64>, tensor<2x3xf32>
 }}
 """
 
@@ -104,7 +105,8 @@ def main():
                      "all_gather", "all_to_all", "broadcast", "started all_reduce",
                      "send/recv", "bucket[1]", "input", "reduce_scatter dim 1",
                      "all_gather dim 1", "all_to_all dim 1", "all_gather last dim",
-                     "started all_gather dim 1 of the reduce_scatter", "axis_index"]
+                     "started all_gather dim 1 of the reduce_scatter", "axis_index",
+                     "reduce_scatter avg"]
             for r in range(R):
                 got = np.load(save.replace("{rank}", str(r)))
                 # Rank r's chunk r of the sum; of all_to_all, chunk r of
@@ -116,7 +118,7 @@ def main():
                             z.sum(0)[:, 2 * r:2 * r + 2], np.concatenate(list(z), axis=1),
                             np.concatenate([z[s][:, 2 * r:2 * r + 2] for s in range(R)], axis=1),
                             np.concatenate(list(z), axis=2), z.sum(0),
-                            np.array(r, np.int64)]
+                            np.array(r, np.int64), x.mean(0)[2 * r:2 * r + 2]]
                 for k, (name, ref) in enumerate(zip(names, expected)):
                     value = got["result%d" % k]
                     ok = (value.shape == ref.shape and value.dtype == ref.dtype and
