@@ -1,6 +1,7 @@
 //===- Plan.cpp - loading and checking a plan file ------------------------===//
 
 #include "braid-runtime/Plan.h"
+#include "OpChecker.h"
 #include "OpChecks.h"
 #include "braid-common/DeviceGroup.h"
 #include "braid-common/PlanFormat.h"
@@ -197,6 +198,7 @@ ops::OpAttrs decodeOpAttrs(const ops::OpInfo &info, const AttrReader &r) {
 
 static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage);
 static void checkPipeline(const Plan &p);
+static void checkStageTransfers(const Plan &p);
 
 Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
   // The verifier checks alignment from the buffer's start: the start itself
@@ -378,6 +380,86 @@ static void checkPipeline(const Plan &p) {
                       std::to_string(p.programOfRank[rank]) +
                       ", but its coordinate on the pipeline axis is " +
                       std::to_string(index) + " (its peers name it so)");
+  }
+  checkStageTransfers(p);
+}
+
+/// The stage programs' transfers pair up as MPI and NCCL match them: per
+/// pair of stages and stream, the k-th value one sends to the other and the
+/// k-th the other receives from it have one element type and shape.
+/// braid-verify-schedule proves this (and that they are one value) on the
+/// IR; a plan file is checked again, so that a crafted or corrupt one fails
+/// here, naming the transfer, instead of in the transport.
+static void checkStageTransfers(const Plan &p) {
+  struct Moved {
+    const Buffer *buffer;
+    const Instr *instr;
+  };
+  // (from, to, communication stream?, stream index): the values in order.
+  using Key = std::tuple<int64_t, int64_t, bool, unsigned>;
+  std::map<Key, std::vector<Moved>> sent, received;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const Plan &stage = p.stages[s];
+    for (const Stream &stream : stage.streams)
+      for (const Instr &instr : stream.instrs) {
+        CollectiveKind kind = instr.collective();
+        if (instr.group < 0 ||
+            (kind != CollectiveKind::Send && kind != CollectiveKind::Recv &&
+             kind != CollectiveKind::SendRecv))
+          continue;
+        // Transfers on the pipeline axis name the peer's stage (others are
+        // checked per program).
+        if (stage.groups[size_t(instr.group)].axes !=
+            std::vector<int64_t>{p.ppAxis})
+          continue;
+        auto add = [&](bool isSend, int64_t peer, uint32_t id) {
+          Key key = isSend ? Key{int64_t(s), peer, stream.comm, stream.index}
+                           : Key{peer, int64_t(s), stream.comm, stream.index};
+          (isSend ? sent : received)[key].push_back(
+              {&stage.buffers[id], &instr});
+        };
+        if (kind == CollectiveKind::Send) {
+          add(true, instr.as<ops::SendAttrs>().peer, instr.operands.at(0));
+        } else if (kind == CollectiveKind::Recv) {
+          add(false, instr.as<ops::RecvAttrs>().peer, instr.results.at(0));
+        } else {
+          const auto &a = instr.as<ops::SendRecvAttrs>();
+          for (uint32_t id : instr.operands)
+            add(true, a.send_peer, id);
+          for (uint32_t id : instr.results)
+            add(false, a.recv_peer, id);
+        }
+      }
+  }
+  std::set<Key> keys;
+  for (auto &entry : sent)
+    keys.insert(entry.first);
+  for (auto &entry : received)
+    keys.insert(entry.first);
+  for (const Key &key : keys) {
+    auto [from, to, comm, index] = key;
+    const std::vector<Moved> &out = sent[key], &in = received[key];
+    std::string between = " from stage " + std::to_string(from) + " to stage " +
+                          std::to_string(to) + " on stream " +
+                          (comm ? "comm " : "compute ") + std::to_string(index);
+    for (size_t k = 0; k < std::min(out.size(), in.size()); ++k)
+      if (out[k].buffer->dtype != in[k].buffer->dtype ||
+          out[k].buffer->shape != in[k].buffer->shape)
+        throw PlanError("transfer #" + std::to_string(k) + between + " sends " +
+                        opcheck::shapeOf(*out[k].buffer) + " (" +
+                        out[k].instr->describe() + "), but the receive " +
+                        "matching it expects " +
+                        opcheck::shapeOf(*in[k].buffer) + " (" +
+                        in[k].instr->describe() + ")");
+    if (out.size() != in.size())
+      throw PlanError("stage " + std::to_string(from) + " sends " +
+                      std::to_string(out.size()) + " values to stage " +
+                      std::to_string(to) + " on stream " +
+                      (comm ? "comm " : "compute ") + std::to_string(index) +
+                      ", but stage " + std::to_string(to) + " receives " +
+                      std::to_string(in.size()) +
+                      " from it; each send needs "
+                      "its receive");
   }
 }
 

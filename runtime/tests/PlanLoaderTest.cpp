@@ -661,6 +661,14 @@ struct PipelineSpec {
   bool otherGrid = false, nested = false;
   /// The root has a stream of its own.
   bool rootStream = false;
+  /// Per stage program, its point-to-point transfers on the pipeline axis
+  /// in order (each moves an f32 buffer of its own).
+  struct Transfer {
+    bool send;
+    int64_t peer;
+    std::vector<int64_t> shape = {4};
+  };
+  std::vector<std::vector<Transfer>> transfers;
 };
 
 Plan loadPipeline(const PipelineSpec &spec) {
@@ -675,10 +683,47 @@ Plan loadPipeline(const PipelineSpec &spec) {
                        fb::Offset<fb::Vector<fb::Offset<plan::Plan>>> inner) {
     std::vector<int64_t> grid =
         otherGrid ? std::vector<int64_t>{4, 1} : spec.grid;
+    if (size_t(index) >= spec.transfers.size() ||
+        spec.transfers[size_t(index)].empty())
+      return plan::CreatePlan(b, b.CreateString("test"), b.CreateString("s"),
+                              spec.world, 0, 0, 0, emptyStreams(), 0, 0, 0, 0,
+                              0, 0, -1, 0, inner, 0, spec.axis,
+                              b.CreateVector(grid), index);
+    // A buffer per transfer, one after another; one group, the pipeline
+    // axis.
+    std::vector<fb::Offset<plan::Buffer>> buffers;
+    std::vector<fb::Offset<plan::Instr>> instrs;
+    uint64_t offset = 0;
+    for (const PipelineSpec::Transfer &t : spec.transfers[size_t(index)]) {
+      uint64_t bytes = 4;
+      for (int64_t d : t.shape)
+        bytes *= uint64_t(d);
+      uint32_t id = uint32_t(buffers.size());
+      buffers.push_back(plan::CreateBuffer(
+          b, offset, bytes, plan::DType::F32, b.CreateVector(t.shape),
+          b.CreateString("t" + std::to_string(id))));
+      offset += (bytes + 63) / 64 * 64;
+      std::vector<int64_t> peer = {t.peer};
+      std::vector<fb::Offset<plan::Attr>> attrs = {
+          plan::CreateAttr(b, 0, b.CreateVector(peer), 0)};
+      std::vector<uint32_t> operands, results;
+      (t.send ? operands : results).push_back(id);
+      instrs.push_back(plan::CreateInstr(
+          b, code(t.send ? Opcode::Send : Opcode::Recv),
+          b.CreateVector(operands), b.CreateVector(results),
+          b.CreateVector(attrs), 0, -1, -1, b.CreateString("s.mlir:1:1")));
+    }
+    std::vector<int64_t> axes = {spec.axis};
+    std::vector<fb::Offset<plan::Group>> groups = {
+        plan::CreateGroup(b, b.CreateString("world"), b.CreateVector(grid),
+                          b.CreateVector(axes))};
+    std::vector<fb::Offset<plan::Stream>> streams = {plan::CreateStream(
+        b, plan::StreamKind::Compute, 0, b.CreateVector(instrs))};
     return plan::CreatePlan(b, b.CreateString("test"), b.CreateString("s"),
-                            spec.world, 0, 0, 0, emptyStreams(), 0, 0, 0, 0, 0,
-                            0, -1, 0, inner, 0, spec.axis, b.CreateVector(grid),
-                            index);
+                            spec.world, offset, b.CreateVector(buffers),
+                            b.CreateVector(groups), b.CreateVector(streams), 0,
+                            0, 0, 0, 0, 0, -1, 0, inner, 0, spec.axis,
+                            b.CreateVector(grid), index);
   };
   std::vector<fb::Offset<plan::Plan>> stages;
   for (int i = 0; i < spec.stages; ++i) {
@@ -794,4 +839,28 @@ TEST(PlanLoaderTest, APipelineAxisWithoutStagesIsAnError) {
     EXPECT_STREQ(e.what(), "the plan has a pipeline axis, a stage index or a "
                            "program per rank, but no stage programs");
   }
+}
+
+TEST(PlanLoaderTest, StageTransfersPairUp) {
+  // What MPI and NCCL match: the k-th send of one stage to another and the
+  // k-th receive of that one from it move one type and shape, and each send
+  // has its receive. (A crafted plan ended in OpenMPI's MPI_ERR_TRUNCATE.)
+  using T = PipelineSpec::Transfer;
+  PipelineSpec spec;
+  spec.transfers = {{T{true, 1}, T{false, 1}}, {T{false, 0}, T{true, 0}}};
+  EXPECT_EQ(errorOfPipeline(spec), "");
+  spec.transfers = {{T{true, 1, {4}}, T{true, 1, {8}}},
+                    {T{false, 0, {8}}, T{false, 0, {4}}}};
+  EXPECT_EQ(errorOfPipeline(spec),
+            "transfer #0 from stage 0 to stage 1 on stream compute 0 sends [4] "
+            "f32 ('send' at s.mlir:1:1), but the receive matching it expects "
+            "[8] f32 ('recv' at s.mlir:1:1)");
+  spec.transfers = {{T{true, 1}, T{true, 1}}, {T{false, 0}}};
+  EXPECT_EQ(errorOfPipeline(spec),
+            "stage 0 sends 2 values to stage 1 on stream compute 0, but stage "
+            "1 receives 1 from it; each send needs its receive");
+  spec.transfers = {{}, {T{false, 0}}};
+  EXPECT_EQ(errorOfPipeline(spec),
+            "stage 0 sends 0 values to stage 1 on stream compute 0, but stage "
+            "1 receives 1 from it; each send needs its receive");
 }

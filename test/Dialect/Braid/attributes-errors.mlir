@@ -364,3 +364,29 @@ func.func @transfer_sharding_partial(%x: tensor<4xf32>) {
   %y = braid.recv on @world grid_axes = [0] peer = 1 {braid.sharding = #braid.sharding<partial>} : tensor<4xf32>
   return
 }
+
+// -----
+
+shard.grid @world(shape = 2)
+func.func @transfer_negative(%x: tensor<4xf32>) {
+  // expected-error @below {{a transfer's value is non-negative and its micro-batch non-negative or absent, but they are 0 and -2}}
+  braid.send %x on @world grid_axes = [0] peer = 1 {braid.transfers = [#braid.transfer<value = 0, micro_batch = -2>]} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @transfers_on_a_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'braid.transfers' must be an array of #braid.transfer on a send, a receive or a send-receive}}
+  %y = braid.relu %x {braid.transfers = [#braid.transfer<value = 0>]} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @world(shape = 2)
+func.func @transfers_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'braid.transfers' names 1 transfers, but the op moves 2 values}}
+  %y = braid.send_recv %x on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.transfers = [#braid.transfer<value = 0>]} : tensor<4xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

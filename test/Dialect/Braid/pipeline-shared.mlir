@@ -41,12 +41,12 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 // CHECK: %[[P0:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B0", transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
 // CHECK: %[[P1:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B1", transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
 // CHECK-NEXT: %[[OWN:.*]] = braid.add %[[P0]], %[[P1]] {braid.action = "B1"}
-// CHECK-NEXT: %[[FAR:.*]] = braid.recv on @world grid_axes = [1] peer = 1 : tensor<8x8xf32>
+// CHECK-NEXT: %[[FAR:.*]] = braid.recv on @world grid_axes = [1] peer = 1 {braid.transfers = [{{.*}}]} : tensor<8x8xf32>
 // CHECK-NEXT: %[[SUM:.*]] = braid.add %[[OWN]], %[[FAR]]
 // CHECK-NEXT: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01
 // CHECK-NEXT: braid.all_reduce %[[MEAN]]
 // CHECK-NEXT: %[[NEW:.*]] = braid.sub %[[W1]]
-// CHECK-NEXT: braid.send %[[NEW]] on @world grid_axes = [1] peer = 1 : tensor<8x8xf32>
+// CHECK-NEXT: braid.send %[[NEW]] on @world grid_axes = [1] peer = 1 {braid.transfers = [{{.*}}]} : tensor<8x8xf32>
 // CHECK-NEXT: return %[[NEW]] :
 // CHECK-LABEL: func.func @step_stage1(
 // CHECK-SAME: %{{[a-z0-9]+}}: tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}
@@ -54,6 +54,6 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 // CHECK: %[[G0:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B0", transpose_a} : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<8x8xf32>
 // CHECK: %[[G1:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B1", transpose_a} : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<8x8xf32>
 // CHECK-NEXT: %[[SUM:.*]] = braid.add %[[G0]], %[[G1]] {braid.action = "B1"} : tensor<8x8xf32>
-// CHECK: braid.send %[[SUM]] on @world grid_axes = [1] peer = 0 : tensor<8x8xf32>
-// CHECK: %[[COPY:.*]] = braid.recv on @world grid_axes = [1] peer = 0 : tensor<8x8xf32>
+// CHECK: braid.send %[[SUM]] on @world grid_axes = [1] peer = 0 {braid.transfers = [{{.*}}]} : tensor<8x8xf32>
+// CHECK: %[[COPY:.*]] = braid.recv on @world grid_axes = [1] peer = 0 {braid.transfers = [{{.*}}]} : tensor<8x8xf32>
 // CHECK-NEXT: return %[[COPY]],

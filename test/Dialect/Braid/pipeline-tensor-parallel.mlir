@@ -41,11 +41,11 @@ func.func @step(%ids: tensor<4xi64> {braid.role = #braid.role<batch "ids">},
 
 // braid-pipeline marks the two transfers of the table's values.
 // STAGES-LABEL: func.func @step_stage0(
-// STAGES: braid.recv on @world grid_axes = [0] peer = 1 {braid.sharding = #braid.sharding<split 0>} : tensor<32x8xf32>
-// STAGES: braid.send %{{.*}} on @world grid_axes = [0] peer = 1 {braid.sharding = #braid.sharding<split 0>} : tensor<32x8xf32>
+// STAGES: braid.recv on @world grid_axes = [0] peer = 1 {braid.sharding = #braid.sharding<split 0>, braid.transfers = [#braid.transfer<value = {{[0-9]+}}>]} : tensor<32x8xf32>
+// STAGES: braid.send %{{.*}} on @world grid_axes = [0] peer = 1 {braid.sharding = #braid.sharding<split 0>, braid.transfers = [#braid.transfer<value = {{[0-9]+}}>]} : tensor<32x8xf32>
 // STAGES-LABEL: func.func @step_stage1(
-// STAGES: braid.send %{{.*}} on @world grid_axes = [0] peer = 0 {braid.sharding = #braid.sharding<split 0>} : tensor<32x8xf32>
-// STAGES: braid.recv on @world grid_axes = [0] peer = 0 {braid.sharding = #braid.sharding<split 0>} : tensor<32x8xf32>
+// STAGES: braid.send %{{.*}} on @world grid_axes = [0] peer = 0 {braid.sharding = #braid.sharding<split 0>, braid.transfers = [#braid.transfer<value = {{[0-9]+}}>]} : tensor<32x8xf32>
+// STAGES: braid.recv on @world grid_axes = [0] peer = 0 {braid.sharding = #braid.sharding<split 0>, braid.transfers = [#braid.transfer<value = {{[0-9]+}}>]} : tensor<32x8xf32>
 
 // braid-tensor-parallel: each rank's 16 rows, the marks read and dropped.
 // CHECK-LABEL: func.func @step_stage0(
@@ -53,15 +53,15 @@ func.func @step(%ids: tensor<4xi64> {braid.role = #braid.role<batch "ids">},
 // CHECK: %[[E0:.*]] = braid.embedding_shard_backward {{.*}} : tensor<4x8xf32>, tensor<4xi64> -> tensor<16x8xf32>
 // CHECK: %[[E1:.*]] = braid.embedding_shard_backward {{.*}} : tensor<4x8xf32>, tensor<4xi64> -> tensor<16x8xf32>
 // CHECK-NEXT: %[[OWN:.*]] = braid.add %[[E0]], %[[E1]] {braid.action = "B1"} : tensor<16x8xf32>
-// CHECK-NEXT: %[[FAR:.*]] = braid.recv on @world grid_axes = [0] peer = 1 : tensor<16x8xf32>
+// CHECK-NEXT: %[[FAR:.*]] = braid.recv on @world grid_axes = [0] peer = 1 {braid.transfers = [{{.*}}]} : tensor<16x8xf32>
 // CHECK-NEXT: %[[SUM:.*]] = braid.add %[[OWN]], %[[FAR]] : tensor<16x8xf32>
 // CHECK: %[[NEW:.*]] = braid.sub %[[TABLE]], %{{.*}} : tensor<16x8xf32>
-// CHECK-NEXT: braid.send %[[NEW]] on @world grid_axes = [0] peer = 1 : tensor<16x8xf32>
+// CHECK-NEXT: braid.send %[[NEW]] on @world grid_axes = [0] peer = 1 {braid.transfers = [{{.*}}]} : tensor<16x8xf32>
 // CHECK-LABEL: func.func @step_stage1(
 // CHECK-SAME: tensor<16x8xf32> {braid.role = #braid.role<parameter "wte.weight">, braid.sharding = #braid.sharding<split 0>}
 // CHECK: %[[G0:.*]] = braid.matmul {{.*}} {braid.action = "B0", transpose_a} : tensor<4x16xf32>, tensor<4x8xf32> -> tensor<16x8xf32>
 // CHECK: %[[G1:.*]] = braid.matmul {{.*}} {braid.action = "B1", transpose_a} : tensor<4x16xf32>, tensor<4x8xf32> -> tensor<16x8xf32>
 // CHECK: %[[PART:.*]] = braid.add %[[G0]], %[[G1]] {braid.action = "B1"} : tensor<16x8xf32>
-// CHECK: braid.send %[[PART]] on @world grid_axes = [0] peer = 0 : tensor<16x8xf32>
-// CHECK: %[[COPY:.*]] = braid.recv on @world grid_axes = [0] peer = 0 : tensor<16x8xf32>
+// CHECK: braid.send %[[PART]] on @world grid_axes = [0] peer = 0 {braid.transfers = [{{.*}}]} : tensor<16x8xf32>
+// CHECK: %[[COPY:.*]] = braid.recv on @world grid_axes = [0] peer = 0 {braid.transfers = [{{.*}}]} : tensor<16x8xf32>
 // CHECK-NEXT: return %[[COPY]],

@@ -76,7 +76,7 @@ func.func @step(
 // ZB-NEXT: braid.send_recv %{{.*}} send_peer = 0 recv_peer = 2
 // ZB-NEXT: %[[R1:.*]] = braid.relu_backward
 // ZB-NEXT: braid.matmul %[[R1]], %arg0 {braid.action = "B1"} :
-// ZB-NEXT: braid.send %{{.*}} peer = 0 {braid.action = "B1"}
+// ZB-NEXT: braid.send %{{.*}} peer = 0 {braid.action = "B1", braid.transfers = [{{.*}}]}
 // ZB-NEXT: %[[W0:.*]] = braid.matmul %[[R0]], %{{.*}} {braid.action = "W0", transpose_a}
 // ZB-NEXT: %[[W1:.*]] = braid.matmul %[[R1]], %{{.*}} {braid.action = "W1", transpose_a}
 // ZB-NEXT: braid.add %[[W0]], %[[W1]]
@@ -91,10 +91,10 @@ func.func @step(
 // CHECK-SAME: %[[X:.*]]: tensor<16x16xf32> {braid.role = #braid.role<batch "x">}
 // CHECK-SAME: attributes {braid.stage = #braid.stage<grid = @world, axis = 1, index = 0>}
 // CHECK: %[[X0:.*]] = braid.slice %[[X]] offsets = [0, 0] {braid.action = "F0"} : tensor<16x16xf32> -> tensor<8x16xf32>
-// CHECK: braid.send %{{.*}} on @world grid_axes = [1] peer = 1 {braid.action = "F0"} : tensor<8x32xf32>
+// CHECK: braid.send %{{.*}} on @world grid_axes = [1] peer = 1 {braid.action = "F0", braid.transfers = [{{.*}}]} : tensor<8x32xf32>
 // CHECK: braid.slice %[[X]] offsets = [8, 0]
-// CHECK: braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = "B0"} : tensor<8x32xf32> -> tensor<8x32xf32>
-// CHECK: braid.recv on @world grid_axes = [1] peer = 1 {braid.action = "B1"} : tensor<8x32xf32>
+// CHECK: braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = "B0", braid.transfers = [{{.*}}]} : tensor<8x32xf32> -> tensor<8x32xf32>
+// CHECK: braid.recv on @world grid_axes = [1] peer = 1 {braid.action = "B1", braid.transfers = [{{.*}}]} : tensor<8x32xf32>
 // CHECK: %[[SUM:.*]] = braid.add
 // CHECK: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01 {braid.action = "B1"} : tensor<32x16xf32>
 // CHECK: braid.all_reduce %[[MEAN]] on @world grid_axes = [0] reduction = avg grad_of = ["fc1.weight"] {braid.action = "B1"}
@@ -111,7 +111,7 @@ func.func @step(
 // The last micro-batch's backward reduces the weight's gradient after it
 // sends the input's gradient down (stage 0, which sends nothing, reduces
 // each gradient as soon as its sum is complete).
-// CHECK: braid.send %{{.*}} peer = 0 {braid.action = "B1"}
+// CHECK: braid.send %{{.*}} peer = 0 {braid.action = "B1", braid.transfers = [{{.*}}]}
 // CHECK-NEXT: braid.scale %{{.*}} by 5.000000e-01 {braid.action = "B1"}
 // CHECK-NEXT: grad_of = ["fc2.weight"] {braid.action = "B1"}
 

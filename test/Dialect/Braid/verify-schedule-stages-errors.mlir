@@ -328,3 +328,52 @@ func.func @b() -> tensor<4x8xf32> attributes {braid.stage = #braid.stage<grid = 
   %r = braid.recv on @world grid_axes = [0] peer = 0 {braid.stream = #braid.stream<comm, 1>} : tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// Value by value: braid-pipeline names what each transfer moves. A receive
+// moved above another of the same shape and peer pairs the k-th send with
+// another value (two activations of micro-batch 0 swapped), and a
+// send-receive's sent values swapped with their names: both match by type
+// and by order, and train wrong.
+shard.grid @world(shape = 2)
+func.func @a(%h: tensor<4x8xf32>, %r: tensor<4x8xf32>) -> tensor<4x8xf32>
+    attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  // expected-error @below {{sends value 0 of micro-batch 0 to stage 1 (@b), but its matching receive (its receive #0 from stage 0 (@a)) expects value 1 of micro-batch 0; sends and receives match in order}}
+  braid.send %h on @world grid_axes = [0] peer = 1 {braid.transfers = [#braid.transfer<value = 0, micro_batch = 0>]} : tensor<4x8xf32>
+  // expected-error @below {{sends value 1 of micro-batch 0 to stage 1 (@b), but its matching receive (its receive #1 from stage 0 (@a)) expects value 0 of micro-batch 0}}
+  braid.send %r on @world grid_axes = [0] peer = 1 {braid.transfers = [#braid.transfer<value = 1, micro_batch = 0>]} : tensor<4x8xf32>
+  // expected-error @below {{sends value 2 (of the whole step) to stage 1 (@b), but its matching receive (its receive #2 from stage 0 (@a)) expects a value braid.transfers does not name}}
+  braid.send %h on @world grid_axes = [0] peer = 1 {braid.transfers = [#braid.transfer<value = 2>]} : tensor<4x8xf32>
+  %g = braid.recv on @world grid_axes = [0] peer = 1 {braid.transfers = [#braid.transfer<value = 3, micro_batch = 0>]} : tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
+func.func @b(%g: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+    attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
+  // expected-note @below {{the receive}}
+  %r = braid.recv on @world grid_axes = [0] peer = 0 {braid.transfers = [#braid.transfer<value = 1, micro_batch = 0>]} : tensor<4x8xf32>
+  // expected-note @below {{the receive}}
+  %h = braid.recv on @world grid_axes = [0] peer = 0 {braid.transfers = [#braid.transfer<value = 0, micro_batch = 0>]} : tensor<4x8xf32>
+  // expected-note @below {{the receive}}
+  %x = braid.recv on @world grid_axes = [0] peer = 0 : tensor<4x8xf32>
+  braid.send %g on @world grid_axes = [0] peer = 0 {braid.transfers = [#braid.transfer<value = 3, micro_batch = 0>]} : tensor<4x8xf32>
+  return %r, %h, %x : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A send-receive's halves in order: its sent values, then its received
+// ones. Micro-batch 1's activation sent where micro-batch 0's is expected.
+shard.grid @world(shape = 2)
+func.func @a(%h0: tensor<4x8xf32>, %h1: tensor<4x8xf32>) -> tensor<4x8xf32>
+    attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  // expected-error @below {{sends value 0 of micro-batch 1 to stage 1 (@b), but its matching receive (its receive #0 from stage 0 (@a)) expects value 0 of micro-batch 0}}
+  %g = braid.send_recv %h1 on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.transfers = [#braid.transfer<value = 0, micro_batch = 1>, #braid.transfer<value = 4, micro_batch = 0>]} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
+func.func @b(%g: tensor<4x8xf32>) -> tensor<4x8xf32>
+    attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
+  // expected-note @below {{the receive}}
+  %h = braid.send_recv %g on @world grid_axes = [0] send_peer = 0 recv_peer = 0 {braid.transfers = [#braid.transfer<value = 4, micro_batch = 0>, #braid.transfer<value = 0, micro_batch = 0>]} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %h : tensor<4x8xf32>
+}

@@ -86,6 +86,11 @@ def Braid_Dialect : Dialect {
     /// backward, or B where the schedule splits it), `"W3"` (its W). The
     /// plan and the simulator's trace carry it (the pipeline diagram).
     static constexpr ::llvm::StringLiteral kActionAttrName = "braid.action";
+    /// The op attribute braid-pipeline gives each transfer of a stage
+    /// program: one #braid.transfer per value it moves, the sent ones
+    /// first (braid-verify-schedule matches sends and receives by it).
+    static constexpr ::llvm::StringLiteral kTransfersAttrName =
+        "braid.transfers";
     /// The function attribute of `braid-plan-memory`: the arena size.
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
         "braid.arena_bytes";

@@ -149,6 +149,34 @@ def Braid_StageAttr : Braid_Attr<"Stage", "stage"> {
   let genVerifyDecl = 1;
 }
 
+def Braid_TransferAttr : Braid_Attr<"Transfer", "transfer"> {
+  let summary = "which value of the step a pipeline transfer moves";
+  let description = [{
+    braid-pipeline names each value its stage programs send or receive:
+    `value` numbers the step's values that cross stages (activations and
+    gradients first, then the gradient parts summed on another stage, then
+    the updates of shared parameters), and `micro_batch` is the
+    micro-batch the value is of (absent for a value of the whole step). The
+    discardable attribute `braid.transfers` on a `braid.send`, `braid.recv`
+    or `braid.send_recv` (and their start forms) lists one per value the op
+    moves: the sent ones, then the received ones. `braid-verify-schedule`
+    then proves that the k-th send from one stage to another and the k-th
+    receive of that stage from it are the same value, not only the same
+    type (docs/Pipeline.md).
+
+    ```mlir
+    %h = braid.recv ... {braid.transfers = [#braid.transfer<value = 0, micro_batch = 1>]}
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$value,
+    DefaultValuedParameter<"int64_t", "-1">:$microBatch
+  );
+  let assemblyFormat =
+      "`<` `value` `=` $value (`,` `micro_batch` `=` $microBatch^)? `>`";
+  let genVerifyDecl = 1;
+}
+
 def Braid_ShardingAttr : Braid_Attr<"Sharding", "sharding"> {
   let summary = "how a tensor-parallel value is spread over the tensor-parallel ranks";
   let description = [{

@@ -34,6 +34,15 @@ LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult TransferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t value, int64_t microBatch) {
+  if (value < 0 || microBatch < -1)
+    return emitError() << "a transfer's value is non-negative and its "
+                          "micro-batch non-negative or absent, but they are "
+                       << value << " and " << microBatch;
+  return success();
+}
+
 LogicalResult StreamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StreamKind kind, unsigned index) {
   // One compute stream: every pass, the schedule verifier and the plan

@@ -263,6 +263,31 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
              << "' must be {axis = N : i64, grid = @grid} on a function";
     return success();
   }
+  if (attr.getName() == kTransfersAttrName) {
+    auto transfers = dyn_cast<ArrayAttr>(attr.getValue());
+    auto collective = dyn_cast<CollectiveOpInterface>(op);
+    CollectiveKind kind =
+        collective ? collective.getCollectiveKind() : CollectiveKind::None;
+    bool pointToPoint = kind == CollectiveKind::Send ||
+                        kind == CollectiveKind::Recv ||
+                        kind == CollectiveKind::SendRecv;
+    if (!pointToPoint || !transfers ||
+        !llvm::all_of(transfers, llvm::IsaPred<TransferAttr>))
+      return op->emitError() << "'" << kTransfersAttrName
+                             << "' must be an array of #braid.transfer on a "
+                                "send, a receive or a send-receive";
+    // One per value moved: the operands, then the results (a start
+    // form's future's values).
+    size_t moved = op->getNumOperands();
+    for (Type t : op->getResultTypes())
+      moved +=
+          isa<FutureType>(t) ? cast<FutureType>(t).getValueTypes().size() : 1;
+    if (transfers.size() != moved)
+      return op->emitError() << "'" << kTransfersAttrName << "' names "
+                             << transfers.size() << " transfers, but the op "
+                             << "moves " << moved << " values";
+    return success();
+  }
   if (attr.getName() == kStageAttrName) {
     if (!isa<FunctionOpInterface>(op) || !isa<StageAttr>(attr.getValue()))
       return op->emitError()

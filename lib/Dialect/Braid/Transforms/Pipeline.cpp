@@ -241,6 +241,20 @@ static unsigned pairTransfers(func::FuncOp func) {
       if (anyCarried)
         pair->setAttr(BraidDialect::kShardingAttrName,
                       ArrayAttr::get(func.getContext(), carried));
+      // The values' identities, in the pair's order (sent, then received).
+      SmallVector<Attribute> moved;
+      auto identity = [&](Operation *op) {
+        if (auto ids =
+                op->getAttrOfType<ArrayAttr>(BraidDialect::kTransfersAttrName))
+          llvm::append_range(moved, ids);
+      };
+      for (SendOp send : sends)
+        identity(send);
+      for (RecvOp recv : recvs)
+        identity(recv);
+      if (moved.size() == sends.size() + recvs.size())
+        pair->setAttr(BraidDialect::kTransfersAttrName,
+                      ArrayAttr::get(func.getContext(), moved));
       for (auto [recv, result] : llvm::zip(recvs, pair.getResults()))
         recv.getResult().replaceAllUsesWith(result);
       for (Operation *op : run)

@@ -134,6 +134,7 @@ void StageBuilder::emitReceives(const PipelineAction &action) {
     if (t.to == stageOf(action) && t.recvKind == action.kind) {
       auto recv = RecvOp::create(builder, t.value.getLoc(), t.value.getType(),
                                  step.grid, axes, peer(t.from));
+      identify(recv, transferOf(t, k));
       perBatch[k].map(t.value, recv.getResult());
     }
 }
@@ -238,7 +239,9 @@ void StageBuilder::emitSends(const PipelineAction &action) {
       Value v = get(k, t.value);
       if (failed)
         return;
-      SendOp::create(builder, t.value.getLoc(), v, step.grid, axes, peer(t.to));
+      identify(SendOp::create(builder, t.value.getLoc(), v, step.grid, axes,
+                              peer(t.to)),
+               transferOf(t, k));
     }
 }
 
@@ -294,18 +297,27 @@ void StageBuilder::emitGroup(ArrayRef<PipelineAction> sending,
       // It receives for the first action it receives for (as pairTransfers
       // labels one).
       label(pair, part.recvs.front().second);
+      SmallVector<Attribute> moved;
+      for (auto &[t, a] : part.sends)
+        moved.push_back(transferOf(*t, int(a.microBatch)));
+      for (auto &[t, a] : part.recvs)
+        moved.push_back(transferOf(*t, int(a.microBatch)));
+      identify(pair, moved);
       for (auto [recv, result] : llvm::zip(part.recvs, pair.getResults()))
         perBatch[recv.second.microBatch].map(recv.first->value, result);
       continue;
     }
-    for (auto [send, v] : llvm::zip(part.sends, inputs))
-      label(SendOp::create(builder, send.first->value.getLoc(), v, step.grid,
-                           axes, rank),
-            send.second);
+    for (auto [send, v] : llvm::zip(part.sends, inputs)) {
+      auto op = SendOp::create(builder, send.first->value.getLoc(), v,
+                               step.grid, axes, rank);
+      label(op, send.second);
+      identify(op, transferOf(*send.first, int(send.second.microBatch)));
+    }
     for (auto &[t, a] : part.recvs) {
       auto recv = RecvOp::create(builder, t->value.getLoc(), t->value.getType(),
                                  step.grid, axes, rank);
       label(recv, a);
+      identify(recv, transferOf(*t, int(a.microBatch)));
       perBatch[a.microBatch].map(t->value, recv.getResult());
     }
   }
@@ -424,21 +436,24 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
   // sides, after every transfer of the micro-batches). Between two stages
   // of one rank, added without a transfer.
   auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
-  for (auto &[part, sum] : step.deferred) {
+  for (auto [n, entry] : llvm::enumerate(step.deferred)) {
+    auto [part, sum] = entry;
     Value total = sum ? sum->getResult(0) : part;
     Operation *sink = *total.getUsers().begin();
     int from = step.stageOf(part), to = step.stage[sink];
     int param = parameterOfGradient(sink, total);
     if (mine(from) && !mine(to)) {
-      carryShardingOf(SendOp::create(builder, part.getLoc(), partSums[part],
-                                     step.grid, axes, peer(to)),
-                      param);
+      auto send = SendOp::create(builder, part.getLoc(), partSums[part],
+                                 step.grid, axes, peer(to));
+      carryShardingOf(send, param);
+      identify(send, stepTransfer(int64_t(n)));
     } else if (mine(to)) {
       Value far = partSums[part];
       if (!mine(from)) {
         auto recv = RecvOp::create(builder, part.getLoc(), part.getType(),
                                    step.grid, axes, peer(from));
         carryShardingOf(recv, param);
+        identify(recv, stepTransfer(int64_t(n)));
         far = recv.getResult();
       }
       SmallVector<Value> &sums = gradients[sink];
@@ -500,14 +515,17 @@ FailureOr<func::FuncOp> StageBuilder::build(ArrayRef<PipelineAction> actions) {
         return failure();
       std::set<unsigned> sent{index};
       for (int t : step.sharedWith[arg])
-        if (sent.insert(unsigned(t) % step.ranks).second)
-          carryShardingOf(SendOp::create(builder, v.getLoc(), update, step.grid,
-                                         axes, peer(t)),
-                          arg);
+        if (sent.insert(unsigned(t) % step.ranks).second) {
+          auto send = SendOp::create(builder, v.getLoc(), update, step.grid,
+                                     axes, peer(t));
+          carryShardingOf(send, arg);
+          identify(send, stepTransfer(int64_t(step.deferred.size() + i)));
+        }
     } else if (sharedCopyOf(i) >= 0) {
       auto recv = RecvOp::create(builder, v.getLoc(), v.getType(), step.grid,
                                  axes, peer(owner));
       carryShardingOf(recv, arg);
+      identify(recv, stepTransfer(int64_t(step.deferred.size() + i)));
       copies[i] = recv.getResult();
     }
   }

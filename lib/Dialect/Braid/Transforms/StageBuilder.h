@@ -113,6 +113,22 @@ private:
           return int(it->second);
     return -1;
   }
+  /// The identity of transfer `t` for micro-batch `k` (braid.transfers):
+  /// its index among the step's transfers.
+  TransferAttr transferOf(const Transfer &t, int k) {
+    return TransferAttr::get(builder.getContext(), &t - transfers.data(), k);
+  }
+  /// The identity of a value of the whole step sent after the
+  /// micro-batches: `n` counts the gradient parts (Step::deferred), then
+  /// the shared parameters' updates, after the transfers.
+  TransferAttr stepTransfer(int64_t n) {
+    return TransferAttr::get(builder.getContext(),
+                             int64_t(transfers.size()) + n, -1);
+  }
+  /// Names the values `op` moves (the sent ones first).
+  void identify(Operation *op, ArrayRef<Attribute> moved) {
+    op->setAttr(BraidDialect::kTransfersAttrName, builder.getArrayAttr(moved));
+  }
   /// Emits `action`: its receives (unless `received`, emitted before the
   /// W ahead of it), its ops, its sums and its sends; true if it emitted
   /// the next action's receives.

@@ -41,9 +41,12 @@ struct Transfer {
   int64_t peer;
   bool isSend;
   Type type;
+  /// Which value of the step it moves (braid.transfers), if named.
+  TransferAttr identity = {};
 };
 
-SmallVector<Transfer, 2> getTransfers(Operation *op) {
+/// The halves of a transfer op, sent first.
+SmallVector<Transfer, 2> getHalves(Operation *op) {
   auto yielded = [](Value result) -> Type {
     if (auto future = dyn_cast<FutureType>(result.getType()))
       return future.getValueTypes().front();
@@ -74,10 +77,23 @@ SmallVector<Transfer, 2> getTransfers(Operation *op) {
       .Default([](Operation *) { return SmallVector<Transfer, 2>(); });
 }
 
+/// The halves with the values braid.transfers names.
+SmallVector<Transfer, 2> getTransfers(Operation *op) {
+  SmallVector<Transfer, 2> halves = getHalves(op);
+  // braid.transfers names the halves in this order (the dialect checks
+  // that it names each).
+  if (auto ids = op->getAttrOfType<ArrayAttr>(BraidDialect::kTransfersAttrName);
+      ids && ids.size() == halves.size())
+    for (auto [half, id] : llvm::zip(halves, ids))
+      half.identity = cast<TransferAttr>(id);
+  return halves;
+}
+
 /// One direction of a transfer op: the op and the type it moves.
 struct Half {
   Operation *op;
   Type type;
+  TransferAttr identity;
 };
 
 /// What two ranks must agree on for one collective: its kind, its operand
@@ -267,7 +283,8 @@ LogicalResult StageChecker::matchTransfers() {
         auto key = transfer.isSend
                        ? std::make_pair(int64_t(index), transfer.peer)
                        : std::make_pair(transfer.peer, int64_t(index));
-        (transfer.isSend ? sends : recvs)[key].push_back({op, transfer.type});
+        (transfer.isSend ? sends : recvs)[key].push_back(
+            {op, transfer.type, transfer.identity});
       }
     }
   }
@@ -289,6 +306,28 @@ LogicalResult StageChecker::matchTransfers() {
             << "sends " << out[k].type << " to " << stageName(to)
             << ", whose matching receive (its receive #" << k << " from "
             << stageName(from) << ") expects " << in[k].type;
+        diag.attachNote(in[k].op->getLoc()) << "the receive";
+        ok = false;
+      }
+      if (out[k].identity != in[k].identity) {
+        // braid-pipeline names every transfer's value; the k-th send and
+        // the k-th receive must move the same one, not only one of the
+        // same type.
+        auto name = [](TransferAttr id) -> std::string {
+          if (!id)
+            return "a value braid.transfers does not name";
+          std::string s = "value " + std::to_string(id.getValue());
+          return s + (id.getMicroBatch() < 0
+                          ? " (of the whole step)"
+                          : " of micro-batch " +
+                                std::to_string(id.getMicroBatch()));
+        };
+        InFlightDiagnostic diag =
+            out[k].op->emitError()
+            << "sends " << name(out[k].identity) << " to " << stageName(to)
+            << ", but its matching receive (its receive #" << k << " from "
+            << stageName(from) << ") expects " << name(in[k].identity)
+            << "; sends and receives match in order";
         diag.attachNote(in[k].op->getLoc()) << "the receive";
         ok = false;
       }
