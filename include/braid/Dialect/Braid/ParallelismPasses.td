@@ -135,7 +135,10 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
            "rank, v >= 2; the step is split into p v stages">,
     ListOption<"boundaries", "boundaries", "std::string",
                "The module that starts each stage after the first, p - 1 "
-               "names in parameter order (none: balanced by the cost model)">
+               "names in parameter order (none: balanced by the cost model)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "With boundaries balanced by the cost model: a remark naming "
+           "them and each stage's estimated forward and backward time">
   ];
   let statistics = [
     Statistic<"numTransfers", "transfers", "Sends and receives made, per stage program">,

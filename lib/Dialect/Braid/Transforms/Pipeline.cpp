@@ -16,6 +16,7 @@
 #include "StageAssignment.h"
 #include "StageBuilder.h"
 #include "StagePrograms.h"
+#include "TensorParallel.h"
 
 #include "braid/Dialect/Braid/Analysis/PipelineSchedule.h"
 #include "braid/Dialect/Braid/BraidAttributes.h"
@@ -31,6 +32,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/Format.h"
 
 #include <cmath>
 #include <map>
@@ -457,16 +459,50 @@ void PipelinePass::runOnOperation() {
     }
   }
   classify(step);
+  // Under tensor parallelism (sharded arguments), the shardings
+  // braid-tensor-parallel will find, on its default axis (the grid's
+  // last), so that no boundary cuts a split value.
+  DenseMap<Value, ShardingAttr> shardings;
+  bool sharded = false;
+  for (unsigned i = 0; i < step.func.getNumArguments(); ++i)
+    sharded |= bool(step.func.getArgAttr(i, BraidDialect::kShardingAttrName));
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+      module.getOperation(), step.grid);
+  if (sharded && grid && grid.getRank() - 1 != step.axis) {
+    FailureOr<DenseMap<Value, ShardingAttr>> found =
+        inferShardings(step.func, grid, grid.getRank() - 1);
+    if (succeeded(found)) {
+      shardings = std::move(*found);
+      step.shardings = &shardings;
+    }
+  }
   SmallVector<std::string> cuts(boundaries.begin(), boundaries.end());
   if (cuts.empty() && step.stages > 1) {
     FailureOr<cost::Cluster> cluster = loadClusterFor(module, "");
     if (failed(cluster))
       return signalPassFailure();
+    SmallVector<double> seconds;
     FailureOr<SmallVector<std::string>> balanced =
-        balancedBoundaries(step, *cluster);
+        balancedBoundaries(step, *cluster, &seconds);
     if (failed(balanced))
       return signalPassFailure();
     cuts = std::move(*balanced);
+    if (report) {
+      InFlightDiagnostic remark = step.func.emitRemark()
+                                  << "stage boundaries balanced by the cost "
+                                     "model: ";
+      llvm::interleaveComma(cuts, remark, [&](const std::string &c) {
+        remark << "'" << c << "'";
+      });
+      remark << "; forward and backward per stage (ms, cluster '"
+             << cluster->name << "'): ";
+      llvm::interleaveComma(seconds, remark, [&](double s) {
+        std::string text;
+        llvm::raw_string_ostream(text) << llvm::format("%.3f", s * 1e3);
+        remark << text;
+      });
+      remark << " (--stage-boundaries names others)";
+    }
   }
   if (failed(assignArguments(step, cuts)) || failed(assignOps(step)))
     return signalPassFailure();
@@ -474,6 +510,8 @@ void PipelinePass::runOnOperation() {
   if (failed(checkAssignment(step)))
     return signalPassFailure();
   findDeferredParts(step);
+  if (step.shardings && failed(checkSplitCrossings(step, cuts)))
+    return signalPassFailure();
   if (splitsBackward(*kind))
     splitBackward(step);
   unsigned relayed = 0;

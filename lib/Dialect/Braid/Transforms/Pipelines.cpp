@@ -77,6 +77,7 @@ void braid::buildCompilePipeline(OpPassManager &pm,
     pipeline.virtualStages = options.virtualStages;
     pipeline.boundaries.assign(options.stageBoundaries.begin(),
                                options.stageBoundaries.end());
+    pipeline.report = options.report;
     pm.addPass(createPipeline(pipeline));
   }
   // A step with sharded parameters becomes the per-rank program first; one

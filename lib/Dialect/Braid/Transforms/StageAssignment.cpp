@@ -286,12 +286,47 @@ LogicalResult pipeline::assignArguments(Step &step,
   return success();
 }
 
+/// Calls `fn` on each forward or backward value that an op of another
+/// stage uses (but a gradient part sent once, Step::deferred, which
+/// carries its parameter's sharding), with the two stages.
+static void
+forEachCrossing(Step &step,
+                function_ref<void(Value, Operation *, int, int)> fn) {
+  for (Operation &op : step.body->without_terminator()) {
+    int from = step.stage.lookup(&op);
+    if (step.phase.lookup(&op) == Phase::Optimizer || from < 0)
+      continue;
+    for (Value v : op.getResults()) {
+      if (step.deferred.count(v))
+        continue;
+      // The users in program order (a use list is not).
+      SmallVector<Operation *> users(v.getUsers().begin(), v.getUsers().end());
+      llvm::sort(users, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      for (Operation *user : users) {
+        int to = step.stage.lookup(user);
+        if (user != step.terminator && to >= 0 && to != from)
+          fn(v, user, from, to);
+      }
+    }
+  }
+}
+
+static bool isSplit(const Step &step, Value v) {
+  if (!step.shardings)
+    return false;
+  auto it = step.shardings->find(v);
+  return it != step.shardings->end() && it->second.isSplit();
+}
+
 /// Boundaries that balance the stages' forward and backward time on
 /// `cluster`: each parameter is first a stage of its own, so that every op
 /// lands with the parameter it follows; the parameters are then cut into
 /// `stages` runs whose largest time is smallest (the linear partition).
 FailureOr<SmallVector<std::string>>
-pipeline::balancedBoundaries(Step &step, const cost::Cluster &cluster) {
+pipeline::balancedBoundaries(Step &step, const cost::Cluster &cluster,
+                             SmallVectorImpl<double> *seconds) {
   SmallVector<unsigned> params;
   for (unsigned i = 0; i < step.func.getNumArguments(); ++i)
     if (RoleAttr role = step.argRole(i);
@@ -314,6 +349,19 @@ pipeline::balancedBoundaries(Step &step, const cost::Cluster &cluster) {
     if (s != kFree && each.phase[&op] != Phase::Optimizer)
       cost[s] += getOpSeconds(&op, cluster);
   }
+  // Under tensor parallelism, a cut before parameter j is allowed unless
+  // a split value crosses it (a transfer has no rule for one: the
+  // activations inside a block, between its column- and its row-parallel
+  // matmul, or a split weight's product and its bias).
+  SmallVector<bool> allowed(n + 1, true);
+  if (step.shardings) {
+    findDeferredParts(each);
+    forEachCrossing(each, [&](Value v, Operation *, int from, int to) {
+      if (isSplit(step, v))
+        for (int c = std::min(from, to) + 1; c <= std::max(from, to); ++c)
+          allowed[size_t(c)] = false;
+    });
+  }
   // best[k][j]: the least largest run when params [0, j) form k runs.
   SmallVector<double> prefix(n + 1, 0);
   for (unsigned j = 0; j < n; ++j)
@@ -326,18 +374,58 @@ pipeline::balancedBoundaries(Step &step, const cost::Cluster &cluster) {
   for (unsigned k = 1; k <= p; ++k)
     for (unsigned j = k; j <= n; ++j)
       for (unsigned i = k - 1; i < j; ++i) {
+        if (!allowed[i] || best[k - 1][i] == INFINITY)
+          continue;
         double worst = std::max(best[k - 1][i], prefix[j] - prefix[i]);
         if (worst < best[k][j]) {
           best[k][j] = worst;
           cut[k][j] = i;
         }
       }
+  if (best[p][n] == INFINITY)
+    return step.func.emitError()
+           << "has no cut into " << p
+           << " pipeline stages where the values crossing each boundary "
+              "are whole under tensor parallelism (a transfer moves no "
+              "split value); name the boundaries with --stage-boundaries "
+              "(braid-pipeline's boundaries=)";
   SmallVector<std::string> boundaries(p - 1);
-  for (unsigned k = p, j = n; k > 1; --k) {
-    j = cut[k][j];
-    boundaries[k - 2] = step.argRole(params[j]).getName().str();
+  if (seconds)
+    seconds->assign(p, 0);
+  for (unsigned k = p, j = n; k > 0; --k) {
+    unsigned i = cut[k][j];
+    if (seconds)
+      (*seconds)[k - 1] = prefix[j] - prefix[i];
+    if (k > 1)
+      boundaries[k - 2] = step.argRole(params[i]).getName().str();
+    j = i;
   }
   return boundaries;
+}
+
+LogicalResult pipeline::checkSplitCrossings(Step &step,
+                                            ArrayRef<std::string> boundaries) {
+  LogicalResult result = success();
+  forEachCrossing(step, [&](Value v, Operation *user, int from, int to) {
+    // One error, at the first split value found (program order).
+    if (failed(result) || !isSplit(step, v))
+      return;
+    // Stages on one rank exchange nothing (interleaved).
+    if (unsigned(from) % step.ranks == unsigned(to) % step.ranks)
+      return;
+    unsigned b = unsigned(std::min(from, to));
+    InFlightDiagnostic diag =
+        v.getDefiningOp()->emitError()
+        << "is cut by stage boundary '" << boundaries[b] << "' (#" << b
+        << "): its result goes from stage " << from << " to stage " << to
+        << ", but it is " << step.shardings->lookup(v).str()
+        << " under tensor parallelism, and a transfer moves whole values "
+           "only; put the boundary where the values are whole (between "
+           "transformer blocks, before a norm) with --stage-boundaries";
+    diag.attachNote(user->getLoc()) << "used here, on stage " << to;
+    result = failure();
+  });
+  return result;
 }
 
 /// The gradient parts that go to their parameter's stage once, summed

@@ -71,6 +71,10 @@ struct Step {
   /// The backward ops that make W where the schedule splits the backward
   /// (splitBackward); the others make B.
   DenseSet<Operation *> weight;
+  /// Under tensor parallelism, the sharding braid-tensor-parallel will
+  /// give each value (inferShardings; null without): a stage boundary
+  /// must not cut a split value, which no transfer has a rule for.
+  const DenseMap<Value, ShardingAttr> *shardings = nullptr;
 
   RoleAttr argRole(unsigned i) {
     return func.getArgAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
@@ -99,9 +103,15 @@ LogicalResult assignArguments(Step &step, ArrayRef<std::string> boundaries);
 LogicalResult assignOps(Step &step);
 
 /// Boundaries that balance the stages' forward and backward time on
-/// `cluster`.
+/// `cluster`, cut only where no split value crosses (Step::shardings);
+/// each stage's estimated seconds into `seconds` if given.
 FailureOr<SmallVector<std::string>>
-balancedBoundaries(Step &step, const cost::Cluster &cluster);
+balancedBoundaries(Step &step, const cost::Cluster &cluster,
+                   SmallVectorImpl<double> *seconds = nullptr);
+
+/// Under tensor parallelism, that no value crossing `boundaries` is split:
+/// an error naming the boundary, the value and its sharding.
+LogicalResult checkSplitCrossings(Step &step, ArrayRef<std::string> boundaries);
 
 /// The gradient parts that go to their parameter's stage once, summed
 /// (Step::deferred).

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TensorParallel.h"
 #include "ScheduleUtils.h"
 
 #include "braid/Dialect/Braid/BraidDialect.h"
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
 
 #define DEBUG_TYPE "braid-tensor-parallel"
@@ -44,7 +46,16 @@ public:
       : func(func), grid(grid), axis(axis), size(size),
         builder(func.getContext()) {}
 
-  LogicalResult run();
+  /// Propagates the shardings and, unless `localizing` is false (an
+  /// analysis of a copy: inferShardings), makes every value local.
+  LogicalResult run(bool localizing = true);
+  /// The sharding of `v` (replicated where none was found).
+  ShardingAttr shardingOf(Value v) {
+    auto it = sharding.find(v);
+    return it != sharding.end()
+               ? it->second
+               : ShardingAttr::getReplicated(func.getContext());
+  }
 
   unsigned numReduces = 0, numSplitValues = 0;
 
@@ -54,12 +65,6 @@ public:
   Value allGather(OpBuilder &b, Value value, int64_t dim) override;
 
 private:
-  ShardingAttr shardingOf(Value v) {
-    auto it = sharding.find(v);
-    return it != sharding.end()
-               ? it->second
-               : ShardingAttr::getReplicated(func.getContext());
-  }
   /// The value of `v` summed over the axis: one all-reduce per value,
   /// placed before its first use that needs it.
   Value reduced(Value v, Operation *before);
@@ -459,7 +464,7 @@ static void fuseCrossEntropy(func::FuncOp func) {
   });
 }
 
-LogicalResult Partitioner::run() {
+LogicalResult Partitioner::run(bool localizing) {
   fuseCrossEntropy(func);
   Block &body = func.getBody().front();
   // Arguments: their declared sharding, checked against their types.
@@ -500,8 +505,52 @@ LogicalResult Partitioner::run() {
     if (failed(propagate(&op)))
       return failure();
   }
-  localize();
+  if (localizing)
+    localize();
   return success();
+}
+
+FailureOr<DenseMap<Value, ShardingAttr>>
+braid::inferShardings(func::FuncOp func, shard::GridOp grid, int64_t axis) {
+  MLIRContext *context = func.getContext();
+  ArrayRef<int64_t> shape = grid.getShape();
+  if (axis < 0 || axis >= int64_t(shape.size()) ||
+      ShapedType::isDynamic(shape[axis]) ||
+      !llvm::hasSingleElement(func.getBody()))
+    return failure();
+  // The copy's ops name their originals by position, so that an op the
+  // partitioner replaces maps to nothing.
+  constexpr StringLiteral kOrigin = "braid.origin";
+  SmallVector<Operation *> originals;
+  for (Operation &op : func.getBody().front())
+    originals.push_back(&op);
+  OwningOpRef<func::FuncOp> copy(func.clone());
+  Block &body = copy->getBody().front();
+  Builder b(context);
+  for (auto [i, op] : llvm::enumerate(body))
+    op.setAttr(kOrigin, b.getI64IntegerAttr(int64_t(i)));
+  // Its errors are the pass's to report, on the step it partitions.
+  ScopedDiagnosticHandler quiet(context,
+                                [](Diagnostic &) { return success(); });
+  Partitioner partitioner(*copy, grid, axis, shape[axis]);
+  if (failed(partitioner.run(/*localizing=*/false)))
+    return failure();
+  DenseMap<Value, ShardingAttr> found;
+  for (auto [arg, copied] : llvm::zip(func.getArguments(), body.getArguments()))
+    found[arg] = partitioner.shardingOf(copied);
+  for (Operation &op : body) {
+    auto origin = op.getAttrOfType<IntegerAttr>(kOrigin);
+    if (!origin || origin.getInt() >= int64_t(originals.size()))
+      continue;
+    Operation *original = originals[size_t(origin.getInt())];
+    if (original->getName() != op.getName() ||
+        original->getNumResults() != op.getNumResults())
+      continue;
+    for (auto [result, copied] :
+         llvm::zip(original->getResults(), op.getResults()))
+      found[result] = partitioner.shardingOf(copied);
+  }
+  return found;
 }
 
 void TensorParallelPass::runOnOperation() {
