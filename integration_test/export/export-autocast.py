@@ -36,7 +36,11 @@
 #  - an MLP whose loss is multiplied by 2^-20 (AdamW does not care about the
 #    scale of the gradient): without a loss scale its fp16 activation
 #    gradients flush to zero and the losses go 100% astray; with
-#    loss_scale 2^20 every loss is within 4.9e-4 of float64 PyTorch.
+#    loss_scale 2^20 every loss is within 4.9e-4 of float64 PyTorch;
+#  - an MLP under SGD (whose step, unlike AdamW's, scales with the gradient)
+#    with loss_scale 1024: every loss within 4.9e-4 of float64 PyTorch. A
+#    scale not taken off the gradients moves each step 1024 times too far,
+#    which AdamW's normalized step would hide.
 #
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
@@ -70,6 +74,19 @@ def underflow_spec():
                 loss_fn=lambda out, y: F.cross_entropy(out, y) * 2.0 ** -20,
                 optimizer=torch.optim.AdamW(model.parameters(), lr=1e-2, eps=1e-30,
                                             weight_decay=0.0))
+
+
+def sgd_spec():
+    """An MLP under plain SGD, whose update, unlike AdamW's, scales with the
+    gradient: a loss scale left on the gradients moves every step S times
+    too far."""
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 5))
+    x, y = torch.randn(RANKS * 8, 12), torch.randint(0, 5, (RANKS * 8,))
+    return dict(model=model, example_inputs=(x[:8],), example_targets=(y[:8],),
+                global_batch=((x,), (y,)), loss_fn=F.cross_entropy,
+                optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
 
 
 def fp16_run(spec, prefix, **options):
@@ -181,6 +198,12 @@ def main():
     check(scaled <= FP16 and flushed > 0.1,
           "fp16 with a loss 2^-20 small: loss scale 2^20 keeps the losses within %.2e of float64 "
           "(%.2e); without, the gradients flush to zero (%.2e)" % (FP16, scaled, flushed))
+    # The numbers catch a loss scale left on (the IR count above would not
+    # if the unscaling moved): under SGD the update scales with the
+    # gradient, so a missing 1/1024 moves each step 1024 times too far.
+    _, _, sgd = fp16_run(sgd_spec(), os.path.join(out, "mlp-sgd"), loss_scale=1024)
+    check(sgd <= FP16, "fp16 under SGD, loss scale 1024: every loss within %.2e of float64 "
+          "PyTorch (%.2e)" % (FP16, sgd))
     check.finish("export-autocast")
 
 

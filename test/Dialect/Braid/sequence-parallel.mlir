@@ -75,3 +75,26 @@ func.func @one_sequence(%p: tensor<1x8x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf
   %y, %m, %s = braid.layer_norm %r, %g, %b eps = 1.0e-5 : tensor<1x8x4xf32>, tensor<4xf32> -> tensor<1x8xf32>
   return %y : tensor<1x8x4xf32>
 }
+
+// -----
+
+// Gradient clipping's squared norm under sequence parallelism: a scalar
+// summed over the tensor-parallel axis has no tokens to split, and stays
+// one all-reduce that every rank's clipping factor reads; the activations'
+// all-reduce beside it becomes a reduce-scatter.
+// SEQ-LABEL: func.func @clip_norm_scalar
+// SEQ: braid.reduce_scatter %arg0 on @world grid_axes = [1] reduction = sum scatter_dim = 1
+// SEQ: %[[SQ:.*]] = braid.all_reduce %arg3 on @world grid_axes = [1] reduction = sum : tensor<f32>
+// SEQ-NEXT: braid.clip_coefficient %[[SQ]] max_norm = 1.000000e+00 : tensor<f32>
+// SEQ-NOT: braid.reduce_scatter
+// SEQ: return
+shard.grid @world(shape = 1x2)
+func.func @clip_norm_scalar(%p: tensor<1x8x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>,
+                            %sq: tensor<f32>) -> (tensor<1x8x4xf32>, tensor<f32>)
+    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+  %r = braid.all_reduce %p on @world grid_axes = [1] reduction = sum : tensor<1x8x4xf32>
+  %y, %m, %s = braid.layer_norm %r, %g, %b eps = 1.0e-5 : tensor<1x8x4xf32>, tensor<4xf32> -> tensor<1x8xf32>
+  %t = braid.all_reduce %sq on @world grid_axes = [1] reduction = sum : tensor<f32>
+  %c = braid.clip_coefficient %t max_norm = 1.0 : tensor<f32>
+  return %y, %c : tensor<1x8x4xf32>, tensor<f32>
+}

@@ -177,3 +177,28 @@ func.func @bias_trailing_mismatch(%x: tensor<2x8x16xf32> {braid.sharding = #brai
   %a = braid.bias_add %x, %pos : tensor<2x8x16xf32>, tensor<8x16xf32>
   return %a : tensor<2x8x16xf32>
 }
+
+// -----
+
+// A mean over the split dimension is no partial sum: each rank's mean of
+// its piece, summed over the ranks, is the axis size times the mean. (A
+// sum over it is partial: sharding-rules.mlir.)
+shard.grid @world(shape = 1x2)
+func.func @mean_over_split(%x: tensor<4x8xf32> {braid.sharding = #braid.sharding<split 1>}) -> tensor<4xf32> {
+  // expected-error @below {{'braid.reduce_mean' has no tensor-parallel rule for operand #0 (argument #0) split 1}}
+  %m = braid.reduce_mean %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  return %m : tensor<4xf32>
+}
+
+// -----
+
+// A sum of squares over split and replicated gradients together: as a
+// partial sum it would count each replicated gradient once per rank in the
+// clipping norm, as a whole one miss the others' pieces. The steps braid
+// writes square the two kinds apart (sharding-rules.mlir, @clip_norm).
+shard.grid @world(shape = 1x2)
+func.func @sum_squares_mixed(%a: tensor<4x4xf32> {braid.sharding = #braid.sharding<split 0>}, %b: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @below {{'braid.sum_squares' has no tensor-parallel rule for operand #0 (argument #0) split 0}}
+  %s = braid.sum_squares %a, %b : tensor<4x4xf32>, tensor<4xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
