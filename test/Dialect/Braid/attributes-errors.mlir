@@ -390,3 +390,24 @@ func.func @transfers_count(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = braid.send_recv %x on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.transfers = [#braid.transfer<value = 0>]} : tensor<4xf32> -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A partitioned function's blocks are global sizes, one piece of each per
+// rank of its tensor-parallel axis: its local types must be those pieces
+// (braid-run copies by them; the plan loader was the first to notice).
+shard.grid @world(shape = 1x3)
+// expected-error @below {{argument #0 is split 0 blocks [6, 6], whose blocks make a piece of 4 on each of the 3 ranks of tensor-parallel axis 1 of @world, but its local dimension 0 has size 8}}
+func.func @blocks_against_the_grid(%w: tensor<8x4xf32> {braid.sharding = #braid.sharding<split 0 blocks [6, 6]>})
+    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 1x4)
+// expected-error @below {{result #0 is split 0 blocks [6, 6], whose block of 6 does not cut into the 4 ranks of tensor-parallel axis 1 of @world}}
+func.func @block_not_cut(%w: tensor<3x4xf32>) -> (tensor<3x4xf32> {braid.sharding = #braid.sharding<split 0 blocks [6, 6]>})
+    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+  return %w : tensor<3x4xf32>
+}

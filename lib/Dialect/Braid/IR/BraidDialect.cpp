@@ -13,7 +13,9 @@
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/BraidTypes.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
@@ -76,18 +78,50 @@ static LogicalResult verifyShardingOf(Operation *op, const Twine &what,
   if (!tensor || sharding.getDim() >= tensor.getRank())
     return op->emitError() << what << " is split along dimension "
                            << sharding.getDim() << ", but has type " << type;
-  if (!sharding.getBlocks().empty()) {
-    int64_t sum = 0;
-    for (int64_t b : sharding.getBlocks())
-      sum += b;
-    // A partitioned function's types are local: blocks are global sizes.
-    int64_t size = tensor.getDimSize(sharding.getDim());
-    if (sum != size && !op->hasAttr(BraidDialect::kTensorParallelAttrName))
+  if (sharding.getBlocks().empty())
+    return success();
+  int64_t sum = 0;
+  for (int64_t b : sharding.getBlocks())
+    sum += b;
+  int64_t size = tensor.getDimSize(sharding.getDim());
+  // A partitioned function's types are local and its blocks global sizes:
+  // each block cut into one piece per rank of the tensor-parallel axis, the
+  // pieces making the local dimension (what braid-run copies by).
+  auto tp =
+      op->getAttrOfType<DictionaryAttr>(BraidDialect::kTensorParallelAttrName);
+  if (!tp) {
+    if (sum != size)
       return op->emitError()
              << what << " is " << sharding.str() << ", whose blocks sum to "
              << sum << ", but dimension " << sharding.getDim() << " has size "
              << size;
+    return success();
   }
+  auto grid = tp.getAs<FlatSymbolRefAttr>("grid");
+  auto axis = tp.getAs<IntegerAttr>("axis");
+  auto gridOp =
+      grid ? SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, grid)
+           : shard::GridOp();
+  // The attribute's own check names a grid or axis that is not there.
+  if (!gridOp || !axis || axis.getInt() >= gridOp.getRank() ||
+      ShapedType::isDynamic(gridOp.getShape()[axis.getInt()]))
+    return success();
+  int64_t ranks = gridOp.getShape()[axis.getInt()];
+  for (int64_t b : sharding.getBlocks())
+    if (b % ranks != 0)
+      return op->emitError()
+             << what << " is " << sharding.str() << ", whose block of " << b
+             << " does not cut into the " << ranks
+             << " ranks of tensor-parallel axis " << axis.getInt() << " of "
+             << grid;
+  if (sum / ranks != size)
+    return op->emitError() << what << " is " << sharding.str()
+                           << ", whose blocks make a piece "
+                           << "of " << sum / ranks << " on each of the "
+                           << ranks << " ranks of tensor-parallel axis "
+                           << axis.getInt() << " of " << grid
+                           << ", but its local dimension " << sharding.getDim()
+                           << " has size " << size;
   return success();
 }
 
@@ -256,8 +290,9 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kTensorParallelAttrName) {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     auto axis = dict ? dict.getAs<IntegerAttr>("axis") : IntegerAttr();
-    if (!isa<FunctionOpInterface>(op) || !axis ||
-        !dict.getAs<FlatSymbolRefAttr>("grid") || axis.getInt() < 0)
+    auto grid =
+        dict ? dict.getAs<FlatSymbolRefAttr>("grid") : FlatSymbolRefAttr();
+    if (!isa<FunctionOpInterface>(op) || !axis || !grid || axis.getInt() < 0)
       return op->emitError()
              << "'" << kTensorParallelAttrName
              << "' must be {axis = N : i64, grid = @grid} on a function";
