@@ -50,6 +50,8 @@ class Table:
     def __init__(self, records):
         self.r = records
         self.enums = {}  # def name -> (class name, [(symbol, value, string)])
+        # class name -> the enumerators marked hasBackward (Braid_UnaryCase)
+        self.backward = {}
         self.ops = []
         defs = [n for n in records["!instanceof"]["Op"]
                 if records[n]["opDialect"]["def"] == "Braid_Dialect"]
@@ -127,10 +129,16 @@ class Table:
         if defname not in self.enums:
             rec = self.r[defname]
             cases = []
+            backward = []
             for e in rec["enumerants"]:
                 c = self.r[e["def"]]
                 cases.append((c["symbol"], c["value"], c["str"]))
+                if "hasBackward" in c:
+                    backward.append(bool(c["hasBackward"]))
             self.enums[defname] = (rec["className"], cases)
+            if backward:
+                self.backward[rec["className"]] = [
+                    sym for (sym, _, _), b in zip(cases, backward) if b]
         return self.enums[defname][0]
 
     def op(self, name):
@@ -187,6 +195,7 @@ class Table:
                     attrs=attrs, struct=(cls + "Attrs") if attrs else None,
                     inPlace=rec["inPlaceOperands"],
                     isView=any(t["def"] == "Braid_View" for t in rec["traits"]),
+                    kernelTables=rec["kernelTables"],
                     operandNames=operandNames, resultNames=resultNames)
 
 
@@ -211,7 +220,18 @@ def write_header(t, out):
         w.append("inline const char *stringify%s(%s value) {\n  switch (value) {\n" % (cls, cls))
         for sym, _, s in cases:
             w.append("  case %s::%s:\n    return \"%s\";\n" % (cls, sym, s))
-        w.append("  }\n  return \"?\";\n}\n\n")
+        w.append("  }\n  return \"?\";\n}\n")
+        if cls in t.backward:
+            # One exhaustive switch, generated: a new kind must say in the
+            # ODS whether it has a backward.
+            w.append("/// Whether braid.unary_backward computes the derivative of `value`\n"
+                     "/// (the ODS's hasBackward).\n")
+            w.append("inline bool hasBackward(%s value) {\n  switch (value) {\n" % cls)
+            for sym, _, _ in cases:
+                w.append("  case %s::%s:\n    return %s;\n"
+                         % (cls, sym, "true" if sym in t.backward[cls] else "false"))
+            w.append("  }\n  return false;\n}\n")
+        w.append("\n")
     w.append("// The typed attributes of each op (a start form shares its\n"
              "// synchronous form's), as the plan holds them.\n")
     structs = []
@@ -244,6 +264,15 @@ def write_header(t, out):
              % cases(lambda o: o["instrKind"] in ("Wait", "RecordEvent", "WaitEvent")))
     w.append("#define BRAID_CASE_NON_KERNEL_OPCODES \\\n  BRAID_CASE_COLLECTIVE_OPCODES \\\n"
              "  BRAID_CASE_SCHEDULING_OPCODES\n")
+    # Each kernel table's ops (the ODS's kernelTables), and every other
+    # opcode: the dispatcher routes a table's ops with the first, the
+    # table's switch lists each of them and ends with the second.
+    for table in sorted({k for o in t.ops for k in o["kernelTables"]}):
+        name = table.upper()
+        w.append("#define BRAID_CASE_%s_OPCODES \\\n  %s\n"
+                 % (name, cases(lambda o: table in o["kernelTables"])))
+        w.append("#define BRAID_CASE_NOT_%s_OPCODES \\\n  %s\n"
+                 % (name, cases(lambda o: table not in o["kernelTables"])))
     open(os.path.join(out, "BraidOpTable.h.inc"), "w").write("".join(w))
 
 

@@ -523,8 +523,7 @@ void checkKernel(Checker &c) {
     return gelu(c, 2);
   case Opcode::UnaryBackward: {
     ops::UnaryKind k = instr.as<ops::UnaryBackwardAttrs>().kind;
-    if (k != ops::UnaryKind::Tanh && k != ops::UnaryKind::Sigmoid &&
-        k != ops::UnaryKind::Silu)
+    if (!ops::hasBackward(k))
       c.fail(std::string("unary_backward has no form for '") +
              ops::stringifyUnaryKind(k) + "' (only tanh, sigmoid and silu)");
     return sameShapeBinary(c);

@@ -668,12 +668,7 @@ void run(const Args &a) {
   case Opcode::Attention:
   case Opcode::AttentionBackward:
     return runCpuAttention(a.plan, instr, a.inData, a.outData);
-  case Opcode::Softmax:
-  case Opcode::LogSoftmax:
-  case Opcode::SoftmaxBackward:
-  case Opcode::LogSoftmaxBackward:
-  case Opcode::LayerNorm:
-  case Opcode::LayerNormBackward:
+    BRAID_CASE_CPU_NORM_OPCODES
     return runCpuNormKernel(a);
   case Opcode::CausalMask: {
     const auto &s = a.inBuf(0).shape;

@@ -19,19 +19,27 @@ namespace braid::rt {
 
 inline double sigmoidOf(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-/// grad * f'(saved): saved is tanh's and sigmoid's output, silu's input
-/// (OpChecks refuses the other kinds).
+/// grad * f'(saved): saved is tanh's and sigmoid's output, silu's input.
+/// Every kind is a case (no default): a new one must say here what its
+/// derivative is, or that it has none.
 inline double unaryGrad(ops::UnaryKind kind, double g, double s) {
   switch (kind) {
   case ops::UnaryKind::Tanh:
     return g * (1.0 - s * s);
   case ops::UnaryKind::Sigmoid:
     return g * s * (1.0 - s);
-  default: {
+  case ops::UnaryKind::Silu: {
     double sig = sigmoidOf(s);
     return g * sig * (1.0 + s * (1.0 - sig));
   }
+  case ops::UnaryKind::Exp:
+  case ops::UnaryKind::Log:
+  case ops::UnaryKind::Sqrt:
+  case ops::UnaryKind::Rsqrt:
+    // No backward (ops::hasBackward): the plan loader refuses these.
+    break;
   }
+  return std::nan("");
 }
 
 } // namespace braid::rt

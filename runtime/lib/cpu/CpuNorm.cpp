@@ -246,7 +246,10 @@ void braid::rt::runCpuNormKernel(const Args &a) {
     return layerNorm(a);
   case Opcode::LayerNormBackward:
     return layerNormBackward(a);
-  default:
-    throw KernelError(instr.describe() + ": not a normalization kernel");
+    // The cpu_norm table's ops (the ODS's kernelTables) are the cases
+    // above; a new one does not compile until it has its case.
+    BRAID_CASE_NOT_CPU_NORM_OPCODES
+    break;
   }
+  throw KernelError(instr.describe() + ": not a normalization kernel");
 }

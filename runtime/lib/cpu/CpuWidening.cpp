@@ -15,20 +15,16 @@
 using namespace braid;
 using namespace braid::rt;
 
-/// Whether the kernel of `opcode` moves bytes of any type as they are.
+/// Whether the kernel of `opcode` moves bytes of any type as they are (the
+/// ODS's kernelTables "cpu_moves_bytes": a new op says so there).
 static bool movesBytes(Opcode opcode) {
   switch (opcode) {
-  case Opcode::Reshape:
-  case Opcode::Transpose:
-  case Opcode::Broadcast:
-  case Opcode::Slice:
-  case Opcode::ShardSlice:
-  case Opcode::Concat:
-  case Opcode::Constant:
+    BRAID_CASE_CPU_MOVES_BYTES_OPCODES
     return true;
-  default:
+    BRAID_CASE_NOT_CPU_MOVES_BYTES_OPCODES
     return false;
   }
+  return false;
 }
 
 void braid::rt::runCpuKernel(const Plan &plan, const Instr &instr,

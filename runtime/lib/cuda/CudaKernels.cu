@@ -136,44 +136,12 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     }
     return;
   }
-  case Opcode::Add:
-  case Opcode::Sub:
-  case Opcode::Mul:
-  case Opcode::Div:
-  case Opcode::Scale:
-  case Opcode::Cast:
-  case Opcode::BiasAdd:
-  case Opcode::Relu:
-  case Opcode::ReluBackward:
-  case Opcode::Gelu:
-  case Opcode::GeluBackward:
-  case Opcode::Unary:
-  case Opcode::UnaryBackward:
-  case Opcode::Pow:
-  case Opcode::Where:
-  case Opcode::DropoutMask:
+    BRAID_CASE_CUDA_ELEMENTWISE_OPCODES
     return launchElementwiseKernel(plan, instr, arena, stream);
   case Opcode::Attention:
   case Opcode::AttentionBackward:
     return launchAttentionKernel(plan, instr, arena, stream);
-  case Opcode::ReduceSum:
-  case Opcode::ReduceMean:
-  case Opcode::Softmax:
-  case Opcode::LogSoftmax:
-  case Opcode::SoftmaxBackward:
-  case Opcode::LogSoftmaxBackward:
-  case Opcode::LayerNorm:
-  case Opcode::LayerNormBackward:
-  case Opcode::NllLoss:
-  case Opcode::CrossEntropy:
-  case Opcode::NllLossBackward:
-  case Opcode::CrossEntropyBackward:
-  case Opcode::CrossEntropyShardStats:
-  case Opcode::CrossEntropyShardLoss:
-  case Opcode::CrossEntropyShardBackward:
-  case Opcode::EmbeddingBackward:
-  case Opcode::EmbeddingShardBackward:
-  case Opcode::SumSquares:
+    BRAID_CASE_CUDA_REDUCTION_OPCODES
     return launchReductionKernel(plan, instr, arena, stream, errorFlag);
   case Opcode::CausalMask: {
     int64_t s = args.inBuf(0).shape.back();

@@ -691,8 +691,11 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
-  default:
-    throw KernelError(instr.describe() +
-                      ": not a row-wise op (launchReductionKernel)");
+    // The cuda_reduction table's ops (the ODS's kernelTables) are the cases
+    // above; a new one does not compile until it has its case.
+    BRAID_CASE_NOT_CUDA_REDUCTION_OPCODES
+    break;
   }
+  throw KernelError(instr.describe() +
+                    ": not a row-wise op (launchReductionKernel)");
 }

@@ -132,6 +132,13 @@ class Braid_Op<string mnemonic, list<Trait> traits = []>
   bit isStartForm = 0;
   string startForm = "";
   string syncForm = "";
+  /// The backends' second-level kernel tables that run this op (such as
+  /// "cuda_elementwise"), or the kernel classes it belongs to (the cpu's
+  /// "cpu_moves_bytes": kernels that copy bytes of any type): common/gen-op-table.py writes each table's case
+  /// list, and the list of every other opcode, so that the dispatcher
+  /// routes the table's ops with one macro and the table's own switch has
+  /// a case for each of them and no default.
+  list<string> kernelTables = [];
 }
 
 #endif // BRAID_DIALECT_BRAID_BRAID_TD

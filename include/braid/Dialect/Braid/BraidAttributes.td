@@ -29,15 +29,23 @@ def Braid_LossReduction : I32EnumAttr<"LossReduction",
   let cppNamespace = "::braid";
 }
 
+/// A braid.unary function; `hasBackward` says whether braid.unary_backward
+/// computes its derivative (the one list: the verifier, the plan loader and
+/// the kernels' switches take it from here, through common/gen-op-table.py).
+class Braid_UnaryCase<string sym, int val, string str, bit backward>
+    : I32EnumAttrCase<sym, val, str> {
+  bit hasBackward = backward;
+}
+
 def Braid_UnaryKind : I32EnumAttr<"UnaryKind",
     "the function that braid.unary computes of each element", [
-  I32EnumAttrCase<"Exp", 0, "exp">,
-  I32EnumAttrCase<"Log", 1, "log">,
-  I32EnumAttrCase<"Sqrt", 2, "sqrt">,
-  I32EnumAttrCase<"Rsqrt", 3, "rsqrt">,
-  I32EnumAttrCase<"Tanh", 4, "tanh">,
-  I32EnumAttrCase<"Sigmoid", 5, "sigmoid">,
-  I32EnumAttrCase<"Silu", 6, "silu">
+  Braid_UnaryCase<"Exp", 0, "exp", 0>,
+  Braid_UnaryCase<"Log", 1, "log", 0>,
+  Braid_UnaryCase<"Sqrt", 2, "sqrt", 0>,
+  Braid_UnaryCase<"Rsqrt", 3, "rsqrt", 0>,
+  Braid_UnaryCase<"Tanh", 4, "tanh", 1>,
+  Braid_UnaryCase<"Sigmoid", 5, "sigmoid", 1>,
+  Braid_UnaryCase<"Silu", 6, "silu", 1>
 ]> {
   let cppNamespace = "::braid";
 }

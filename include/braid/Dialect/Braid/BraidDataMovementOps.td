@@ -15,6 +15,7 @@
 
 def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [Braid_View],
                                       ["getBytesRead", "getBytesWritten"]> {
+  let kernelTables = ["cpu_moves_bytes"];
   let opcode = 70;
   let summary = "reinterpret the shape, keeping the elements in order";
   let arguments = (ins Braid_Tensor:$input);
@@ -24,6 +25,7 @@ def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [Braid_View],
 }
 
 def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
+  let kernelTables = ["cpu_moves_bytes"];
   let opcode = 71;
   let summary = "permute the dimensions";
   let description = [{
@@ -43,6 +45,7 @@ def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
 }
 
 def Braid_BroadcastOp : Braid_ComputeOp<"broadcast"> {
+  let kernelTables = ["cpu_moves_bytes"];
   let opcode = 72;
   let summary = "replicate a tensor along new dimensions";
   let description = [{
@@ -64,6 +67,7 @@ def Braid_BroadcastOp : Braid_ComputeOp<"broadcast"> {
 }
 
 def Braid_SliceOp : Braid_ComputeOp<"slice", [], [], ["localizeForSharding"]> {
+  let kernelTables = ["cpu_moves_bytes"];
   let opcode = 73;
   let summary = "a strided box of a tensor";
   let description = [{
@@ -86,6 +90,7 @@ def Braid_SliceOp : Braid_ComputeOp<"slice", [], [], ["localizeForSharding"]> {
 
 def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [],
                                          ["getBytesRead"]> {
+  let kernelTables = ["cpu_moves_bytes"];
   let opcode = 77;
   let summary = "one rank's piece of a whole tensor";
   let description = [{
@@ -110,6 +115,7 @@ def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [],
 }
 
 def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
+  let kernelTables = ["cpu_moves_bytes"];
   let opcode = 74;
   let summary = "join tensors along one dimension";
   let arguments = (ins Variadic<Braid_Tensor>:$inputs, I64Attr:$dim);
@@ -122,6 +128,7 @@ def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
 
 def Braid_ConstantOp : Braid_ComputeOp<"constant", [
     ConstantLike, AllTypesMatch<["value", "result"]>]> {
+  let kernelTables = ["cpu_moves_bytes"];
   let opcode = 75;
   let summary = "a tensor of given elements";
   let description = [{

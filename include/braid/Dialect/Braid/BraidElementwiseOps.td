@@ -15,11 +15,13 @@
 //===----------------------------------------------------------------------===//
 
 def Braid_ReluOp : Braid_ElementwiseUnaryOp<"relu"> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 30;
   let summary = "max(x, 0)";
 }
 
 def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward"> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 31;
   let summary = "gradient of relu";
   let description = [{
@@ -34,6 +36,7 @@ def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward"> {
 
 def Braid_GeluOp : Braid_ComputeOp<"gelu", [
     AllTypesMatch<["input", "result"]>, Braid_PerToken]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 32;
   let summary = "Gaussian error linear unit";
   let description = [{
@@ -62,6 +65,7 @@ def Braid_GeluOp : Braid_ComputeOp<"gelu", [
 
 def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [
     AllTypesMatch<["grad", "input", "result"]>, Braid_PerToken]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 33;
   let summary = "gradient of gelu";
   let description = [{
@@ -89,6 +93,7 @@ def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [
 
 def Braid_UnaryOp : Braid_ComputeOp<"unary", [SameOperandsAndResultType,
                                                 Braid_PerToken]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 17;
   let summary = "an elementwise function: exp, log, sqrt, rsqrt, tanh, sigmoid, silu";
   let description = [{
@@ -113,6 +118,7 @@ def Braid_UnaryOp : Braid_ComputeOp<"unary", [SameOperandsAndResultType,
 
 def Braid_UnaryBackwardOp : Braid_ComputeOp<"unary_backward", [
     SameOperandsAndResultType, Braid_PerToken]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 39;
   let summary = "gradient of braid.unary tanh, sigmoid or silu";
   let description = [{
@@ -134,6 +140,7 @@ def Braid_UnaryBackwardOp : Braid_ComputeOp<"unary_backward", [
 }
 
 def Braid_PowOp : Braid_ComputeOp<"pow", [SameOperandsAndResultType, Braid_PerToken]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 18;
   let summary = "each element raised to a constant power";
   let description = [{
@@ -153,6 +160,7 @@ def Braid_PowOp : Braid_ComputeOp<"pow", [SameOperandsAndResultType, Braid_PerTo
 
 def Braid_WhereOp : Braid_ComputeOp<"where", [Braid_PerToken,
     AllTypesMatch<["lhs", "rhs", "result"]>, AllShapesMatch<["condition", "result"]>]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 19;
   let summary = "choose between two tensors element by element";
   let description = [{
@@ -178,6 +186,7 @@ def Braid_WhereOp : Braid_ComputeOp<"where", [Braid_PerToken,
 //===----------------------------------------------------------------------===//
 
 def Braid_DropoutMaskOp : Braid_ComputeOp<"dropout_mask"> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 44;
   let summary = "a seeded random keep-mask, the same on every backend";
   let description = [{

@@ -180,23 +180,28 @@ def Braid_MatmulOp
 //===----------------------------------------------------------------------===//
 
 def Braid_AddOp : Braid_BinaryOp<"add", [Commutative], ["reshardResult"]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 10;
   let summary = "elementwise sum of two tensors of one type";
 }
 def Braid_SubOp : Braid_BinaryOp<"sub"> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 11;
   let summary = "elementwise difference of two tensors of one type";
 }
 def Braid_MulOp : Braid_BinaryOp<"mul", [Commutative]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 12;
   let summary = "elementwise product of two tensors of one type";
 }
 def Braid_DivOp : Braid_BinaryOp<"div"> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 13;
   let summary = "elementwise quotient of two tensors of one type";
 }
 
 def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType, Braid_PerToken]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 14;
   let summary = "multiply every element by a constant";
   let description = [{
@@ -211,6 +216,7 @@ def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType, Braid_P
 
 def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
     AllTypesMatch<["input", "result"]>, Braid_PerToken]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 15;
   let summary = "add a bias along the last dimensions";
   let description = [{
@@ -231,6 +237,7 @@ def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
 }
 
 def Braid_CastOp : Braid_ComputeOp<"cast", [Braid_PerToken]> {
+  let kernelTables = ["cuda_elementwise"];
   let opcode = 16;
   let summary = "convert the element type, keeping the shape";
   let description = [{
@@ -259,6 +266,7 @@ class Braid_ReduceOp<string mnemonic> : Braid_ComputeOp<mnemonic> {
 }
 
 def Braid_ReduceSumOp : Braid_ReduceOp<"reduce_sum"> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 20;
   let summary = "sum over dimensions";
   let description = [{
@@ -272,6 +280,7 @@ def Braid_ReduceSumOp : Braid_ReduceOp<"reduce_sum"> {
 }
 
 def Braid_ReduceMeanOp : Braid_ReduceOp<"reduce_mean"> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 21;
   let summary = "mean over dimensions";
   let description = [{
@@ -304,6 +313,7 @@ class Braid_SoftmaxFamilyBackwardOp<string mnemonic>
 }
 
 def Braid_SoftmaxOp : Braid_SoftmaxFamilyOp<"softmax"> {
+  let kernelTables = ["cuda_reduction", "cpu_norm"];
   let opcode = 34;
   let summary = "softmax along one dimension";
   let description = [{
@@ -329,6 +339,7 @@ def Braid_SoftmaxOp : Braid_SoftmaxFamilyOp<"softmax"> {
 }
 
 def Braid_SoftmaxBackwardOp : Braid_SoftmaxFamilyBackwardOp<"softmax_backward"> {
+  let kernelTables = ["cuda_reduction", "cpu_norm"];
   let opcode = 35;
   let summary = "gradient of softmax from its output";
   let description = [{
@@ -346,12 +357,14 @@ def Braid_SoftmaxBackwardOp : Braid_SoftmaxFamilyBackwardOp<"softmax_backward"> 
 }
 
 def Braid_LogSoftmaxOp : Braid_SoftmaxFamilyOp<"log_softmax"> {
+  let kernelTables = ["cuda_reduction", "cpu_norm"];
   let opcode = 36;
   let summary = "log of softmax along one dimension";
 }
 
 def Braid_LogSoftmaxBackwardOp
     : Braid_SoftmaxFamilyBackwardOp<"log_softmax_backward"> {
+  let kernelTables = ["cuda_reduction", "cpu_norm"];
   let opcode = 37;
   let summary = "gradient of log_softmax from its output";
   let description = [{
@@ -389,6 +402,7 @@ include "braid/Dialect/Braid/BraidAttentionOps.td"
 def Braid_LayerNormOp : Braid_ComputeOp<"layer_norm", [
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
     AllTypesMatch<["mean", "rstd"]>, Braid_PerToken]> {
+  let kernelTables = ["cuda_reduction", "cpu_norm"];
   let opcode = 40;
   let summary = "layer normalization over the trailing dimensions";
   let description = [{
@@ -417,6 +431,7 @@ def Braid_LayerNormBackwardOp : Braid_ComputeOp<"layer_norm_backward", [
     AllTypesMatch<["grad", "input", "grad_input"]>,
     AllTypesMatch<["gamma", "grad_gamma", "grad_beta"]>,
     AllTypesMatch<["mean", "rstd"]>, Braid_PerToken]> {
+  let kernelTables = ["cuda_reduction", "cpu_norm"];
   let opcode = 41;
   let summary = "gradients of layer_norm: dx, dgamma, dbeta";
   let description = [{
@@ -483,6 +498,7 @@ class Braid_LossBackwardOp<string mnemonic,
 }
 
 def Braid_NllLossOp : Braid_LossOp<"nll_loss"> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 50;
   let summary = "negative log-likelihood of labels under log-probabilities";
   let description = [{
@@ -498,12 +514,14 @@ def Braid_NllLossOp : Braid_LossOp<"nll_loss"> {
 }
 
 def Braid_NllLossBackwardOp : Braid_LossBackwardOp<"nll_loss_backward"> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 51;
   let summary = "gradient of nll_loss with respect to the log-probabilities";
 }
 
 def Braid_CrossEntropyOp
     : Braid_LossOp<"cross_entropy", ["localizeForSharding"]> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 52;
   let summary = "cross-entropy of labels under logits (log_softmax + nll_loss)";
   let description = [{
@@ -516,6 +534,7 @@ def Braid_CrossEntropyOp
 
 def Braid_CrossEntropyBackwardOp
     : Braid_LossBackwardOp<"cross_entropy_backward", ["localizeForSharding"]> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 53;
   let summary = "gradient of cross_entropy with respect to the logits";
   let description = [{
@@ -532,6 +551,7 @@ def Braid_CrossEntropyBackwardOp
 /// those. braid-tensor-parallel builds this from `braid.cross_entropy`.
 def Braid_CrossEntropyShardStatsOp
     : Braid_ComputeOp<"cross_entropy_shard_stats"> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 54;
   let summary = "per-row summary of one shard of the logits";
   let description = [{
@@ -562,6 +582,7 @@ def Braid_CrossEntropyShardStatsOp
 
 def Braid_CrossEntropyShardLossOp
     : Braid_ComputeOp<"cross_entropy_shard_loss"> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 55;
   let summary = "cross-entropy from every shard's summary";
   let description = [{
@@ -591,6 +612,7 @@ def Braid_CrossEntropyShardLossOp
 def Braid_CrossEntropyShardBackwardOp
     : Braid_ComputeOp<"cross_entropy_shard_backward",
                       [AllTypesMatch<["logits", "result"]>]> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 56;
   let summary = "gradient of the cross-entropy for one shard of the logits";
   let description = [{
@@ -648,6 +670,7 @@ def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"],
 def Braid_EmbeddingBackwardOp
     : Braid_ComputeOp<"embedding_backward", [], [],
                       ["reshardResult", "localizeForSharding"]> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 61;
   let summary = "scatter-add row gradients into a table gradient";
   let description = [{
@@ -694,6 +717,7 @@ def Braid_EmbeddingShardOp : Braid_ComputeOp<"embedding_shard", [],
 
 def Braid_EmbeddingShardBackwardOp
     : Braid_ComputeOp<"embedding_shard_backward"> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 63;
   let summary = "scatter-add the row gradients of one shard of a table";
   let description = [{

@@ -106,6 +106,7 @@ def Braid_AdamWOp : Braid_UpdateOp<"adamw", [0, 2, 3], [AttrSizedOperandSegments
 //===----------------------------------------------------------------------===//
 
 def Braid_SumSquaresOp : Braid_ComputeOp<"sum_squares"> {
+  let kernelTables = ["cuda_reduction"];
   let opcode = 82;
   let summary = "the sum of the squares of every element of the inputs";
   let description = [{
