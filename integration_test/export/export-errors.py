@@ -241,6 +241,30 @@ def main():
             return self.head(self.emb(x).mean(1))
 
     tied = dict(model=Tied(), x=torch.randint(0, 4, (8, 3)))
+
+    # scale_grad_by_freq stays a clear error, named at the embedding (not
+    # at the RMS norm after it, as Llama's and Qwen's, whose backward made
+    # the gradient the embedding's backward reads: issue 48).
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(16))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+    class Freq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(4, 16, padding_idx=0, scale_grad_by_freq=True)
+            self.norm = RMSNorm()
+            self.head = nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.head(self.norm(self.emb(x)).mean(1))
+
+    api("scale-grad-by-freq", "in the backward of emb (Embedding)): scale_grad_by_freq is not "
+        "supported", model=Freq(), x=torch.randint(0, 4, (8, 3)))
     api("tp-tied", "tensor-parallel plan: 'emb' (emb) and 'head' (head) share one tied weight "
         "(emb.weight) but split it differently (split 1 and split 0)",
         **tied, **tp({"emb": "colwise", "head": "colwise"}))

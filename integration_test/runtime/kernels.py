@@ -510,6 +510,14 @@ def build(rng):
     np.add.at(ref, ids.reshape(-1), g.reshape(-1, width))
     s.op("%%r = braid.embedding_backward %s, %s : %s, %s -> %s" % (
         s.input(g), s.input(ids), ttype(g.shape), ttype(ids.shape, "i64"), ttype(ref.shape)), [ref])
+    # With a padding row (torch.nn.Embedding(padding_idx=P)): its tokens
+    # add nothing, the other rows are as before. The batch holds P.
+    pad = int(ids.reshape(-1)[0])
+    ref_pad = ref.copy()
+    ref_pad[pad] = 0
+    s.op("%%r = braid.embedding_backward %s, %s padding_idx = %d : %s, %s -> %s" % (
+        s.input(g), s.input(ids), pad, ttype(g.shape), ttype(ids.shape, "i64"),
+        ttype(ref.shape)), [ref_pad])
 
     # One shard of a table split by rows: ids elsewhere give zero rows and
     # add no gradient.
@@ -527,6 +535,15 @@ def build(rng):
     s.op("%%r = braid.embedding_shard_backward %s, %s, %s parts = %d : %s, %s -> %s" % (
         s.input(g3), s.input(ids3), idx, parts, ttype(g3.shape), ttype(ids3.shape, "i64"),
         ttype(ref.shape)), [ref])
+    # The padding row is a row of the whole table: this shard's row
+    # pad3 - index * vocab when it holds it, nothing otherwise.
+    pad3 = int(ids3.reshape(-1)[0])
+    keep = inside & (ids3 != pad3)
+    ref_pad = np.zeros((vocab, width))
+    np.add.at(ref_pad, local[keep], g3[keep])
+    s.op("%%r = braid.embedding_shard_backward %s, %s, %s parts = %d padding_idx = %d : "
+         "%s, %s -> %s" % (s.input(g3), s.input(ids3), idx, parts, pad3, ttype(g3.shape),
+                           ttype(ids3.shape, "i64"), ttype(ref.shape)), [ref_pad])
 
     # One rank's piece along an inner dimension (dimension 1 of 3).
     whole = randn(rng, shape[0], 3 * shape[1], shape[2])

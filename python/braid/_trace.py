@@ -226,6 +226,19 @@ def _describe(node):
     found = tag(node)
     if found:
         return "from " + found
+    # A backward node's own inputs first; then the forward nodes that read
+    # one of them (embedding_dense_backward reads the token ids the
+    # embedding read, and a gradient the next module's backward made);
+    # then further up.
+    for a in node.all_input_nodes:
+        t = tag(a)
+        if t:
+            return "in the backward of " + t
+    for a in node.all_input_nodes:
+        for u in a.users:
+            t = tag(u) if u is not node else None
+            if t:
+                return "in the backward of " + t
     seen, frontier = set(), [node]
     while frontier:
         nxt = []

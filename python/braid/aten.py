@@ -701,11 +701,18 @@ class Lowering(FunctionLowerings, AttentionLowerings):
 
     def embedding_dense_backward(self, grad, indices, num_weights, padding_idx,
                                  scale_grad_by_freq):
-        if padding_idx not in (-1, None) or scale_grad_by_freq:
-            self.fail("padding_idx and scale_grad_by_freq are not supported")
+        if scale_grad_by_freq:
+            self.fail("scale_grad_by_freq is not supported (the gradient of each row "
+                      "divided by its token count in the batch)")
+        # torch passes -1 for no padding row (nn.Embedding makes a negative
+        # padding_idx non-negative before).
+        padding = None if padding_idx in (-1, None) else int(padding_idx)
+        if padding is not None and not 0 <= padding < num_weights:
+            self.fail("padding_idx %d is not a row of the table of %d rows"
+                      % (padding, num_weights))
         g = self.value(grad)
         return self.b.embedding_backward(g, self.value(indices), (num_weights, g.shape[-1]),
-                                         hint="demb")
+                                         padding_idx=padding, hint="demb")
 
 
 # aten op -> lowering. Aliases (detach, clone, ...) return their operand.

@@ -365,10 +365,13 @@ class StepBuilder:
         return self._emit(hint, shape, table.dtype, "braid.embedding %s, %s : %s, %s -> %s"
                           % (table, ids, table.type, ids.type, r.type))
 
-    def embedding_backward(self, dy, ids, table_shape, hint="demb"):
+    def embedding_backward(self, dy, ids, table_shape, padding_idx=None, hint="demb"):
+        """The table's gradient; the tokens of row `padding_idx` (if given)
+        add nothing, as torch.nn.Embedding(padding_idx=...)'s."""
         r = Value(None, table_shape, dy.dtype)
-        return self._emit(hint, table_shape, dy.dtype, "braid.embedding_backward %s, %s : %s, %s -> %s"
-                          % (dy, ids, dy.type, ids.type, r.type))
+        pad = "" if padding_idx is None else " padding_idx = %d" % padding_idx
+        return self._emit(hint, table_shape, dy.dtype, "braid.embedding_backward %s, %s%s : %s, %s -> %s"
+                          % (dy, ids, pad, dy.type, ids.type, r.type))
 
     def reshape(self, x, shape, hint="view"):
         assert math.prod(shape) == math.prod(x.shape), (x.shape, shape)

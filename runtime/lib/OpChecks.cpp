@@ -321,7 +321,9 @@ void embedding(Checker &c) {
   c.shape(c.out(0), expected);
 }
 
-void embeddingBackward(Checker &c) {
+/// `padding`: the padding row, if any, of a table of `rows` rows.
+void embeddingBackward(Checker &c, std::optional<int64_t> padding,
+                       int64_t parts = 1) {
   c.f32(c.in(0));
   c.index(c.in(1));
   c.f32(c.out(0));
@@ -330,6 +332,10 @@ void embeddingBackward(Checker &c) {
   std::vector<int64_t> expected = c.in(1).shape;
   expected.push_back(c.out(0).shape[1]);
   c.shape(c.in(0), expected);
+  int64_t rows = c.out(0).shape[0] * std::max<int64_t>(parts, 1);
+  if (padding && (*padding < 0 || *padding >= rows))
+    c.fail("padding_idx " + std::to_string(*padding) +
+           " is not a row of the table of " + std::to_string(rows) + " rows");
 }
 
 /// A shard op's rank index (a tensor<i64>) and `parts`.
@@ -346,8 +352,9 @@ void embeddingShard(Checker &c, int64_t parts) {
   shardIndex(c, c.in(2), parts);
 }
 
-void embeddingShardBackward(Checker &c, int64_t parts) {
-  embeddingBackward(c);
+void embeddingShardBackward(Checker &c, int64_t parts,
+                            std::optional<int64_t> padding) {
+  embeddingBackward(c, padding, parts);
   shardIndex(c, c.in(2), parts);
 }
 
@@ -586,12 +593,14 @@ void checkKernel(Checker &c) {
   case Opcode::Embedding:
     return embedding(c);
   case Opcode::EmbeddingBackward:
-    return embeddingBackward(c);
+    return embeddingBackward(
+        c, instr.as<ops::EmbeddingBackwardAttrs>().padding_idx);
   case Opcode::EmbeddingShard:
     return embeddingShard(c, instr.as<ops::EmbeddingShardAttrs>().parts);
   case Opcode::EmbeddingShardBackward:
     return embeddingShardBackward(
-        c, instr.as<ops::EmbeddingShardBackwardAttrs>().parts);
+        c, instr.as<ops::EmbeddingShardBackwardAttrs>().parts,
+        instr.as<ops::EmbeddingShardBackwardAttrs>().padding_idx);
   case Opcode::Reshape:
     return reshape(c);
   case Opcode::Transpose:

@@ -425,7 +425,9 @@ void embeddingShard(const Args &a, int64_t parts) {
   }
 }
 
-void embeddingShardBackward(const Args &a, int64_t parts) {
+/// `padding` (the table's padding_idx, -1 for none): a row whose tokens
+/// add nothing, as torch.nn.Embedding(padding_idx=...)'s.
+void embeddingShardBackward(const Args &a, int64_t parts, int64_t padding) {
   const Buffer &out = a.outBuf(0);
   int64_t vocab = out.shape[0], dim = out.shape[1];
   int64_t first = shardIndex(a, 2, parts) * vocab;
@@ -433,8 +435,9 @@ void embeddingShardBackward(const Args &a, int64_t parts) {
   float *dt = a.out(0);
   std::fill(dt, dt + vocab * dim, 0.0f);
   for (int64_t i = 0; i < count; ++i) {
-    int64_t id = a.index(1, i, parts * vocab, "token id") - first;
-    if (id < 0 || id >= vocab)
+    int64_t global = a.index(1, i, parts * vocab, "token id");
+    int64_t id = global - first;
+    if (id < 0 || id >= vocab || global == padding)
       continue;
     const float *g = a.in(0) + i * dim;
     for (int64_t k = 0; k < dim; ++k)
@@ -442,7 +445,7 @@ void embeddingShardBackward(const Args &a, int64_t parts) {
   }
 }
 
-void embeddingBackward(const Args &a) {
+void embeddingBackward(const Args &a, int64_t padding) {
   const Buffer &out = a.outBuf(0);
   int64_t vocab = out.shape[0], dim = out.shape[1];
   int64_t count = a.inBuf(1).numElements();
@@ -450,6 +453,8 @@ void embeddingBackward(const Args &a) {
   std::fill(dt, dt + vocab * dim, 0.0f);
   for (int64_t i = 0; i < count; ++i) {
     int64_t id = a.index(1, i, vocab, "token id");
+    if (id == padding)
+      continue;
     const float *g = a.in(0) + i * dim;
     for (int64_t k = 0; k < dim; ++k)
       dt[id * dim + k] += g[k];
@@ -719,12 +724,15 @@ void run(const Args &a) {
   case Opcode::Embedding:
     return embedding(a);
   case Opcode::EmbeddingBackward:
-    return embeddingBackward(a);
+    return embeddingBackward(
+        a, instr.as<ops::EmbeddingBackwardAttrs>().padding_idx.value_or(-1));
   case Opcode::EmbeddingShard:
     return embeddingShard(a, instr.as<ops::EmbeddingShardAttrs>().parts);
-  case Opcode::EmbeddingShardBackward:
-    return embeddingShardBackward(
-        a, instr.as<ops::EmbeddingShardBackwardAttrs>().parts);
+  case Opcode::EmbeddingShardBackward: {
+    const auto &attrs = instr.as<ops::EmbeddingShardBackwardAttrs>();
+    return embeddingShardBackward(a, attrs.parts,
+                                  attrs.padding_idx.value_or(-1));
+  }
   case Opcode::Reshape:
     // Nothing to move where the memory plan gave the result its operand's
     // bytes (a view: Braid_View).

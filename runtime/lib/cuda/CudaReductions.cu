@@ -175,13 +175,15 @@ void countLabels(float *count, int64_t rows, const uint8_t *labels, bool wide,
 
 /// The embedding backward: y[id] = sum of g[t] over the tokens t whose id
 /// (shifted to this shard's rows, for a shard) is id, in token order. Ids
-/// outside the table (or the shard's rows) are skipped; invalid ones set
-/// the error flag (`shard`: the id must name some shard, `index` a shard).
+/// outside the table (or the shard's rows) are skipped, and so is the
+/// table's padding row `padding` (-1: none); invalid ids set the error
+/// flag (`shard`: the id must name some shard, `index` a shard).
 void embeddingBackward(const float *g, const uint8_t *ids, bool wide,
                        int64_t count, int64_t vocab, int64_t dim, float *y,
                        uint64_t yBytes, bool shard, int64_t parts,
-                       const int64_t *index, int *flag, cudaStream_t stream,
-                       Scratch &scratch, const Instr &instr) {
+                       const int64_t *index, int64_t padding, int *flag,
+                       cudaStream_t stream, Scratch &scratch,
+                       const Instr &instr) {
   check(cudaMemsetAsync(y, 0, yBytes, stream), instr);
   if (count <= 0 || dim <= 0)
     return;
@@ -201,6 +203,7 @@ void embeddingBackward(const float *g, const uint8_t *ids, bool wide,
         shard ? validShardId(id, vocab, parts, *index) : id >= 0 && id < vocab;
     if (!valid)
       atomicExch(flag, 1);
+    valid &= id != padding;
     if (shard && valid)
       id -= *index * vocab;
     keys[t] = valid && id >= 0 && id < vocab ? uint32_t(id) : outside;
@@ -641,19 +644,23 @@ void braid::rt::launchReductionKernel(const Plan &plan, const Instr &instr,
   case Opcode::EmbeddingBackward: {
     int64_t vocab = args.outBuf(0).shape[0], dim = args.outBuf(0).shape[1];
     bool wide = args.inBuf(1).dtype == DType::I64;
-    return embeddingBackward(args.in(0), arena + args.inBuf(1).offset, wide,
-                             args.inBuf(1).numElements(), vocab, dim,
-                             args.out(0), args.outBuf(0).bytes, false, 1,
-                             nullptr, flag, stream, scratch, instr);
+    return embeddingBackward(
+        args.in(0), arena + args.inBuf(1).offset, wide,
+        args.inBuf(1).numElements(), vocab, dim, args.out(0),
+        args.outBuf(0).bytes, false, 1, nullptr,
+        instr.as<ops::EmbeddingBackwardAttrs>().padding_idx.value_or(-1), flag,
+        stream, scratch, instr);
   }
   case Opcode::EmbeddingShardBackward: {
     int64_t vocab = args.outBuf(0).shape[0], dim = args.outBuf(0).shape[1];
     bool wide = args.inBuf(1).dtype == DType::I64;
-    return embeddingBackward(args.in(0), arena + args.inBuf(1).offset, wide,
-                             args.inBuf(1).numElements(), vocab, dim,
-                             args.out(0), args.outBuf(0).bytes, true,
-                             instr.as<ops::EmbeddingShardBackwardAttrs>().parts,
-                             args.rankIndex(2), flag, stream, scratch, instr);
+    return embeddingBackward(
+        args.in(0), arena + args.inBuf(1).offset, wide,
+        args.inBuf(1).numElements(), vocab, dim, args.out(0),
+        args.outBuf(0).bytes, true,
+        instr.as<ops::EmbeddingShardBackwardAttrs>().parts, args.rankIndex(2),
+        instr.as<ops::EmbeddingShardBackwardAttrs>().padding_idx.value_or(-1),
+        flag, stream, scratch, instr);
   }
   case Opcode::SumSquares: {
     // Each operand in chunks of 64 K elements, a block each, then the

@@ -410,6 +410,24 @@ func.func @embedding_backward_shape(%d: tensor<4x8xf32>, %i: tensor<4xi64>) {
 
 // -----
 
+func.func @embedding_backward_padding(%d: tensor<4x16xf32>, %i: tensor<4xi64>) {
+  // expected-error @below {{'braid.embedding_backward' op padding_idx 100 is not a row of the table of 100 rows}}
+  %0 = braid.embedding_backward %d, %i padding_idx = 100 : tensor<4x16xf32>, tensor<4xi64> -> tensor<100x16xf32>
+  return
+}
+
+// -----
+
+shard.grid @world(shape = 4)
+func.func @embedding_shard_backward_padding(%d: tensor<4x16xf32>, %i: tensor<4xi64>) {
+  %ix = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+  // expected-error @below {{'braid.embedding_shard_backward' op padding_idx -1 is not a row of the table of 400 rows}}
+  %0 = braid.embedding_shard_backward %d, %i, %ix parts = 4 padding_idx = -1 : tensor<4x16xf32>, tensor<4xi64> -> tensor<100x16xf32>
+  return
+}
+
+// -----
+
 func.func @reshape_type(%a: tensor<2x8xf32>) {
   // expected-error @below {{input element type 'f32' differs from result element type 'bf16'}}
   %0 = braid.reshape %a : tensor<2x8xf32> -> tensor<16xbf16>

@@ -200,11 +200,15 @@ func.func @data_movement(%table: tensor<100x16xf32>, %ids: tensor<4x8xi64>,
   %0 = braid.embedding %table, %ids : tensor<100x16xf32>, tensor<4x8xi64> -> tensor<4x8x16xf32>
   // CHECK: %[[V_1:[a-z0-9_]+]] = braid.embedding_backward %[[V_X]], %[[V_IDS]] : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
   %1 = braid.embedding_backward %x, %ids : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
+  // CHECK: braid.embedding_backward %[[V_X]], %[[V_IDS]] padding_idx = 0 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
+  %pad = braid.embedding_backward %x, %ids padding_idx = 0 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
   %ix = braid.axis_index on @world grid_axes = [0] : tensor<i64>
   // CHECK: braid.embedding_shard %[[V_TABLE]], %[[V_IDS]], %{{.*}} parts = 4 : tensor<100x16xf32>, tensor<4x8xi64> -> tensor<4x8x16xf32>
   %es = braid.embedding_shard %table, %ids, %ix parts = 4 : tensor<100x16xf32>, tensor<4x8xi64> -> tensor<4x8x16xf32>
   // CHECK: braid.embedding_shard_backward %[[V_X]], %[[V_IDS]], %{{.*}} parts = 4 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
   %esb = braid.embedding_shard_backward %x, %ids, %ix parts = 4 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
+  // CHECK: braid.embedding_shard_backward %[[V_X]], %[[V_IDS]], %{{.*}} parts = 4 padding_idx = 399 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
+  %esp = braid.embedding_shard_backward %x, %ids, %ix parts = 4 padding_idx = 399 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
   // CHECK: braid.shard_slice %[[V_X]], %{{.*}} dim = 1 parts = 2 : tensor<4x8x16xf32> -> tensor<4x4x16xf32>
   %ss = braid.shard_slice %x, %ix dim = 1 parts = 2 : tensor<4x8x16xf32> -> tensor<4x4x16xf32>
   // CHECK: %[[V_2:[a-z0-9_]+]] = braid.reshape %[[V_X]] : tensor<4x8x16xf32> -> tensor<32x16xf32>

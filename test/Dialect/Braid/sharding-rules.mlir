@@ -242,19 +242,20 @@ func.func @embedding(%t: tensor<10x8xf32> {braid.sharding = #s1}, %ids: tensor<2
 // A table split by rows (the vocabulary): each rank looks up its rows
 // (zero for the others), a partial sum reduced over the axis; the
 // gradient, added to one split by rows (a tied lm head), computes this
-// rank's rows only.
+// rank's rows only; its padding row stays a row of the whole table (the
+// shard holding row 7 leaves it zero, the other has none).
 // CHECK-LABEL: func.func @embedding_rows
 // CHECK-SAME: -> (tensor<2x3x8xf32>, tensor<5x8xf32> {braid.sharding = #braid.sharding<split 0>})
 // CHECK: %[[I:.*]] = braid.axis_index on @world grid_axes = [1] : tensor<i64>
 // CHECK: %[[E:.*]] = braid.embedding_shard %arg0, %arg1, %[[I]] parts = 2 : tensor<5x8xf32>, tensor<2x3xi64> -> tensor<2x3x8xf32>
-// CHECK-NEXT: %[[D:.*]] = braid.embedding_shard_backward %arg2, %arg1, %[[I]] parts = 2 : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<5x8xf32>
+// CHECK-NEXT: %[[D:.*]] = braid.embedding_shard_backward %arg2, %arg1, %[[I]] parts = 2 padding_idx = 7 : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<5x8xf32>
 // CHECK-NEXT: %[[T:.*]] = braid.add %arg0, %[[D]] : tensor<5x8xf32>
 // CHECK-NEXT: %[[R:.*]] = braid.all_reduce %[[E]] on @world grid_axes = [1] reduction = sum : tensor<2x3x8xf32>
 // CHECK-NEXT: return %[[R]], %[[T]]
 func.func @embedding_rows(%t: tensor<10x8xf32> {braid.sharding = #s0}, %ids: tensor<2x3xi64>,
                           %g: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<10x8xf32>) {
   %e = braid.embedding %t, %ids : tensor<10x8xf32>, tensor<2x3xi64> -> tensor<2x3x8xf32>
-  %d = braid.embedding_backward %g, %ids : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<10x8xf32>
+  %d = braid.embedding_backward %g, %ids padding_idx = 7 : tensor<2x3x8xf32>, tensor<2x3xi64> -> tensor<10x8xf32>
   %tied = braid.add %t, %d : tensor<10x8xf32>
   return %e, %tied : tensor<2x3x8xf32>, tensor<10x8xf32>
 }

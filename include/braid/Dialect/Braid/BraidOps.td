@@ -675,12 +675,16 @@ def Braid_EmbeddingBackwardOp
   let summary = "scatter-add row gradients into a table gradient";
   let description = [{
     `result[v, d] = sum over i... with ids[i...] == v of grad[i..., d]`; the
-    result type gives the table shape.
+    result type gives the table shape. With `padding_idx = P`
+    (`torch.nn.Embedding(padding_idx=P)`), the tokens whose id is P add
+    nothing: row P's gradient is zero.
   }];
-  let arguments = (ins Braid_FloatTensor:$grad, Braid_IndexTensor:$ids);
+  let arguments = (ins Braid_FloatTensor:$grad, Braid_IndexTensor:$ids,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $ids attr-dict `:` type($grad) `,` type($ids) `->` type($result)
+    $grad `,` $ids (`padding_idx` `=` $padding_idx^)? attr-dict `:` type($grad)
+    `,` type($ids) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -724,13 +728,16 @@ def Braid_EmbeddingShardBackwardOp
     The rows `[index * V, (index + 1) * V)` of `braid.embedding_backward`,
     for a table of `parts * V` rows (the result type gives `[V, D]`); ids
     outside the shard add nothing. An id outside `[0, parts * V)` is an
-    error.
+    error. `padding_idx` is a row of the whole table, as
+    `braid.embedding_backward`'s.
   }];
   let arguments = (ins Braid_FloatTensor:$grad, Braid_IndexTensor:$ids,
-                       Braid_RankIndexTensor:$index, I64Attr:$parts);
+                       Braid_RankIndexTensor:$index, I64Attr:$parts,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $ids `,` $index `parts` `=` $parts attr-dict `:` type($grad)
+    $grad `,` $ids `,` $index `parts` `=` $parts
+    (`padding_idx` `=` $padding_idx^)? attr-dict `:` type($grad)
     `,` type($ids) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -612,8 +612,21 @@ static LogicalResult verifyEmbeddingShapes(Operation *op, Value table,
 LogicalResult EmbeddingOp::verify() {
   return verifyEmbeddingShapes(*this, getTable(), getIds(), getResult());
 }
+/// A padding row inside a table of `rows` rows.
+static LogicalResult
+verifyPaddingIdx(Operation *op, std::optional<int64_t> padding, int64_t rows) {
+  if (padding && (*padding < 0 || *padding >= rows))
+    return op->emitOpError()
+           << "padding_idx " << *padding << " is not a row of the table of "
+           << rows << " rows";
+  return success();
+}
+
 LogicalResult EmbeddingBackwardOp::verify() {
-  return verifyEmbeddingShapes(*this, getResult(), getIds(), getGrad());
+  if (failed(verifyEmbeddingShapes(*this, getResult(), getIds(), getGrad())))
+    return failure();
+  return verifyPaddingIdx(*this, getPaddingIdx(),
+                          getResult().getType().getDimSize(0));
 }
 
 uint64_t EmbeddingOp::getFlops() { return 0; }
@@ -630,9 +643,13 @@ LogicalResult EmbeddingShardOp::verify() {
   return verifyEmbeddingShapes(*this, getTable(), getIds(), getResult());
 }
 LogicalResult EmbeddingShardBackwardOp::verify() {
-  if (failed(verifyParts(*this, getParts())))
+  if (failed(verifyParts(*this, getParts())) ||
+      failed(verifyEmbeddingShapes(*this, getResult(), getIds(), getGrad())))
     return failure();
-  return verifyEmbeddingShapes(*this, getResult(), getIds(), getGrad());
+  // The padding row is one of the whole table's.
+  return verifyPaddingIdx(*this, getPaddingIdx(),
+                          getResult().getType().getDimSize(0) *
+                              int64_t(getParts()));
 }
 
 uint64_t EmbeddingShardOp::getFlops() { return 0; }

@@ -557,7 +557,7 @@ bool EmbeddingBackwardOp::localizeForSharding(Shardings, Shardings results,
   shape[0] /= context.getSize();
   Value rows = EmbeddingShardBackwardOp::create(
       b, getLoc(), type.clone(shape), getGrad(), getIds(),
-      context.getAxisIndex(), context.getSize());
+      context.getAxisIndex(), context.getSize(), getPaddingIdxAttr());
   getResult().replaceAllUsesWith(rows);
   erase();
   return true;
