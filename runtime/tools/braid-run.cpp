@@ -13,8 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RunDeadline.h"
 #include "RunInputs.h"
 #include "RunOptions.h"
+#include "RunSave.h"
 
 #include "braid-runtime/BackendRegistry.h"
 #include "braid-runtime/Communicator.h"
@@ -51,106 +53,6 @@ using namespace braid;
 using namespace braid::rt;
 
 namespace {
-
-/// The deadline of the phases outside the executor's watchdog: startup
-/// (MPI_Init to the first step) and the end (the --save gathers, freeing
-/// the communicators, MPI_Finalize), in steady-clock nanoseconds; 0 while
-/// the steps run (their collectives have the watchdog). Past it, the
-/// deadline thread says where this rank is stuck (currentPhase) and exits.
-std::atomic<int64_t> phaseDeadline{0};
-/// What the deadline covers now, for its message ("startup", "the end").
-std::atomic<const char *> deadlinePart{"startup"};
-
-int64_t steadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// Arms the deadline `seconds` from now for `part`, or disarms it (0).
-void armDeadline(const char *part, double seconds) {
-  deadlinePart = part;
-  phaseDeadline = seconds > 0 ? steadyNanos() + int64_t(seconds * 1e9) : 0;
-}
-
-/// The --timeout every phase of the end gets (set in main).
-double endTimeout = 0;
-
-/// Enters a phase of the end of the run: `phase` is what the deadline's
-/// message says this rank is stuck in; each phase has --timeout seconds.
-void endPhase(const std::string &phase) {
-  setPhase(phase);
-  armDeadline("the end of the run", endTimeout);
-}
-
-/// Where this rank is, for a signal handler to report: the step being run
-/// (0 before the first). Written by the step loop, read by onTerminate.
-volatile std::sig_atomic_t currentStep = 0;
-int handlerRank = 0;
-
-/// Appends the decimal digits of `v` to `out` (async-signal-safe).
-size_t appendNumber(char *out, size_t at, long v) {
-  char digits[24];
-  size_t n = 0;
-  do {
-    digits[n++] = char('0' + v % 10);
-    v /= 10;
-  } while (v > 0 && n < sizeof(digits));
-  while (n > 0)
-    out[at++] = digits[--n];
-  return at;
-}
-
-/// SIGTERM: mpirun ends the job when another rank dies or fails; say so,
-/// with the step this rank was in, instead of vanishing without a word.
-/// Only async-signal-safe calls (write, _exit).
-extern "C" void onTerminate(int) {
-  char message[256];
-  size_t at = 0;
-  auto put = [&](const char *text) {
-    while (*text && at < sizeof(message) - 32)
-      message[at++] = *text++;
-  };
-  put("braid-run: error: rank ");
-  at = appendNumber(message, at, handlerRank);
-  if (currentStep > 0) {
-    put(": terminated in step ");
-    at = appendNumber(message, at, long(currentStep));
-  } else {
-    put(": terminated before the first step");
-  }
-  put(" (SIGTERM: mpirun stops the job when another rank dies or fails)\n");
-  ssize_t ignored = write(2, message, at);
-  (void)ignored;
-  _exit(143);
-}
-
-/// The path a rank writes for --save: {rank} replaced by its number.
-std::string savePathOf(const std::string &save, int rank) {
-  const std::string field = "{rank}";
-  std::string path = save;
-  for (size_t at = path.find(field); at != std::string::npos;
-       at = path.find(field, at))
-    path.replace(at, field.size(), std::to_string(rank));
-  return path;
-}
-
-/// Fails now, before any step runs, if this rank's --save file cannot be
-/// written (a directory, a missing folder, no permission), instead of after
-/// the last step. Leaves no file behind where there was none.
-void checkWritable(const std::string &save, int rank) {
-  if (save.empty() || (rank != 0 && save.find("{rank}") == std::string::npos))
-    return;
-  std::string path = savePathOf(save, rank);
-  bool existed = std::ifstream(path).good();
-  std::ofstream probe(path, std::ios::app | std::ios::binary);
-  if (!probe)
-    throw std::runtime_error("cannot write --save file '" + path +
-                             "': " + std::strerror(errno));
-  probe.close();
-  if (!existed)
-    std::remove(path.c_str());
-}
 
 /// True on every rank if `ok` on every rank.
 bool agree(bool ok) {
@@ -258,17 +160,6 @@ int simulate(const Options &o) {
 
 namespace {
 
-/// A saved half tensor, widened to f32 (numpy has no bf16; descrOf).
-void widenSaved(NpyArray &array, DType dtype) {
-  if (!isHalf(dtype))
-    return;
-  size_t n = array.data.size() / dtypeBytes(dtype);
-  std::vector<uint8_t> wide(n * sizeof(float));
-  widenHalf(dtype, array.data.data(), reinterpret_cast<float *>(wide.data()),
-            int64_t(n));
-  array.data = std::move(wide);
-}
-
 /// One step of copying the carried state back: a copy from a result to its
 /// argument, or a result set aside in host memory first (`stage`) and
 /// written from there (`fromHost`).
@@ -355,100 +246,6 @@ void runCarry(Backend &backend, const Plan &plan,
   }
 }
 
-/// Arrays packed into bytes and back, to send a stage's state to rank 0.
-void packArrays(const std::map<std::string, NpyArray> &arrays,
-                std::vector<uint8_t> &out) {
-  auto put = [&](const void *p, size_t n) {
-    const auto *b = static_cast<const uint8_t *>(p);
-    out.insert(out.end(), b, b + n);
-  };
-  auto putSize = [&](uint64_t n) { put(&n, sizeof(n)); };
-  putSize(arrays.size());
-  for (const auto &[name, a] : arrays) {
-    putSize(name.size());
-    put(name.data(), name.size());
-    putSize(a.descr.size());
-    put(a.descr.data(), a.descr.size());
-    putSize(a.shape.size());
-    put(a.shape.data(), a.shape.size() * sizeof(int64_t));
-    putSize(a.data.size());
-    put(a.data.data(), a.data.size());
-  }
-}
-
-void unpackArrays(const std::vector<uint8_t> &in,
-                  std::map<std::string, NpyArray> &arrays) {
-  size_t at = 0;
-  auto get = [&](void *p, size_t n) {
-    if (n > in.size() - at)
-      throw std::runtime_error("a stage's state arrived truncated");
-    std::memcpy(p, in.data() + at, n);
-    at += n;
-  };
-  auto getSize = [&] {
-    uint64_t n = 0;
-    get(&n, sizeof(n));
-    return n;
-  };
-  for (uint64_t count = getSize(); count-- > 0;) {
-    std::string name(getSize(), '\0');
-    get(name.data(), name.size());
-    NpyArray a;
-    a.descr.resize(getSize());
-    get(a.descr.data(), a.descr.size());
-    a.shape.resize(getSize());
-    get(a.shape.data(), a.shape.size() * sizeof(int64_t));
-    a.data.resize(getSize());
-    get(a.data.data(), a.data.size());
-    arrays[name] = std::move(a);
-  }
-}
-
-/// A pipeline's --save to one file: the first replica's ranks of the
-/// other stages (tensor-parallel index 0, whose arrays are gathered
-/// already) send theirs to rank 0, which writes them all. Every rank calls
-/// it.
-void gatherStages(const Plan &plan, int rank, int world,
-                  std::map<std::string, NpyArray> &out) {
-  RankPlace mine = placeRank(plan, rank);
-  bool sender = mine.dpIndex == 0 && mine.tpIndex == 0 && mine.ppIndex > 0;
-  const int tag = 7301;
-  if (sender) {
-    std::vector<uint8_t> bytes;
-    packArrays(out, bytes);
-    if (bytes.size() > uint64_t(std::numeric_limits<int>::max()))
-      throw std::runtime_error("stage " + std::to_string(mine.ppIndex) +
-                               "'s state is " + std::to_string(bytes.size()) +
-                               " bytes, more than one MPI message counts; "
-                               "save with {rank} in the path");
-    uint64_t n = bytes.size();
-    endPhase("saving: sending stage " + std::to_string(mine.ppIndex) +
-             "'s state to rank 0");
-    MPI_Send(&n, 1, MPI_UINT64_T, 0, tag, MPI_COMM_WORLD);
-    MPI_Send(bytes.data(), int(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD);
-  }
-  if (rank != 0)
-    return;
-  for (int r = 0; r < world; ++r) {
-    RankPlace p = placeRank(plan, r);
-    if (!(p.dpIndex == 0 && p.tpIndex == 0 && p.ppIndex > 0))
-      continue;
-    uint64_t n = 0;
-    endPhase("saving: receiving stage " + std::to_string(p.ppIndex) +
-             "'s state from rank " + std::to_string(r) +
-             ", which never sent it");
-    MPI_Recv(&n, 1, MPI_UINT64_T, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    if (n > uint64_t(std::numeric_limits<int>::max()))
-      throw std::runtime_error("rank " + std::to_string(r) +
-                               " announced a state of " + std::to_string(n) +
-                               " bytes");
-    std::vector<uint8_t> bytes(n);
-    MPI_Recv(bytes.data(), int(n), MPI_BYTE, r, tag, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
-    unpackArrays(bytes, out);
-  }
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -484,33 +281,14 @@ int main(int argc, char **argv) {
   // would otherwise leave the others in MPI_Init or in the first agreement
   // forever, and one that stops after the last step would leave rank 0 in
   // the --save gather.
-  armDeadline("startup", o.timeout);
-  std::thread([timeout = o.timeout] {
-    for (;;) {
-      int64_t deadline = phaseDeadline.load();
-      if (deadline != 0 && steadyNanos() > deadline) {
-        const char *rankText = std::getenv("OMPI_COMM_WORLD_RANK");
-        std::string phase = currentPhase();
-        std::fprintf(stderr,
-                     "braid-run: error: rank %s: %s did not complete within "
-                     "%g s (--timeout), stuck %s: another rank did not "
-                     "start, stopped, or is elsewhere\n",
-                     rankText ? rankText : "?", deadlinePart.load(), timeout,
-                     phase.c_str());
-        std::fflush(stderr);
-        std::_Exit(1);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }).detach();
+  startDeadline(o.timeout);
   int provided = 0;
   setPhase("in MPI_Init");
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, world = 1, localRank = 0, localRanks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  handlerRank = rank;
-  std::signal(SIGTERM, onTerminate);
+  reportTermination(rank);
   // The rank's index on its node (a collective call, before anything can
   // fail on one rank alone); the cuda backend picks its GPU with it.
   MPI_Comm node;
@@ -599,7 +377,7 @@ int main(int argc, char **argv) {
   armDeadline("startup", 0);
   if (!ready) {
     int code = fail(rank, error);
-    endTimeout = o.timeout;
+    setEndTimeout(o.timeout);
     endPhase("stopping after a failed start: in MPI_Finalize");
     backend.reset();
     MPI_Finalize();
@@ -634,7 +412,7 @@ int main(int argc, char **argv) {
     std::vector<double> restMs; // steps 2..N
     for (int64_t step = 1; step <= o.steps; ++step) {
       Clock::time_point start = Clock::now();
-      currentStep = std::sig_atomic_t(step);
+      setCurrentStep(step);
       if (step == o.faultStep && rank == o.faultRank) {
         if (o.fault == "hang")
           for (;;)
@@ -730,7 +508,7 @@ int main(int argc, char **argv) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
     std::raise(SIGKILL);
   }
-  endTimeout = o.timeout;
+  setEndTimeout(o.timeout);
   endPhase("freeing the loss's communicator after the last step");
   MPI_Comm_free(&lossComm);
 
