@@ -35,6 +35,20 @@ enum class CollectiveKind : uint8_t {
   AxisIndex
 };
 
+/// The case labels of every kind that is not point-to-point (a group's
+/// collectives, the rank index, none), for the switches that handle Send,
+/// Recv and SendRecv apart and the rest alike: a new kind must be added
+/// here or to those switches, which have no default.
+#define BRAID_CASE_NOT_POINT_TO_POINT_KINDS                                    \
+  case ::braid::CollectiveKind::AllReduce:                                     \
+  case ::braid::CollectiveKind::ReduceScatter:                                 \
+  case ::braid::CollectiveKind::AllGather:                                     \
+  case ::braid::CollectiveKind::AllToAll:                                      \
+  case ::braid::CollectiveKind::Broadcast:                                     \
+  case ::braid::CollectiveKind::Permute:                                       \
+  case ::braid::CollectiveKind::AxisIndex:                                     \
+  case ::braid::CollectiveKind::None:
+
 inline const char *collectiveKindName(CollectiveKind kind) {
   switch (kind) {
   case CollectiveKind::None:

@@ -116,14 +116,7 @@ std::vector<Watchdog::Arrival> CpuBackend::announce(const Instr &instr,
     const auto &a = instr.as<ops::SendRecvAttrs>();
     return peers({uint32_t(a.send_peer), uint32_t(a.recv_peer)});
   }
-  case CollectiveKind::AllReduce:
-  case CollectiveKind::ReduceScatter:
-  case CollectiveKind::AllGather:
-  case CollectiveKind::AllToAll:
-  case CollectiveKind::Broadcast:
-  case CollectiveKind::Permute:
-  case CollectiveKind::AxisIndex:
-  case CollectiveKind::None:
+    BRAID_CASE_NOT_POINT_TO_POINT_KINDS
     break;
   }
   return {watchdog.arrive(comm.id, comm.members)};

@@ -110,16 +110,9 @@ void SimBackend::collective(unsigned stream, const Instr &instr) {
     state->seqs[{instr.group, 2, instr.as<ops::SendRecvAttrs>().recv_peer}] +=
         int64_t(instr.results.size()) - 1;
     break;
-  // Every kind a case (no default): a new point-to-point kind must not be
-  // counted as a group collective unseen.
-  case CollectiveKind::AllReduce:
-  case CollectiveKind::ReduceScatter:
-  case CollectiveKind::AllGather:
-  case CollectiveKind::AllToAll:
-  case CollectiveKind::Broadcast:
-  case CollectiveKind::Permute:
-  case CollectiveKind::AxisIndex:
-  case CollectiveKind::None:
+    // Every kind a case (no default): a new point-to-point kind must not be
+    // counted as a group collective unseen.
+    BRAID_CASE_NOT_POINT_TO_POINT_KINDS
     item.groupSeq = seq(0, 0);
     break;
   }

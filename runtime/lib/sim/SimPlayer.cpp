@@ -56,16 +56,9 @@ static std::vector<Half> halvesOf(const Plan &plan, const Item &item,
                         plan.buffers[instr.results[i]].bytes});
     return halves;
   }
-  // The group collectives have no halves (every kind a case: a new
-  // point-to-point kind must say what it moves).
-  case CollectiveKind::AllReduce:
-  case CollectiveKind::ReduceScatter:
-  case CollectiveKind::AllGather:
-  case CollectiveKind::AllToAll:
-  case CollectiveKind::Broadcast:
-  case CollectiveKind::Permute:
-  case CollectiveKind::AxisIndex:
-  case CollectiveKind::None:
+    // The group collectives have no halves (every kind a case: a new
+    // point-to-point kind must say what it moves).
+    BRAID_CASE_NOT_POINT_TO_POINT_KINDS
     return {};
   }
   return {};
