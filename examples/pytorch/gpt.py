@@ -65,9 +65,9 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab=64, seq=32, width=64, heads=4, layers=2):
+    def __init__(self, vocab=64, seq=32, width=64, heads=4, layers=2, padding_idx=None):
         super().__init__()
-        self.wte = nn.Embedding(vocab, width)
+        self.wte = nn.Embedding(vocab, width, padding_idx=padding_idx)
         self.wpe = nn.Embedding(seq, width)
         self.h = nn.ModuleList([Block(width, heads, seq) for _ in range(layers)])
         self.ln_f = nn.LayerNorm(width)
@@ -99,12 +99,13 @@ def batch(rows, vocab=64, seq=32, seed=0):
 
 
 def build(batch_size=4, layers=2, lr=1e-3, seed=0, world_size=2, width=64, heads=4, seq=32,
-          vocab=64):
+          vocab=64, padding_idx=None):
     """`batch_size` sequences per rank; the global batch holds every rank's.
     The defaults are the bundled model; utils/bench-cpu.py also builds a
     wider one (`--arg width=256 --arg layers=4 ...`)."""
     torch.manual_seed(seed)
-    model = GPT(vocab=vocab, seq=seq, width=width, heads=heads, layers=layers)
+    model = GPT(vocab=vocab, seq=seq, width=width, heads=heads, layers=layers,
+                padding_idx=padding_idx)
     idx, targets = batch(world_size * batch_size, vocab=vocab, seq=seq, seed=seed + 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95),
                                   eps=1e-8, weight_decay=0.1)

@@ -9,7 +9,8 @@
 # (--sequence-parallel=false); and one sequence per rank ([1, seq, hidden]:
 # sequence parallelism splits the sequence, dimension 1). The plan splits
 # the tied token table by rows (Megatron's vocabulary-parallel embedding and
-# cross-entropy); one case keeps it replicated.
+# cross-entropy); one case keeps it replicated, and one gives the token
+# embedding a padding row (nn.Embedding(padding_idx=37)).
 #
 # PyTorch trains the same model on the global batch in float64 and float32
 # (braid.compare.against_pytorch): every loss of 20 steps within 1e-5
@@ -61,16 +62,23 @@ def main():
     os.makedirs(out, exist_ok=True)
     check = Checker()
 
-    for dp, tp, sp, rows, vocab in ((1, 2, True, 4, True), (1, 2, False, 4, True),
-                                    (2, 2, True, 4, True), (2, 2, False, 4, True),
-                                    (1, 2, True, 1, True), (2, 2, True, 4, False)):
-        what = "dp %d x tp %d%s%s%s" % (dp, tp, " sp" if sp else "",
-                                        ", 1 sequence" if rows == 1 else "",
-                                        "" if vocab else ", embedding replicated")
-        spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp, batch_size=rows)
+    for dp, tp, sp, rows, vocab, pad in ((1, 2, True, 4, True, None), (1, 2, False, 4, True, None),
+                                         (2, 2, True, 4, True, None), (2, 2, False, 4, True, None),
+                                         (1, 2, True, 1, True, None), (2, 2, True, 4, False, None),
+                                         (1, 2, True, 4, True, 37)):
+        what = "dp %d x tp %d%s%s%s%s" % (dp, tp, " sp" if sp else "",
+                                          ", 1 sequence" if rows == 1 else "",
+                                          "" if vocab else ", embedding replicated",
+                                          ", padding_idx %d" % pad if pad is not None else "")
+        # padding_idx 37 is a row of the second rank's half of the table
+        # (rows 32 to 63): the shard that holds it leaves it out of the
+        # embedding's gradient, as torch does (issue 48).
+        spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp, batch_size=rows,
+                         **({} if pad is None else {"padding_idx": pad}))
         (inputs,), (targets,) = spec["global_batch"]
-        prefix = os.path.join(out, "gpt-dp%d-tp%d%s-b%d%s" % (dp, tp, "-sp" if sp else "", rows,
-                                                             "" if vocab else "-novocab"))
+        prefix = os.path.join(out, "gpt-dp%d-tp%d%s-b%d%s%s" % (
+            dp, tp, "-sp" if sp else "", rows, "" if vocab else "-novocab",
+            "" if pad is None else "-pad%d" % pad))
         tp_plan = dict(spec["tensor_parallel_plan"])
         if not vocab:
             del tp_plan["wte"]
@@ -87,7 +95,8 @@ def main():
                                    "--braid-tensor-parallel"]).stdout
             # (The one whole embedding left is the positions'.)
             check("braid.embedding_shard " in local and "cross_entropy_shard_loss" in local and
-                  "embedding_shard_backward" in local and local.count("braid.embedding ") == 1,
+                  "embedding_shard_backward" in local and local.count("braid.embedding ") == 1
+                  and (pad is None or "parts = 2 padding_idx = %d" % pad in local),
                   "%s: the vocabulary-parallel embedding, cross-entropy and tied gradient" % what)
         plan = prefix + ".plan"
         braidtest.compile_step(prefix + ".mlir", plan,
