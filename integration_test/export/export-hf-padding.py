@@ -25,7 +25,6 @@ import sys
 
 import numpy as np
 import torch
-import torch.nn as nn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import transformers  # noqa: E402
@@ -41,17 +40,6 @@ VOCAB, SEQ, PAD = 32, 8, 1
 transformers.logging.set_verbosity_error()
 
 ARCHS = ("qwen2", "qwen3", "mistral", "phi3", "opt", "gemma", "bert")
-
-
-class LM(nn.Module):
-    """The model's own loss from labels (`model(input_ids=..., labels=...).loss`)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, labels):
-        return self.model(input_ids=input_ids, labels=labels).loss
 
 
 def build(name):
@@ -82,17 +70,13 @@ def build(name):
         attention_probs_dropout_prob=0.0, pad_token_id=PAD, attn_implementation="sdpa"))
 
 
-def embedding_of(model):
-    return model.get_input_embeddings()
-
-
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     check = Checker()
     for name in sys.argv[2:] or ARCHS:
-        model = LM(build(name))
-        emb = embedding_of(model.model)
+        model = zoo.LossFromLabels(build(name))
+        emb = model.model.get_input_embeddings()
         check(emb.padding_idx == PAD, "%s: the token embedding has padding_idx %d (%s)"
               % (name, PAD, type(model.model).__name__))
         tokens, _ = zoo.language_batch(VOCAB, SEQ, 4, seed=1)

@@ -23,7 +23,6 @@ import os
 import sys
 
 import torch
-import torch.nn as nn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import transformers  # noqa: E402
@@ -37,18 +36,6 @@ STEPS = 10
 RANKS = 2
 VOCAB, SEQ = 32, 8
 transformers.logging.set_verbosity_error()
-
-
-class CausalLM(nn.Module):
-    """The model's own loss from labels, as a Hugging Face training loop
-    takes it (`model(input_ids=..., labels=...).loss`)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, labels):
-        return self.model(input_ids=input_ids, labels=labels).loss
 
 
 def build(name):
@@ -71,7 +58,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     check = Checker()
     for name in sys.argv[2:] or ("gpt2", "llama"):
-        model = CausalLM(build(name))
+        model = zoo.LossFromLabels(build(name))
         tokens, _ = zoo.language_batch(VOCAB, SEQ, 4, seed=1)
         batch = (tokens, tokens.clone())  # labels: the inputs (the model shifts them)
         half = tokens.shape[0] // RANKS

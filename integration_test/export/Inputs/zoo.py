@@ -33,6 +33,18 @@ def loss_from_forward(loss):
     return loss
 
 
+class LossFromLabels(nn.Module):
+    """A Hugging Face model's own loss from labels, as a Hugging Face
+    training loop takes it (`model(input_ids=..., labels=...).loss`)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, labels):
+        return self.model(input_ids=input_ids, labels=labels).loss
+
+
 # -- nanoGPT -------------------------------------------------------------------------
 
 class NanoAttention(nn.Module):
