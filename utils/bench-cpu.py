@@ -57,7 +57,7 @@ def load(case, ranks):
                                                   os.path.join(EXAMPLES, file))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.build(world_size=ranks, **kwargs)
+    return module.build(data_parallel=ranks, **kwargs)
 
 
 # --- PyTorch DDP (run in the torch interpreter: --torch-worker) -------------

@@ -71,7 +71,7 @@ def case(model, cluster, pp, m, schedule, work, layers):
     """The sim report of one case, or the error braid-compile gives."""
     mlir = os.path.join(work, "%s-pp%d-%s.mlir" % (model, pp, schedule))
     extra = ["--layers", str(layers)] if layers else []
-    benchlib.generate([model, "--dtype", "bf16", "--world-size", str(GPUS // pp), "--pp",
+    benchlib.generate([model, "--dtype", "bf16", "--world-size", str(GPUS), "--pp",
                        str(pp), "--micro-batches", str(m), "--schedule-pp", schedule, *extra],
                       mlir, "bench-pipeline")
     plan = mlir.replace(".mlir", ".plan")

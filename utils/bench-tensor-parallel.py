@@ -50,7 +50,7 @@ SCHEDULES = [("megatron", ["--schedule=megatron", "--sequence-parallel=false"]),
 def case(model, cluster, dp, options, work, layers=None, cost_model="v2"):
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
-    benchlib.generate([model, "--dtype", "bf16", "--world-size", str(dp), "--tp", str(TP),
+    benchlib.generate([model, "--dtype", "bf16", "--world-size", str(dp * TP), "--tp", str(TP),
                        "--vocab-parallel", *options, *extra], mlir, "bench-tensor-parallel")
     return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-tensor-parallel", cost_model)
 

@@ -126,7 +126,7 @@ def main():
         seeds["gpt-tiny.mlir"] = f.read().splitlines()
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     for name, model in (("mlp.mlir", ["mlp", "--tiny", "--world-size", "2"]),
-                        ("gpt-tp.mlir", ["gpt", "--tiny", "--world-size", "1", "--tp", "2",
+                        ("gpt-tp.mlir", ["gpt", "--tiny", "--world-size", "2", "--tp", "2",
                                          "--vocab-parallel"])):
         p = subprocess.run([sys.executable, "-m", "braid.models"] + model,
                            stdout=subprocess.PIPE, text=True, check=True, env=env)

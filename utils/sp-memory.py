@@ -97,7 +97,7 @@ def analyze(ir, tp):
 
 def measure(work, tp, sp, layers):
     mlir = os.path.join(work, "gpt-tp%d-l%d.mlir" % (tp, layers))
-    subprocess.run([sys.executable, "-m", "braid.models", "gpt2-medium", "--world-size", "1",
+    subprocess.run([sys.executable, "-m", "braid.models", "gpt2-medium", "--world-size", str(tp),
                     "--tp", str(tp), "--layers", str(layers), "--batch", str(B),
                     "--attention", "unfused", "-o", mlir],
                    check=True, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))

@@ -98,15 +98,16 @@ def batch(rows, vocab=64, seq=32, seed=0):
     return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
 
-def build(batch_size=4, layers=2, lr=1e-3, seed=0, world_size=2, width=64, heads=4, seq=32,
-          vocab=64, padding_idx=None):
-    """`batch_size` sequences per rank; the global batch holds every rank's.
+def build(batch_size=4, layers=2, lr=1e-3, seed=0, data_parallel=2, width=64, heads=4,
+          seq=32, vocab=64, padding_idx=None):
+    """`batch_size` sequences per data-parallel rank; the global batch holds
+    each of the `data_parallel` ranks'.
     The defaults are the bundled model; utils/bench-cpu.py also builds a
     wider one (`--arg width=256 --arg layers=4 ...`)."""
     torch.manual_seed(seed)
     model = GPT(vocab=vocab, seq=seq, width=width, heads=heads, layers=layers,
                 padding_idx=padding_idx)
-    idx, targets = batch(world_size * batch_size, vocab=vocab, seq=seq, seed=seed + 1)
+    idx, targets = batch(data_parallel * batch_size, vocab=vocab, seq=seq, seed=seed + 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95),
                                   eps=1e-8, weight_decay=0.1)
     # Megatron's layout for `--tensor-parallel N` (docs/TensorParallel.md):
@@ -121,5 +122,5 @@ def build(batch_size=4, layers=2, lr=1e-3, seed=0, world_size=2, width=64, heads
                "h.*.mlp.c_proj": "rowwise"}
     return dict(model=model, example_inputs=(idx[:batch_size],),
                 example_targets=(targets[:batch_size],), global_batch=((idx,), (targets,)),
-                loss_fn=loss_fn, optimizer=optimizer, world_size=world_size,
+                loss_fn=loss_fn, optimizer=optimizer, data_parallel=data_parallel,
                 tensor_parallel_plan=tp_plan)

@@ -26,13 +26,14 @@ def batch(rows, features=32, classes=10, seed=0):
     return x, x[:, :classes].argmax(dim=1)
 
 
-def build(batch_size=16, lr=0.05, momentum=0.9, seed=0, world_size=2):
-    """`batch_size` rows per rank; the global batch holds every rank's."""
+def build(batch_size=16, lr=0.05, momentum=0.9, seed=0, data_parallel=2):
+    """`batch_size` rows per data-parallel rank; the global batch holds each
+    of the `data_parallel` ranks'."""
     torch.manual_seed(seed)
     model = MLP()
-    x, labels = batch(world_size * batch_size, seed=seed + 1)
+    x, labels = batch(data_parallel * batch_size, seed=seed + 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum,
                                 weight_decay=1e-4)
     return dict(model=model, example_inputs=(x[:batch_size],),
                 example_targets=(labels[:batch_size],), global_batch=((x,), (labels,)),
-                loss_fn=nn.CrossEntropyLoss(), optimizer=optimizer, world_size=world_size)
+                loss_fn=nn.CrossEntropyLoss(), optimizer=optimizer, data_parallel=data_parallel)

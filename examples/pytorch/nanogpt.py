@@ -38,12 +38,13 @@ def warmup_cosine(warmup, max_steps, lr, min_lr):
 
 
 def build(batch_size=4, layers=2, lr=1e-3, min_lr=1e-4, warmup=5, max_steps=50,
-          micro_batches=2, grad_clip=1.0, seed=0, world_size=2):
-    """`batch_size` sequences per rank a step, in `micro_batches` parts; the
-    global batch holds every rank's."""
+          micro_batches=2, grad_clip=1.0, seed=0, data_parallel=2):
+    """`batch_size` sequences per data-parallel rank a step, in
+    `micro_batches` parts; the global batch holds each of the `data_parallel`
+    ranks'."""
     torch.manual_seed(seed)
     model = GPT(layers=layers)
-    idx, targets = batch(world_size * batch_size, seed=seed + 1)
+    idx, targets = batch(data_parallel * batch_size, seed=seed + 1)
     # nanoGPT: decay every parameter of two or more dimensions (matrices,
     # embeddings), not biases and norms.
     params = [p for p in model.parameters()]
@@ -55,6 +56,6 @@ def build(batch_size=4, layers=2, lr=1e-3, min_lr=1e-4, warmup=5, max_steps=50,
         optimizer, warmup_cosine(warmup, max_steps, lr, min_lr))
     return dict(model=model, example_inputs=(idx[:batch_size],),
                 example_targets=(targets[:batch_size],), global_batch=((idx,), (targets,)),
-                loss_fn=loss_fn, optimizer=optimizer, world_size=world_size,
+                loss_fn=loss_fn, optimizer=optimizer, data_parallel=data_parallel,
                 lr_scheduler=scheduler, max_steps=max_steps, micro_batches=micro_batches,
                 max_grad_norm=grad_clip)

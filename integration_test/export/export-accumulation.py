@@ -68,7 +68,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     check = Checker()
 
-    spec = load_spec(os.path.join(examples, "gpt.py"), world_size=RANKS, batch_size=8)
+    spec = load_spec(os.path.join(examples, "gpt.py"), data_parallel=RANKS, batch_size=8)
     prefix = os.path.join(out, "gpt")
     exported, plan, _ = train(check, "gpt", spec, prefix, 4)
     mlir = open(exported.paths["mlir"]).read()
@@ -97,7 +97,7 @@ def main():
     check(starts and starts[0] > last_mb,
           "scheduled: %d bucket(s), the first started at line %d, after the last micro-batch's "
           "slice (line %d)" % (len(starts), starts[0] if starts else -1, last_mb))
-    whole = load_spec(os.path.join(examples, "gpt.py"), world_size=RANKS, batch_size=8)
+    whole = load_spec(os.path.join(examples, "gpt.py"), data_parallel=RANKS, batch_size=8)
     one = export(whole, os.path.join(out, "gpt-one"), 1)
     braidtest.compile_step(one.paths["mlir"], os.path.join(out, "gpt-one.plan"))
     a4, a1 = arena(plan), arena(os.path.join(out, "gpt-one.plan"))

@@ -132,7 +132,7 @@ def main():
     check = Checker()
     for reduce_dtype in (None, "bf16"):
         name = "reduce in %s" % (reduce_dtype or "f32")
-        spec = dict(load_spec(os.path.join(examples, "gpt.py"), world_size=RANKS),
+        spec = dict(load_spec(os.path.join(examples, "gpt.py"), data_parallel=RANKS),
                     autocast="bf16", reduce_dtype=reduce_dtype)
         prefix = os.path.join(out, "gpt-%s" % (reduce_dtype or "f32"))
         exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
@@ -180,7 +180,7 @@ def main():
               % (name, len(auto_state), "".join("\n       " + w for w in worst[:5])))
         bf16_off = off
 
-    gpt = load_spec(os.path.join(examples, "gpt.py"), world_size=RANKS)
+    gpt = load_spec(os.path.join(examples, "gpt.py"), data_parallel=RANKS)
     exported, losses, off = fp16_run(gpt, os.path.join(out, "gpt-fp16"), loss_scale=1024)
     mlir = open(exported.paths["mlir"]).read()
     matmuls = [l for l in mlir.splitlines() if "braid.matmul" in l]

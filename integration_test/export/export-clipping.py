@@ -51,7 +51,7 @@ def mlp_spec():
 def train(check, name, spec, prefix, tp=1):
     dp = RANKS // tp
     exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
-                            spec["loss_fn"], spec["optimizer"], dp, output=prefix,
+                            spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
                             global_batch=spec["global_batch"], tensor_parallel=tp,
                             tensor_parallel_plan=spec.get("tensor_parallel_plan"),
                             max_grad_norm=spec["max_grad_norm"])
@@ -111,11 +111,11 @@ def main():
     check(waits and updates and min(updates) > max(waits),
           "mlp: the %d updates follow the last of %d waits" % (len(updates), len(waits)))
 
-    gpt = load_spec(os.path.join(examples, "gpt.py"), world_size=RANKS)
+    gpt = load_spec(os.path.join(examples, "gpt.py"), data_parallel=RANKS)
     _, norms = train(check, "gpt-dp", dict(gpt, max_grad_norm=0.5), os.path.join(out, "gpt-dp"))
     check(max(norms) > 0.5 > min(norms), "gpt-dp: the norm crosses 0.5 (%.3g to %.3g)"
           % (min(norms), max(norms)))
-    gpt1 = load_spec(os.path.join(examples, "gpt.py"), world_size=1)
+    gpt1 = load_spec(os.path.join(examples, "gpt.py"), data_parallel=1)
     train(check, "gpt-tp", dict(gpt1, max_grad_norm=0.5), os.path.join(out, "gpt-tp"), tp=2)
     check.finish("export-clipping")
 

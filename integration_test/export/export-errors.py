@@ -7,13 +7,15 @@
 #  - a mask computed from the inputs, an unsupported optimizer or option, a
 #    parameter outside the optimizer, a non-scalar loss, bad arguments;
 #  - the command line: a missing file or function, a spec that is not a dict,
-#    no world size, a bad --arg;
+#    no world size, a world size that the tensor-parallel size does not
+#    divide (it counts every rank), a spec whose data_parallel disagrees
+#    with it, a bad --arg;
 #  - a tensor-parallel plan naming a module that does not exist, a style
 #    braid does not know, a module that is not an nn.Linear, a tied weight,
 #    a size that does not divide the features, no plan for --tensor-parallel.
 #
 # REQUIRES: torch
-# RUN: %python %s %t
+# RUN: %python %s %t %examples/pytorch
 
 import os
 import subprocess
@@ -33,7 +35,7 @@ SPECS = os.path.join(HERE, "Inputs", "specs.py")
 
 
 def main():
-    out = sys.argv[1]
+    out, examples = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     check = Checker()
 
@@ -79,6 +81,18 @@ def main():
     # braid-compile could not parse.
     cli("negative-world", [SPECS + ":ops", "--world-size", "-2"],
         "--world-size must be a positive integer, not -2")
+    cli("no-world", [SPECS + ":no_world"],
+        "no world size: pass --world-size, or return world_size (every rank) or data_parallel")
+    # The spec's function is called with the data-parallel size the world
+    # size leaves (data_parallel); one that sizes its batch otherwise is
+    # named.
+    cli("spec-data-parallel", [os.path.join(examples, "mlp.py"), "--world-size", "4", "--arg",
+                               "data_parallel=1"],
+        "the spec returns data_parallel 1, but the world size 4 over tensor-parallel x "
+        "pipeline stages 1 leaves 4")
+    cli("cli-world-not-divisible", [os.path.join(examples, "gpt.py"), "--world-size", "3",
+                                    "--tensor-parallel", "2"],
+        "world_size 3 is not a multiple of tensor_parallel 2 x pipeline_stages 1")
     cli("zero-micro-batches", [SPECS + ":ops", "--micro-batches", "0"],
         "--micro-batches must be a positive integer, not 0")
     for bad_name in ("1bad", "a-b", "a{b}", "@x"):
@@ -165,6 +179,11 @@ def main():
     api("vector-loss", "loss_fn must return a scalar",
         loss_fn=lambda out, y: F.cross_entropy(out, y, reduction="none"))
     api("world-size", "world_size must be a positive integer, not 0", world_size=0)
+    # The world size counts every rank (issue 48): 3 ranks do not make
+    # tensor-parallel pairs.
+    api("world-not-divisible", "world_size 3 is not a multiple of tensor_parallel 2 x "
+        "pipeline_stages 1: the world size counts every rank", world_size=3,
+        tensor_parallel=2, tensor_parallel_plan={"head": "colwise"})
     api("not-tensors", "example_inputs must be a tuple of tensors", x=[1, 2, 3])
     api("global-batch", "global_batch: x is [9, 16] torch.float32, expected [8, 16]",
         global_batch=((torch.randn(9, 16),), (torch.randint(0, 4, (8,)),)))
@@ -213,7 +232,8 @@ def main():
     unused.extra = nn.Linear(2, 2)
     api("unused-parameter", "parameter extra.weight does not reach the loss", model=unused)
     # Tensor-parallel plans (braid.tensor_parallel).
-    tp = lambda plan, size=2: dict(tensor_parallel=size, tensor_parallel_plan=plan)  # noqa: E731
+    tp = lambda plan, size=2: dict(tensor_parallel=size, tensor_parallel_plan=plan,  # noqa: E731
+                                   world_size=size)
     api("tp-no-plan", "tensor_parallel 2 needs a tensor_parallel_plan", tensor_parallel=2)
     api("tp-size", "tensor_parallel must be a positive integer, not 0", tensor_parallel=0)
     api("tp-no-module", "tensor-parallel plan: 'blocks.*.proj' matches no module of Net "

@@ -45,7 +45,7 @@ def main():
     out, examples = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     check = Checker()
-    spec = load_spec(os.path.join(examples, "gpt.py"), world_size=RANKS)
+    spec = load_spec(os.path.join(examples, "gpt.py"), data_parallel=RANKS)
     prefix = os.path.join(out, "gpt")
     exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
                             spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,

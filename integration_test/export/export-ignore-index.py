@@ -55,7 +55,7 @@ def gpt_spec(examples, dp, adamw=False):
     spread on one array here, with every loss within 4e-8 and the first
     step's gradients within 6e-7 by norm); the AdamW case is judged by its
     first step's gradients instead."""
-    spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp)
+    spec = load_spec(os.path.join(examples, "gpt.py"), data_parallel=dp)
     (idx,), (targets,) = spec["global_batch"]
     targets = targets.clone()
     targets[0, :20] = -1
@@ -92,7 +92,7 @@ def first_gradients(check, name, spec, prefix):
 
 def train(check, name, spec, prefix, ignore, tp=1):
     exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
-                            spec["loss_fn"], spec["optimizer"], RANKS // tp, output=prefix,
+                            spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
                             global_batch=spec["global_batch"], tensor_parallel=tp,
                             tensor_parallel_plan=spec.get("tensor_parallel_plan"))
     mlir = open(exported.paths["mlir"]).read()

@@ -70,7 +70,7 @@ def loop_rates(spec, steps):
 def train(check, name, make, prefix, steps, tp=1):
     spec = make()
     exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
-                            spec["loss_fn"], spec["optimizer"], RANKS // tp, output=prefix,
+                            spec["loss_fn"], spec["optimizer"], RANKS, output=prefix,
                             global_batch=spec["global_batch"], tensor_parallel=tp,
                             tensor_parallel_plan=spec.get("tensor_parallel_plan"),
                             lr_scheduler=spec["lr_scheduler"], max_steps=spec["max_steps"],
@@ -122,7 +122,7 @@ def main():
     check = Checker()
 
     def nanogpt():
-        return load_spec(os.path.join(examples, "nanogpt.py"), world_size=RANKS)
+        return load_spec(os.path.join(examples, "nanogpt.py"), data_parallel=RANKS)
     steps = nanogpt()["max_steps"]
     prefix = os.path.join(out, "nanogpt")
     plan, base, losses, state = train(check, "nanogpt", nanogpt, prefix, steps)
@@ -161,8 +161,8 @@ def main():
     # under tensor parallelism 2 with gpt.py's plan (vocabulary-parallel
     # cross-entropy; sequence parallelism, braid-compile's default), 10 steps.
     def nanogpt_tp():
-        spec = load_spec(os.path.join(examples, "nanogpt.py"), world_size=1, max_steps=10)
-        gpt = load_spec(os.path.join(examples, "gpt.py"), world_size=1)
+        spec = load_spec(os.path.join(examples, "nanogpt.py"), data_parallel=1, max_steps=10)
+        gpt = load_spec(os.path.join(examples, "gpt.py"), data_parallel=1)
         return dict(spec, tensor_parallel_plan=gpt["tensor_parallel_plan"])
     train(check, "nanogpt-tp", nanogpt_tp, os.path.join(out, "nanogpt-tp"), 10, tp=2)
     check.finish("export-lr-schedule")

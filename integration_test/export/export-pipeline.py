@@ -63,8 +63,11 @@ def spec_of(model, batch, dp):
 
 
 def export(spec, prefix, dp, batch, **kw):
+    """Exports on dp data-parallel ranks (the world size is every rank: dp x
+    the stages x the tensor-parallel size)."""
+    world = dp * kw.get("pipeline_stages", 1) * kw.get("tensor_parallel", 1)
     return braid.export(spec["model"], spec["example_inputs"], (), spec["loss_fn"],
-                        spec["optimizer"], dp, output=prefix, global_batch=(batch, ()),
+                        spec["optimizer"], world, output=prefix, global_batch=(batch, ()),
                         micro_batches=MICRO, **kw)
 
 
@@ -149,7 +152,7 @@ def main():
                  "micro_batches 3: the batch input tokens has shape [4, 8], whose first "
                  "dimension does not split 3 ways",
                  lambda: braid.export(model, spec["example_inputs"], (), spec["loss_fn"],
-                                      spec["optimizer"], 1, output=bad, micro_batches=3,
+                                      spec["optimizer"], 2, output=bad, micro_batches=3,
                                       pipeline_stages=2, stage_boundaries=["layers.1"]))
     expect_error(check, "an unknown schedule",
                  "pipeline_schedule must be one of 1f1b, gpipe, zb-h1, interleaved, not 'zb-h2'",
@@ -164,7 +167,7 @@ def main():
                  "the interleaved schedule on 2 pipeline ranks needs a multiple of 2 "
                  "micro-batches, not 1",
                  lambda: braid.export(model, spec["example_inputs"], (), spec["loss_fn"],
-                                      spec["optimizer"], 1, output=bad, micro_batches=1,
+                                      spec["optimizer"], 2, output=bad, micro_batches=1,
                                       pipeline_stages=2, pipeline_schedule="interleaved",
                                       virtual_stages=2))
     expect_error(check, "virtual stages with 1f1b",
@@ -220,11 +223,11 @@ def main():
     # head); its gradient part goes down and its update up as each rank's
     # rows.
     for schedule in ("1f1b", "interleaved"):
-        spec = load_spec(os.path.join(sys.argv[2], "gpt.py"), world_size=1)
+        spec = load_spec(os.path.join(sys.argv[2], "gpt.py"), data_parallel=1)
         name = "gpt-pp2-tp2-%s" % schedule
         prefix = os.path.join(out, name)
         e = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
-                         spec["loss_fn"], spec["optimizer"], 1, output=prefix,
+                         spec["loss_fn"], spec["optimizer"], 4, output=prefix,
                          global_batch=spec["global_batch"], micro_batches=MICRO,
                          tensor_parallel=2, tensor_parallel_plan=spec["tensor_parallel_plan"],
                          pipeline_stages=2, pipeline_schedule=schedule,
@@ -261,7 +264,7 @@ def main():
                 loss_fn=torch.nn.functional.cross_entropy,
                 optimizer=torch.optim.AdamW(mlp.parameters(), lr=3e-3, weight_decay=0.1))
     prefix = os.path.join(out, "mlp-pp2-tp2")
-    e = braid.export(mlp, (x,), (y,), spec["loss_fn"], spec["optimizer"], 1, output=prefix,
+    e = braid.export(mlp, (x,), (y,), spec["loss_fn"], spec["optimizer"], 4, output=prefix,
                      global_batch=((x,), (y,)), micro_batches=MICRO, tensor_parallel=2,
                      tensor_parallel_plan={"fc1": "colwise", "fc2": "rowwise"},
                      pipeline_stages=2, stage_boundaries=["fc3"])

@@ -32,7 +32,7 @@ def main():
     check = Checker()
 
     for model_name in ("gpt", "mlp"):
-        spec = load_spec(os.path.join(examples, model_name + ".py"), world_size=RANKS)
+        spec = load_spec(os.path.join(examples, model_name + ".py"), data_parallel=RANKS)
         # The global batch: rank r's rows are r * per_rank ... (r + 1) * per_rank;
         # the example batch is rank 0's.
         (inputs,), (targets,) = spec["global_batch"]

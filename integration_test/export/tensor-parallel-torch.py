@@ -24,6 +24,9 @@
 # moment after one step is (1 - beta1) times the gradient, so braid's saved
 # exp_avg / 0.1 is its gradient, compared with float64 PyTorch's.
 #
+# The command line counts the world size as every rank: --world-size 4
+# --tensor-parallel 2 exports 2 replicas of 2 ranks.
+#
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
 
@@ -73,7 +76,7 @@ def main():
         # padding_idx 37 is a row of the second rank's half of the table
         # (rows 32 to 63): the shard that holds it leaves it out of the
         # embedding's gradient, as torch does (issue 48).
-        spec = load_spec(os.path.join(examples, "gpt.py"), world_size=dp, batch_size=rows,
+        spec = load_spec(os.path.join(examples, "gpt.py"), data_parallel=dp, batch_size=rows,
                          **({} if pad is None else {"padding_idx": pad}))
         (inputs,), (targets,) = spec["global_batch"]
         prefix = os.path.join(out, "gpt-dp%d-tp%d%s-b%d%s%s" % (
@@ -83,7 +86,7 @@ def main():
         if not vocab:
             del tp_plan["wte"]
         exported = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
-                                spec["loss_fn"], spec["optimizer"], dp, output=prefix,
+                                spec["loss_fn"], spec["optimizer"], dp * tp, output=prefix,
                                 global_batch=spec["global_batch"], tensor_parallel=tp,
                                 tensor_parallel_plan=tp_plan)
         split = exported.summary["split"]
@@ -145,10 +148,10 @@ def main():
     # 8 tensor-parallel ranks for 4 heads: the exporter's plan divides (each
     # fused part has 64 rows), the heads do not; braid-compile says where and
     # writes no plan.
-    spec = load_spec(os.path.join(examples, "gpt.py"), world_size=1)
+    spec = load_spec(os.path.join(examples, "gpt.py"), data_parallel=1)
     prefix = os.path.join(out, "gpt-tp8")
     braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
-                 spec["loss_fn"], spec["optimizer"], 1, output=prefix, tensor_parallel=8,
+                 spec["loss_fn"], spec["optimizer"], 8, output=prefix, tensor_parallel=8,
                  tensor_parallel_plan=spec["tensor_parallel_plan"])
     if os.path.exists(prefix + ".plan"):
         os.remove(prefix + ".plan")
@@ -159,6 +162,38 @@ def main():
           "(size 4) does not divide by the tensor-parallel size 8" in p.stderr,
           "tp 8 with 4 heads: braid-compile exits %d: %s" % (
               p.returncode, (p.stderr.strip().splitlines() or [""])[0]))
+
+    # The world size counts every rank (issue 48): `--world-size 4
+    # --tensor-parallel 2` is 2 data-parallel replicas of 2 ranks, the spec's
+    # function called with data_parallel=2 (its global batch 2 x 4 rows);
+    # without --world-size the spec's data_parallel (2) times the
+    # tensor-parallel size is the world size.
+    spec = load_spec(os.path.join(examples, "gpt.py"), data_parallel=2)
+    rows = spec["example_inputs"][0].shape[0]
+    # A spec that sets its own tensor_parallel is called again with the
+    # data-parallel size that leaves (first with 4, then with 2).
+    own = os.path.join(out, "gpt_tp2_spec.py")
+    with open(own, "w") as f:
+        f.write("import sys\nsys.path.insert(0, %r)\nimport gpt\n\n\n"
+                "def build(data_parallel=1):\n"
+                "    return dict(gpt.build(data_parallel=data_parallel), tensor_parallel=2)\n"
+                % os.path.abspath(examples))
+    gpt_py = os.path.join(examples, "gpt.py")
+    for name, spec_file, flags in (
+            ("cli-w4-tp2", gpt_py, ["--world-size", "4", "--tensor-parallel", "2"]),
+            ("cli-tp2", gpt_py, ["--tensor-parallel", "2"]),
+            ("cli-w4-spec-tp2", own, ["--world-size", "4"])):
+        prefix = os.path.join(out, name)
+        p = braidtest.run([sys.executable, "-m", "braid.export", spec_file, "-o", prefix]
+                          + flags)
+        first = p.stdout.splitlines()[0]
+        with np.load(prefix + ".batch.npz") as batch:
+            batch_rows = {k: batch[k].shape[0] for k in batch.files}
+        check(first == "exported GPT: @gpt_step, 4 ranks (2 data-parallel x 2 tensor-parallel), "
+              "AdamW" and "shard.grid @world(shape = 2x2)" in open(prefix + ".mlir").read()
+              and set(batch_rows.values()) == {2 * rows},
+              "braid.export %s %s: %r, a grid of 2 x 2, the global batch 2 x %d rows (%s)"
+              % (os.path.basename(spec_file), " ".join(flags), first, rows, batch_rows))
 
     check.finish("tensor-parallel-torch")
 

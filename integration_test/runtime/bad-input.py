@@ -275,14 +275,14 @@ def main():
     # group's pieces gathered) run under the deadline too, which names the
     # phase and the rank that never sent; no file is left, not even a part.
     for kind, flags, stuck in (
-            ("pipeline 2", ["--pp", "2", "--micro-batches", "2"],
+            ("pipeline 2", ["--world-size", "2", "--pp", "2", "--micro-batches", "2"],
              "stuck saving: receiving stage 1's state from rank 1, which never sent it"),
-            ("tensor parallel 2", ["--tp", "2"],
+            ("tensor parallel 2", ["--world-size", "2", "--tp", "2"],
              "stuck saving: making the tensor-parallel groups' communicators")):
         name = kind.replace(" ", "")
         end_mlir = os.path.join(out, name + ".mlir")
-        braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--tiny", "--world-size",
-                       "1"] + flags + ["-o", end_mlir])
+        braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--tiny"] + flags +
+                      ["-o", end_mlir])
         end_plan = os.path.join(out, name + ".plan")
         braidtest.compile_step(end_mlir, end_plan)
         saved = os.path.join(out, name + "-end.npz")

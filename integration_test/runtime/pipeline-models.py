@@ -108,7 +108,7 @@ def main():
         ref = np.load(want_save)
         for schedule in PIPELINE_SCHEDULES:
             for cut in (CUTS[schedule], None):
-                flags = ["--world-size", str(dp), "--pp", "2", "--micro-batches", "4",
+                flags = ["--world-size", str(2 * dp), "--pp", "2", "--micro-batches", "4",
                          "--schedule-pp", schedule] + (["--stage-boundaries", cut] if cut else [])
                 name = "pp-dp%d-%s-%s" % (dp, schedule, cut or "balanced")
                 plan = model(out, name, *flags)
@@ -153,8 +153,9 @@ def main():
     ref = np.load(os.path.join(out, "acc-clip.npz"))
     for schedule in PIPELINE_SCHEDULES:
         save = os.path.join(out, "pp-clip-%s.npz" % schedule)
-        got = train(model(out, "pp-clip-" + schedule, *clip, "--pp", "2", "--schedule-pp",
-                          schedule, "--stage-boundaries", CUTS[schedule]), 2, save)
+        got = train(model(out, "pp-clip-" + schedule, *clip[2:], "--world-size", "2",
+                          "--pp", "2", "--schedule-pp", schedule,
+                          "--stage-boundaries", CUTS[schedule]), 2, save)
         worst = max(abs(a - b) / abs(b) for a, b in zip(got, want)) if got else 1
         saved = np.load(save)
         arrays = max(rel_to_largest(saved[k], ref[k]) for k in ref.files)
@@ -172,9 +173,9 @@ def main():
         tag = "-clip" if clip else ""
         tp_save = os.path.join(out, "tp2%s.npz" % tag)
         pptp_save = os.path.join(out, "pp2tp2%s.npz" % tag)
-        want = train(model(out, "tp2" + tag, "--world-size", "1", "--tp", "2", "--micro-batches",
+        want = train(model(out, "tp2" + tag, "--world-size", "2", "--tp", "2", "--micro-batches",
                            "2", *clip), 2, tp_save)
-        got = train(model(out, "pp2tp2" + tag, "--world-size", "1", "--tp", "2", "--pp", "2",
+        got = train(model(out, "pp2tp2" + tag, "--world-size", "4", "--tp", "2", "--pp", "2",
                           "--micro-batches", "2", "--stage-boundaries", "h2", *clip), 4, pptp_save)
         worst = max(abs(a - b) / abs(b) for a, b in zip(got, want)) if got and want else 1
         ref, saved = np.load(tp_save), np.load(pptp_save)
@@ -209,13 +210,14 @@ def main():
     # attention weight and its bias, whose product is split over the
     # tensor-parallel ranks and which no transfer moves: it now cuts only
     # where the crossing values are whole, and trains the same.
-    gpt_tp = ["gpt", "--tiny", "--layers", "2", "--world-size", "1", "--tp", "2",
-              "--micro-batches", "2"]
+    gpt_tp = ["gpt", "--tiny", "--layers", "2", "--tp", "2", "--micro-batches", "2"]
     plans = {}
-    cuts = {"h0.attn": ["--pp", "2", "--stage-boundaries", "h0.attn"],
-            "ln_f": ["--pp", "2", "--stage-boundaries", "ln_f"],
-            "balanced-interleaved": ["--pp", "2", "--schedule-pp", "interleaved"]}
-    for name, flags in [("gpt-tp2", [])] + [("gpt-pp2tp2-" + c, f) for c, f in cuts.items()]:
+    pp2 = ["--world-size", "4", "--pp", "2"]
+    cuts = {"h0.attn": pp2 + ["--stage-boundaries", "h0.attn"],
+            "ln_f": pp2 + ["--stage-boundaries", "ln_f"],
+            "balanced-interleaved": pp2 + ["--schedule-pp", "interleaved"]}
+    for name, flags in [("gpt-tp2", ["--world-size", "2"])] + \
+            [("gpt-pp2tp2-" + c, f) for c, f in cuts.items()]:
         mlir = os.path.join(out, name + ".mlir")
         braidtest.run([sys.executable, "-m", "braid.models"] + gpt_tp + flags + ["-o", mlir])
         plans[name] = os.path.join(out, name + ".plan")
@@ -239,13 +241,14 @@ def main():
     # A GPT ties its lm head to the token embedding: the last stage keeps a
     # copy of the table, sends its part of the gradient down and receives
     # the update at the end of the step.
-    gpt = ["gpt", "--tiny", "--layers", "4", "--world-size", "1", "--micro-batches", "2"]
+    gpt = ["gpt", "--tiny", "--layers", "4", "--micro-batches", "2"]
     for schedule in PIPELINE_SCHEDULES:
         acc_save, pp_save = os.path.join(out, "gpt-acc.npz"), os.path.join(out, "gpt-pp.npz")
         plans = []
-        for name, flags in (("gpt-acc", []), ("gpt-pp-" + schedule,
-                                               ["--pp", "2", "--schedule-pp", schedule,
-                                                "--stage-boundaries", CUTS[schedule]])):
+        for name, flags in (("gpt-acc", ["--world-size", "1"]),
+                            ("gpt-pp-" + schedule, ["--world-size", "2", "--pp", "2",
+                                                    "--schedule-pp", schedule,
+                                                    "--stage-boundaries", CUTS[schedule]])):
             mlir = os.path.join(out, name + ".mlir")
             braidtest.run([sys.executable, "-m", "braid.models"] + gpt + flags + ["-o", mlir])
             plans.append(os.path.join(out, name + ".plan"))

@@ -47,7 +47,7 @@ def check(ok, what):
 def build(out, name, model, dp, tp, *extra, flags=(), tiny=True):
     mlir = os.path.join(out, name + ".mlir")
     braidtest.run([sys.executable, "-m", "braid.models", model] + (["--tiny"] if tiny else []) +
-                  ["--world-size", str(dp), "--tp", str(tp), "-o", mlir] + list(extra))
+                  ["--world-size", str(dp * tp), "--tp", str(tp), "-o", mlir] + list(extra))
     plan = os.path.join(out, name + ".plan")
     braidtest.compile_step(mlir, plan, *flags)
     return plan

@@ -49,7 +49,7 @@ def main():
     # The issue's case: braid.models' GPT (GPT-2 small's shapes, 8
     # sequences of 1024 a micro-batch), 8 micro-batches, 2 replicas.
     m = 8
-    braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--world-size", "2", "--layers",
+    braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--world-size", "8", "--layers",
                    "8", "--pp", "4", "--micro-batches", str(m), "-o", mlir])
     compiled = braidtest.run([braidtest.tool("braid-compile"), mlir, "--report", "-o", plan])
     found = re.search(r"stage boundaries balanced by the cost model: (.*); forward and backward "

@@ -229,13 +229,23 @@ def main(argv=None):
                     "when braid differs beyond the tolerance.")
     parser.add_argument("spec", help="the spec, as for python3 -m braid.export")
     parser.add_argument("--world-size", type=int, required=True,
-                        help="the data-parallel ranks braid-run trained on (the spec's "
-                             "world_size; PyTorch is run as DDP on that many)")
+                        help="the ranks braid-run trained on, every one (braid.export's "
+                             "--world-size); PyTorch is run as DDP on the data-parallel size")
+    parser.add_argument("--tensor-parallel", type=int, default=1, metavar="N",
+                        help="the tensor-parallel size it was exported with (default 1)")
+    parser.add_argument("--pipeline-stages", type=int, default=1, metavar="P",
+                        help="the pipeline stages it was exported with (default 1)")
     parser.add_argument("--losses", required=True,
                         help="braid-run's output (its 'step K/N loss L' lines)")
     parser.add_argument("--state", required=True, help="braid-run --save's .npz")
     args = parser.parse_args(argv)
+    from braid.ir import data_parallel_degree
     from braid.spec import load_spec
+    try:
+        data_parallel = data_parallel_degree(args.world_size, args.tensor_parallel,
+                                             args.pipeline_stages)
+    except ValueError as e:
+        parser.error(str(e))
     try:
         with open(args.losses) as f:
             losses = [float(l.split()[-1]) for l in f if l.startswith("step ")]
@@ -248,7 +258,7 @@ def main(argv=None):
         print("braid.compare: error: %s has no 'step K/N loss L' line" % args.losses,
               file=sys.stderr)
         return 2
-    spec = load_spec(args.spec, world_size=args.world_size)
+    spec = load_spec(args.spec, data_parallel=data_parallel)
     if "global_batch" not in spec:
         print("braid.compare: error: the spec has no global_batch to train PyTorch on",
               file=sys.stderr)
@@ -257,7 +267,7 @@ def main(argv=None):
     # ranks' average (the same as the global batch's mean loss unless
     # targets are ignored unevenly).
     r = against_pytorch(spec, spec["global_batch"], losses, state, len(losses),
-                        ranks=args.world_size)
+                        ranks=data_parallel)
     print("the loss fell from %.6f to %.6f; PyTorch on the same global batch: %.6f -> %.6f"
           % (losses[0], losses[-1], r["torch_losses"][0], r["torch_losses"][-1]))
     for line in describe(r):

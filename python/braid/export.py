@@ -6,11 +6,15 @@
 
     python3 -m braid.export examples/pytorch/gpt.py -o build/gpt --world-size 2
 
+The world size counts every rank, as torch, Megatron and mpirun count them:
+with tensor or pipeline parallelism the data-parallel size is
+world_size / (tensor_parallel x pipeline_stages).
+
 AOT autograd (functorch.compile.aot_function, in torch 1.13 and 2.x) traces
 `loss_fn(model(*example_inputs), *example_targets)` and its backward into
 one joint graph of aten ops. braid.aten lowers each op to braid ops; this
 module adds one data-parallel gradient all-reduce (average) per parameter
-on a grid of `world_size` ranks, right after the gradient is complete, and
+over the data-parallel ranks of a grid of `world_size` ranks, right after the gradient is complete, and
 the optimizer's update (torch.optim.SGD or AdamW, with their
 hyper-parameters and state read from the optimizer instance). It writes
 
@@ -26,7 +30,6 @@ aten op without a lowering is an error naming the op and the module it
 came from, and nothing is written. docs/Tutorial.md walks through it.
 """
 
-import argparse
 import collections
 import os
 import re
@@ -36,13 +39,12 @@ import types
 import numpy as np
 import torch
 
-from braid._cli import module_command
 from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_groups,
                           _parameters, _tensors, _trace)
 from braid import recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, RandomState, op_name
 from braid.ir import MAX_MICRO_BATCHES, PIPELINE_SCHEDULES, StepBuilder, check_virtual_stages
-from braid.spec import _parse_value, load_spec, torch_reference
+from braid.spec import load_spec, torch_reference
 from braid.tensor_parallel import shardings as tensor_parallel_shardings
 
 __all__ = ["export", "Exported", "ExportError", "SUPPORTED_OPS", "load_spec",
@@ -88,17 +90,20 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     loss_fn          loss = loss_fn(model(*example_inputs), *example_targets), a scalar
     optimizer        a torch.optim.SGD or AdamW (Adam without weight decay) over
                      the model's parameters; its hyper-parameters and state are read
-    world_size       the number of data-parallel ranks
+    world_size       the number of ranks, every one (as torch.distributed's
+                     world size); the data-parallel size is world_size /
+                     (tensor_parallel x pipeline_stages), which must divide
     output           a path prefix: when given, writes PREFIX.mlir, PREFIX.npz
                      and PREFIX.batch.npz (only once everything has succeeded)
     name             the step function's name (default: the model's class, "_step")
     input_names, target_names
                      the batch arguments' names (default: the parameter names of
                      model.forward and of loss_fn after its first)
-    global_batch     optional (inputs, targets) of all ranks, world_size times the
-                     example batch along dimension 0, written as the batch file
-    tensor_parallel  ranks of the tensor-parallel axis per data-parallel rank:
-                     the grid is world_size x tensor_parallel
+    global_batch     optional (inputs, targets) of all data-parallel ranks, the
+                     data-parallel size times the example batch along dimension
+                     0, written as the batch file
+    tensor_parallel  the tensor-parallel size: the grid is world_size /
+                     tensor_parallel data-parallel ranks x tensor_parallel
     tensor_parallel_plan
                      which modules to split, in the vocabulary of
                      torch.distributed.tensor.parallel (braid.tensor_parallel);
@@ -135,8 +140,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      are multiplied by 1 / S before clipping and the update, as
                      torch.cuda.amp.GradScaler.unscale_ does (its dynamic
                      scale, which skips steps, is not supported)
-    pipeline_stages  pipeline parallelism: the grid is pipeline_stages x
-                     world_size (x tensor_parallel), the step written is one
+    pipeline_stages  pipeline parallelism: the grid is pipeline_stages x the
+                     data-parallel size (x tensor_parallel), the step written is one
                      micro-batch's, and braid-compile splits it into a program
                      per stage that runs `micro_batches` micro-batches in
                      `pipeline_schedule`'s order ("gpipe", "1f1b", "zb-h1" or
@@ -198,6 +203,12 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
 
     pipeline = _pipeline(model, pipeline_stages, stage_boundaries, pipeline_schedule,
                          tensor_parallel, virtual_stages, micro_batches)
+    if world_size % (tensor_parallel * pipeline_stages):
+        raise ExportError("world_size %d is not a multiple of tensor_parallel %d x "
+                          "pipeline_stages %d: the world size counts every rank, the "
+                          "data-parallel size is what those leave of it"
+                          % (world_size, tensor_parallel, pipeline_stages))
+    data_parallel = world_size // (tensor_parallel * pipeline_stages)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
         raise ExportError("seed must be an integer in [0, 2^32), not %r" % (seed,))
     half = _autocast_dtype(autocast)
@@ -251,13 +262,15 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
             raise ExportError("global_batch has %d tensors, the example batch %d"
                               % (len(examples), len(inputs + targets)))
         for n, g, t in zip(input_names + target_names, examples, inputs + targets):
-            want = (world_size * t.shape[0],) + tuple(t.shape[1:]) if t.dim() else None
+            want = (data_parallel * t.shape[0],) + tuple(t.shape[1:]) if t.dim() else None
             if want is None or tuple(g.shape) != want or g.dtype != t.dtype:
-                raise ExportError("global_batch: %s is %s %s, expected %s %s (world_size times "
-                                  "the example along dimension 0)" % (
-                                      n, list(g.shape), g.dtype, list(want or ()), t.dtype))
+                raise ExportError("global_batch: %s is %s %s, expected %s %s (the "
+                                  "data-parallel size %d times the example along dimension 0)"
+                                  % (n, list(g.shape), g.dtype, list(want or ()), t.dtype,
+                                     data_parallel))
     batch = {n: t.detach().cpu().numpy() for n, t in zip(input_names + target_names, examples)}
-    summary.update(model=type(model).__name__, world_size=world_size, micro_batches=micro_batches,
+    summary.update(model=type(model).__name__, world_size=world_size,
+                   data_parallel=data_parallel, micro_batches=micro_batches,
                    max_grad_norm=max_grad_norm, autocast=autocast, reduce_dtype=reduce_in,
                    loss_scale=loss_scale,
                    micro_rows=(micro_inputs + micro_targets)[0].shape[0],
@@ -618,162 +631,9 @@ def _array(t, p):
 # -- command line ----------------------------------------------------------------------
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog=module_command("braid.export"),
-        description="Export a PyTorch model's data-parallel training step as braid IR. "
-                    "SPEC names a function (FILE.py:FUNC or package.module:FUNC, FUNC "
-                    "defaulting to build; called with world_size=N when it takes it and "
-                    "--world-size is given) that returns a dict with model, example_inputs, "
-                    "example_targets, loss_fn, optimizer and optionally world_size, "
-                    "input_names, target_names, global_batch, tensor_parallel_plan, "
-                    "lr_scheduler, max_steps, micro_batches, max_grad_norm, autocast, "
-                    "reduce_dtype, loss_scale, pipeline_stages, stage_boundaries, "
-                    "pipeline_schedule, virtual_stages.")
-    parser.add_argument("spec", metavar="SPEC", nargs="?")
-    parser.add_argument("--list-ops", action="store_true",
-                        help="print the aten ops that have a braid lowering and exit")
-    parser.add_argument("-o", "--output", metavar="PREFIX",
-                        help="writes PREFIX.mlir, PREFIX.npz, PREFIX.batch.npz")
-    parser.add_argument("--world-size", type=int, help="data-parallel ranks (overrides the spec's)")
-    parser.add_argument("--tensor-parallel", type=int, metavar="N",
-                        help="tensor-parallel ranks per data-parallel rank, split by the "
-                             "spec's tensor_parallel_plan (overrides the spec's "
-                             "tensor_parallel; default 1)")
-    parser.add_argument("--max-steps", type=int, metavar="N",
-                        help="steps of the spec's lr_scheduler to write (overrides the "
-                             "spec's max_steps)")
-    parser.add_argument("--micro-batches", type=int, metavar="K",
-                        help="gradient accumulation over K micro-batches of each rank's batch "
-                             "(overrides the spec's micro_batches; default 1)")
-    parser.add_argument("--max-grad-norm", type=float, metavar="NORM",
-                        help="clip gradients to this global norm, as "
-                             "torch.nn.utils.clip_grad_norm_ (overrides the spec's "
-                             "max_grad_norm)")
-    parser.add_argument("--autocast", choices=["bf16", "fp16"],
-                        help="mixed precision as torch.autocast: bf16 or fp16 compute, f32 "
-                             "master weights (overrides the spec's autocast)")
-    parser.add_argument("--loss-scale", type=float, metavar="S",
-                        help="a static loss scale (overrides the spec's loss_scale)")
-    parser.add_argument("--reduce-dtype", choices=["fp32", "bf16", "fp16"],
-                        help="the type gradients are all-reduced in (overrides the spec's "
-                             "reduce_dtype; default fp32)")
-    parser.add_argument("--pipeline-stages", type=int, metavar="P",
-                        help="pipeline parallelism over P stages, split at the spec's "
-                             "stage_boundaries (overrides the spec's pipeline_stages; "
-                             "default 1)")
-    parser.add_argument("--stage-boundaries", metavar="M1,M2,...",
-                        help="the modules starting each stage after the first (overrides "
-                             "the spec's stage_boundaries; default: balanced)")
-    parser.add_argument("--pipeline-schedule", choices=PIPELINE_SCHEDULES,
-                        help="the order of a stage's micro-batches (overrides the spec's "
-                             "pipeline_schedule; default 1f1b)")
-    parser.add_argument("--virtual-stages", type=int, metavar="V",
-                        help="with --pipeline-schedule interleaved: virtual stages per rank "
-                             "(overrides the spec's virtual_stages; default 2 with the "
-                             "interleaved schedule)")
-    parser.add_argument("--name", help="the step function's name")
-    parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
-                        help="a keyword argument for FUNC (repeatable)")
-    args = parser.parse_args(argv)
-    if args.list_ops:
-        print("\n".join(SUPPORTED_OPS))
-        return 0
-    if not args.spec or not args.output:
-        parser.error("SPEC and -o PREFIX are required")
-    try:
-        if args.output.endswith(os.sep) or os.path.isdir(args.output):
-            raise ExportError("-o takes a path prefix (it writes PREFIX.mlir, PREFIX.npz and "
-                              "PREFIX.batch.npz), not the directory %r" % args.output)
-        # Counts are checked before the spec's function is called with them
-        # (a world size of -2 reached the user's code, ending in a traceback).
-        for option in ("world_size", "tensor_parallel", "max_steps", "micro_batches",
-                       "pipeline_stages", "virtual_stages"):
-            value = getattr(args, option)
-            if value is not None and value < 1:
-                raise ExportError("--%s must be a positive integer, not %d"
-                                  % (option.replace("_", "-"), value))
-        kwargs = {}
-        for a in args.arg:
-            key, eq, value = a.partition("=")
-            if not eq or not key:
-                raise ExportError("--arg takes KEY=VALUE, not %r" % a)
-            kwargs[key] = _parse_value(value)
-        spec = load_spec(args.spec, world_size=args.world_size, **kwargs)
-        world = args.world_size if args.world_size is not None else spec.get("world_size")
-        schedule_pp = args.pipeline_schedule or spec.get("pipeline_schedule", "1f1b")
-        if world is None:
-            raise ExportError("no world size: pass --world-size or return world_size")
-        result = export(spec["model"], spec["example_inputs"], spec["example_targets"],
-                        spec["loss_fn"], spec["optimizer"], world, name=args.name,
-                        input_names=spec.get("input_names"),
-                        target_names=spec.get("target_names"),
-                        global_batch=spec.get("global_batch"),
-                        tensor_parallel=args.tensor_parallel if args.tensor_parallel is not None
-                        else spec.get("tensor_parallel", 1),
-                        tensor_parallel_plan=spec.get("tensor_parallel_plan"),
-                        lr_scheduler=spec.get("lr_scheduler"),
-                        max_steps=args.max_steps if args.max_steps is not None
-                        else spec.get("max_steps"),
-                        micro_batches=args.micro_batches if args.micro_batches is not None
-                        else spec.get("micro_batches", 1),
-                        max_grad_norm=args.max_grad_norm if args.max_grad_norm is not None
-                        else spec.get("max_grad_norm"),
-                        autocast=args.autocast if args.autocast is not None
-                        else spec.get("autocast"),
-                        reduce_dtype=args.reduce_dtype if args.reduce_dtype is not None
-                        else spec.get("reduce_dtype"),
-                        loss_scale=args.loss_scale if args.loss_scale is not None
-                        else spec.get("loss_scale"),
-                        pipeline_stages=args.pipeline_stages
-                        if args.pipeline_stages is not None
-                        else spec.get("pipeline_stages", 1),
-                        stage_boundaries=args.stage_boundaries.split(",")
-                        if args.stage_boundaries is not None
-                        else spec.get("stage_boundaries"),
-                        pipeline_schedule=schedule_pp,
-                        virtual_stages=args.virtual_stages if args.virtual_stages is not None
-                        else spec.get("virtual_stages",
-                                      2 if schedule_pp == "interleaved" else 1))
-        paths = result.write(args.output)
-    except ExportError as e:
-        print("braid.export: error: %s" % e, file=sys.stderr)
-        print("braid.export: nothing written", file=sys.stderr)
-        return 1
-    s = result.summary
-    tp = s["tensor_parallel"]
-    print("exported %s: @%s, %d ranks%s, %s" % (
-        s["model"], s["function"], s["world_size"] * tp,
-        " (%d data-parallel x %d tensor-parallel)" % (s["world_size"], tp) if tp > 1 else "",
-        s["optimizer"]))
-    if tp > 1:
-        print("  tensor-parallel %d parameters split (%s)" % (
-            len(s["split"]), ", ".join("%s: %s" % kv for kv in sorted(s["split"].items())[:4])
-            + (", ..." if len(s["split"]) > 4 else "")))
-    print("  parameters      %d tensors, %d elements" % (len(s["parameters"]),
-                                                          s["parameter_elements"]))
-    for alias, name in sorted(s["tied"].items()):
-        print("  tied            %s is %s (gradients summed)" % (alias, name))
-    print("  joint graph     %d aten ops of %d kinds -> %d braid ops"
-          % (sum(s["aten_ops"].values()), len(s["aten_ops"]), s["braid_ops"]))
-    for n, rates in (s["schedule"] or {}).items():
-        print("  schedule        %s over %d steps: %.4g at step 1, %.4g at most, %.4g at step %d"
-              % (n, len(rates), rates[0], rates.max(), rates[-1], len(rates)))
-    if s["max_grad_norm"] is not None:
-        print("  clipping        gradients to a global norm of %g" % s["max_grad_norm"])
-    if s["autocast"] is not None:
-        print("  autocast        %s compute as torch.autocast casts it, f32 master weights; "
-              "gradients all-reduced in %s%s" % (s["autocast"], s["reduce_dtype"] or "f32",
-                                                 "; loss scale %g" % s["loss_scale"]
-                                                 if s["loss_scale"] else ""))
-    if s["micro_batches"] > 1:
-        k = s["micro_batches"]
-        print("  micro-batches   %d per step, %d rows each; gradients accumulated, all-reduced "
-              "once after the last" % (k, s["micro_rows"]))
-    print("  batch           %s" % ", ".join("%s %s %s" % (n, list(a.shape), a.dtype)
-                                            for n, a in result.batch.items()))
-    for key in ("mlir", "params", "batch"):
-        print("  wrote           %s" % paths[key])
-    return 0
+    """`python3 -m braid.export`: braid.export_cli."""
+    from braid.export_cli import main as cli_main
+    return cli_main(argv)
 
 
 class _CallableModule(types.ModuleType):

@@ -103,19 +103,37 @@ def _scale(grad_scale):
     return " grad_scale = %s" % grad_scale
 
 
+def data_parallel_degree(world_size, tp=1, pp=1):
+    """The data-parallel degree of `world_size` ranks (every rank, as torch,
+    Megatron and mpirun count them) split into `pp` pipeline stages of `tp`
+    tensor-parallel ranks. Raises ValueError when they do not divide it."""
+    for name, value in (("world size", world_size), ("tensor-parallel size", tp),
+                        ("pipeline-parallel size", pp)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError("the %s must be a positive integer, not %r" % (name, value))
+    if world_size % (tp * pp):
+        raise ValueError("the world size %d is not a multiple of the tensor-parallel size %d "
+                         "x the pipeline-parallel size %d (the world size counts every rank; "
+                         "the data-parallel size is what is left)" % (world_size, tp, pp))
+    return world_size // (tp * pp)
+
+
 class StepBuilder:
     """Builds one `func.func` training step on a data-parallel grid."""
 
     def __init__(self, name, world_size, grid="world", tp=1, pp=1):
-        """`world_size` data-parallel ranks; with `tp` > 1 the grid is
-        `world_size x tp`, the tensor-parallel axis innermost, and the
-        parameters given a sharding by `shard` are split over it. With `pp`
-        > 1 a pipeline axis of `pp` stages comes first, outermost (stages
-        apart, as Megatron-LM places them), and `pipeline` says how
-        braid-compile splits the step (docs/Pipeline.md)."""
+        """`world_size` ranks in all (every rank of the grid); the
+        data-parallel size is what `tp` and `pp` leave of it. With `tp` > 1
+        the grid is `data_parallel x tp`, the tensor-parallel axis innermost,
+        and the parameters given a sharding by `shard` are split over it.
+        With `pp` > 1 a pipeline axis of `pp` stages comes first, outermost
+        (stages apart, as Megatron-LM places them), and `pipeline` says how
+        braid-compile splits the step (docs/Pipeline.md). Raises ValueError
+        when `tp` x `pp` does not divide `world_size`."""
         self.name = name
         self.grid = grid
         self.world_size = world_size
+        self.data_parallel = data_parallel_degree(world_size, tp, pp)
         self.tp = tp
         self.pp = pp
         self.pipeline_attrs = None
@@ -509,7 +527,7 @@ class StepBuilder:
     # -- output ------------------------------------------------------------------
     def text(self, header=""):
         out = [header] if header else []
-        dims = ([self.pp] if self.pp > 1 else []) + [self.world_size] + \
+        dims = ([self.pp] if self.pp > 1 else []) + [self.data_parallel] + \
             ([self.tp] if self.tp > 1 else [])
         if self.pipeline_attrs:
             out.append("module attributes {braid.pipeline = %s} {" % self.pipeline_attrs)

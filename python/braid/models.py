@@ -13,7 +13,7 @@ import math
 import sys
 
 from braid._cli import module_command
-from braid.ir import MAX_MICRO_BATCHES, PIPELINE_SCHEDULES, StepBuilder
+from braid.ir import MAX_MICRO_BATCHES, PIPELINE_SCHEDULES, StepBuilder, data_parallel_degree
 
 
 def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
@@ -115,7 +115,8 @@ def transformer(kind, batch, seq, hidden, heads, vocab, layers, world_size=8,
     is complete. `reduce_dtype` is the type the gradients are all-reduced in
     (default: theirs, f32 with master weights), cast back after the
     backward.
-    With `tp` > 1 the grid is `world_size x tp` with Megatron's layout:
+    `world_size` counts every rank; with `tp` > 1 the grid is
+    `world_size / tp` data-parallel ranks x `tp` with Megatron's layout:
     the fused q/k/v projection, the MLP's first matrices (and gate)
     column-parallel by whole heads, the output projections row-parallel;
     norms and the output biases replicated; the embeddings too unless
@@ -466,14 +467,15 @@ def main(argv=None):
                "No weights are written: braid-run initializes them.")
     parser.add_argument("model", choices=sorted(MODELS) + sorted(PRESETS))
     parser.add_argument("--world-size", type=int, default=8,
-                        help="ranks of the data-parallel grid (default 8)")
+                        help="every rank of the grid, as torch and mpirun count them: the "
+                             "data-parallel size is WORLD_SIZE / (TP x PP) (default 8)")
     parser.add_argument("--tp", type=int, default=1,
-                        help="tensor-parallel ranks per data-parallel rank: the grid is "
-                             "WORLD_SIZE x TP with Megatron's sharding of the parameters, "
+                        help="tensor-parallel size: the grid is WORLD_SIZE / TP data-parallel "
+                             "ranks x TP with Megatron's sharding of the parameters, "
                              "for braid-tensor-parallel (default 1: data parallel only)")
     parser.add_argument("--pp", type=int, default=1,
-                        help="pipeline stages: the grid is PP x WORLD_SIZE (x TP), the step "
-                             "one micro-batch's, which braid-compile splits into stage "
+                        help="pipeline stages: the grid is PP x WORLD_SIZE / PP (/ TP x TP), "
+                             "the step one micro-batch's, which braid-compile splits into stage "
                              "programs (braid-pipeline; default 1: no pipeline)")
     parser.add_argument("--schedule-pp", choices=PIPELINE_SCHEDULES, default=None,
                         help="with --pp: the order of a stage's micro-batches (default 1f1b)")
@@ -530,6 +532,10 @@ def main(argv=None):
         parser.error("--vocab-parallel needs --tp above 1")
     if args.pp < 1:
         parser.error("--pp must be at least 1")
+    try:
+        data_parallel_degree(args.world_size, args.tp, args.pp)
+    except ValueError as e:
+        parser.error(str(e))
     if args.pp == 1 and (args.schedule_pp or args.stage_boundaries):
         parser.error("--schedule-pp and --stage-boundaries need --pp above 1")
     if args.virtual_stages is not None and args.schedule_pp != "interleaved":

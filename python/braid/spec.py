@@ -16,18 +16,21 @@ import torch
 from braid.aten import ExportError
 
 
-def load_spec(spec, world_size=None, **kwargs):
+def load_spec(spec, data_parallel=None, **kwargs):
     """The dict that SPEC's function returns: SPEC is FILE.py[:FUNC] or
     package.module[:FUNC] (FUNC defaults to `build`), called with `kwargs`,
-    and with `world_size` when it is given and FUNC takes it (a spec sizes
-    its global batch by it). Raises ExportError on a bad spec."""
+    and with `data_parallel` (the data-parallel size: the world size over
+    the tensor-parallel and pipeline sizes) when it is given and FUNC takes
+    it (a spec sizes its global batch by it). Raises ExportError on a bad
+    spec."""
     fn = _load_spec(spec)
     try:
         accepts = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         accepts = {}
-    if world_size is not None and "world_size" in accepts and "world_size" not in kwargs:
-        kwargs["world_size"] = world_size
+    if data_parallel is not None and "data_parallel" in accepts and \
+            "data_parallel" not in kwargs:
+        kwargs["data_parallel"] = data_parallel
     try:
         result = fn(**kwargs)
     except TypeError as e:

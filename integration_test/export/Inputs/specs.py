@@ -132,6 +132,13 @@ def functions(seed=0):
                 optimizer=torch.optim.AdamW(model.parameters(), lr=1e-2))
 
 
+def no_world(seed=0):
+    """A spec that says neither its world size nor its data-parallel size."""
+    s = ops(seed)
+    del s["world_size"]
+    return s
+
+
 def spec(model, x, y, optimizer=None, loss_fn=None, world_size=1):
     return dict(model=model, example_inputs=(x,), example_targets=(y,),
                 loss_fn=loss_fn or F.cross_entropy,

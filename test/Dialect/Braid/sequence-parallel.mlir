@@ -5,13 +5,13 @@
 // backward mirrors it, and the layer norms' gamma and beta gradients
 // (partial sums over the tokens) are all-reduced over the axis.
 //
-// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 1 --tp 2 \
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
 // RUN:   | braid-opt --braid-tensor-parallel --braid-sequence-parallel | FileCheck %s
-// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 1 --tp 2 \
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
 // RUN:   | braid-opt --braid-tensor-parallel --braid-sequence-parallel | FileCheck %s --check-prefix=COUNT
 // It compiles and the schedule verifier proves it (braid-compile runs the
 // pass by default).
-// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 1 --tp 2 \
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
 // RUN:   > %t.mlir
 // RUN: braid-compile %t.mlir -o %t.plan
 // Without a tensor-parallel step nothing changes.

@@ -6,19 +6,19 @@
 // each rank holding whole heads, and the data-parallel gradient
 // all-reduces on axis 0 on the local pieces.
 //
-// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 4 --tp 2 \
 // RUN:   | braid-opt --braid-tensor-parallel | FileCheck %s
-// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 4 --tp 2 \
 // RUN:   | braid-opt --braid-tensor-parallel | FileCheck %s --check-prefix=COUNT
 // The partitioned step compiles with the overlap passes, and the schedule
 // verifier proves it.
-// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 4 --tp 2 \
 // RUN:   | braid-opt --braid-tensor-parallel --braid-overlap | braid-opt --braid-verify-schedule \
 // RUN:   | FileCheck %s --check-prefix=OVERLAP
 // braid-compile partitions it, overlaps, plans memory and proves the plan
 // (the tensor-parallel all-reduces' inputs are read until their waits on the
 // compute stream, and their bytes reused after: the live-bytes check).
-// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 4 --tp 2 \
 // RUN:   > %t.mlir
 // RUN: braid-compile %t.mlir -o %t.plan
 // RUN: braid-compile %t.mlir --sequence-parallel=false --emit=mlir -o - | FileCheck %s --check-prefix=PLANNED
@@ -33,7 +33,7 @@
 // for the gradient), the lm head's input gradient summed, and the tied
 // gradient of this rank's rows; it compiles and its schedule is proven,
 // with sequence parallelism and without.
-// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 4 --tp 2 \
 // RUN:   --vocab-parallel > %t.vocab.mlir
 // RUN: braid-opt %t.vocab.mlir --braid-tensor-parallel | FileCheck %s --check-prefix=VOCAB
 // RUN: braid-compile %t.vocab.mlir -o %t.vocab.plan
