@@ -5,6 +5,8 @@
 #include "SimPlayer.h"
 #include "braid-runtime/SimBackend.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
@@ -14,62 +16,62 @@ using namespace braid::rt;
 using namespace braid::rt::sim;
 using namespace braid::cost;
 
+// Key order as written: the report reads in the order a reader expects.
+using Json = nlohmann::ordered_json;
+
 void braid::rt::sim::writeTrace(std::ostream &os,
                                 const std::vector<Program> &programs,
                                 const std::vector<uint32_t> &programOf,
                                 const std::vector<TraceEvent> &events,
                                 int64_t ranks) {
+  // One JSON object a line (the Chrome trace format), each written by
+  // nlohmann-json: names and locations are escaped, not filtered.
   os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
-  auto sep = [&] {
+  auto emit = [&](const Json &event) {
     if (!first)
       os << ",\n";
     first = false;
-  };
-  auto quoted = [](const std::string &s) {
-    std::string q = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\')
-        q += '\\';
-      if (static_cast<unsigned char>(c) >= 0x20)
-        q += c;
-    }
-    return q + "\"";
+    os << event.dump();
   };
   for (int64_t r = 0; r < ranks; ++r) {
     const Plan &plan = *programs[programOf[size_t(r)]].plan;
-    sep();
-    os << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << r
-       << ",\"args\":{\"name\":\"rank " << r;
+    std::string name = "rank " + std::to_string(r);
     if (plan.stage >= 0)
-      os << " (stage " << plan.stage << ")";
-    os << "\"}}";
-    for (size_t s = 0; s < plan.streams.size(); ++s) {
-      sep();
-      os << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << r
-         << ",\"tid\":" << s
-         << ",\"args\":{\"name\":" << quoted(plan.streams[s].name()) << "}}";
-    }
+      name += " (stage " + std::to_string(plan.stage) + ")";
+    emit({{"ph", "M"},
+          {"name", "process_name"},
+          {"pid", r},
+          {"args", {{"name", name}}}});
+    for (size_t s = 0; s < plan.streams.size(); ++s)
+      emit({{"ph", "M"},
+            {"name", "thread_name"},
+            {"pid", r},
+            {"tid", s},
+            {"args", {{"name", plan.streams[s].name()}}}});
   }
-  os << std::setprecision(12);
   for (const TraceEvent &e : events) {
-    sep();
     const Instr &i = *e.item->instr;
-    os << "{\"ph\":\"X\",\"pid\":" << e.rank << ",\"tid\":" << e.stream
-       << ",\"name\":" << quoted(i.name()) << ",\"cat\":\""
-       << (e.item->comm ? "comm" : "compute") << "\",\"ts\":" << e.start * 1e6
-       << ",\"dur\":" << (e.end - e.start) * 1e6
-       << ",\"args\":{\"location\":" << quoted(i.location);
-    if (i.microBatch >= 0)
-      os << ",\"action\":" << quoted(i.actionLabel())
-         << ",\"micro_batch\":" << i.microBatch;
-    if (e.item->comm)
-      os << ",\"bytes\":" << e.item->commBytes
-         << ",\"algorithm\":" << quoted(e.algorithm);
-    else
-      os << ",\"flops\":" << i.flops
-         << ",\"bytes\":" << i.bytesRead + i.bytesWritten;
-    os << "}}";
+    Json args = {{"location", i.location}};
+    if (i.microBatch >= 0) {
+      args["action"] = i.actionLabel();
+      args["micro_batch"] = i.microBatch;
+    }
+    if (e.item->comm) {
+      args["bytes"] = e.item->commBytes;
+      args["algorithm"] = e.algorithm;
+    } else {
+      args["flops"] = i.flops;
+      args["bytes"] = i.bytesRead + i.bytesWritten;
+    }
+    emit({{"ph", "X"},
+          {"pid", e.rank},
+          {"tid", e.stream},
+          {"name", i.name()},
+          {"cat", e.item->comm ? "comm" : "compute"},
+          {"ts", e.start * 1e6},
+          {"dur", (e.end - e.start) * 1e6},
+          {"args", std::move(args)}});
   }
   os << "\n]}\n";
 }
@@ -134,36 +136,43 @@ void braid::rt::printSimReport(std::ostream &os, const SimReport &r,
 
 void braid::rt::writeSimReportJson(std::ostream &os, const SimReport &r,
                                    const Cluster &cluster) {
-  os << std::setprecision(17);
-  os << "{\"cluster\": \"" << cluster.name << "\", \"ranks\": " << r.ranks
-     << ", \"kernels\": " << r.kernels << ", \"collectives\": " << r.collectives
-     << ", \"step_time\": " << r.stepTime
-     << ", \"compute_time\": " << r.computeTime
-     << ", \"comm_time\": " << r.commTime << ", \"comm_bytes\": " << r.commBytes
-     << ", \"exposed_comm\": " << r.exposedComm
-     << ", \"comm_wall_time\": " << r.commWallTime
-     << ", \"overlap_fraction\": " << r.overlapFraction
-     << ", \"peak_memory_bytes\": " << r.peakMemoryBytes
-     << ", \"gpu_memory_bytes\": " << r.gpuMemoryBytes
-     << ", \"fits\": " << (r.fits() ? "true" : "false")
-     << ", \"memory\": {\"parameters\": " << r.memory.parameters
-     << ", \"optimizer_state\": " << r.memory.optimizerState
-     << ", \"batch\": " << r.memory.batch
-     << ", \"communication\": " << r.memory.communication
-     << ", \"other\": " << r.memory.other << "}"
-     << ", \"bound\": " << r.bound << ", \"compute_bound\": " << r.computeBound
-     << ", \"comm_bound\": " << r.commBound
-     << ", \"tail_bound\": " << r.tailBound
-     << ", \"efficiency\": " << r.efficiency
-     << ", \"bubble_fraction\": " << r.bubbleFraction << ", \"stages\": [";
+  Json stages = Json::array();
   for (size_t i = 0; i < r.stageBusy.size(); ++i)
-    os << (i ? ", " : "") << "{\"busy\": " << r.stageBusy[i]
-       << ", \"compute\": " << r.stageCompute[i]
-       << ", \"peak_memory_bytes\": " << r.stageMemory[i]
-       << ", \"activation_peak_bytes\": " << r.stageActivations[i]
-       << ", \"action_compute\": {\"none\": " << r.stageActionCompute[i][0]
-       << ", \"F\": " << r.stageActionCompute[i][1]
-       << ", \"B\": " << r.stageActionCompute[i][2]
-       << ", \"W\": " << r.stageActionCompute[i][3] << "}}";
-  os << "]}\n";
+    stages.push_back({{"busy", r.stageBusy[i]},
+                      {"compute", r.stageCompute[i]},
+                      {"peak_memory_bytes", r.stageMemory[i]},
+                      {"activation_peak_bytes", r.stageActivations[i]},
+                      {"action_compute",
+                       {{"none", r.stageActionCompute[i][0]},
+                        {"F", r.stageActionCompute[i][1]},
+                        {"B", r.stageActionCompute[i][2]},
+                        {"W", r.stageActionCompute[i][3]}}}});
+  Json report = {{"cluster", cluster.name},
+                 {"ranks", r.ranks},
+                 {"kernels", r.kernels},
+                 {"collectives", r.collectives},
+                 {"step_time", r.stepTime},
+                 {"compute_time", r.computeTime},
+                 {"comm_time", r.commTime},
+                 {"comm_bytes", r.commBytes},
+                 {"exposed_comm", r.exposedComm},
+                 {"comm_wall_time", r.commWallTime},
+                 {"overlap_fraction", r.overlapFraction},
+                 {"peak_memory_bytes", r.peakMemoryBytes},
+                 {"gpu_memory_bytes", r.gpuMemoryBytes},
+                 {"fits", r.fits()},
+                 {"memory",
+                  {{"parameters", r.memory.parameters},
+                   {"optimizer_state", r.memory.optimizerState},
+                   {"batch", r.memory.batch},
+                   {"communication", r.memory.communication},
+                   {"other", r.memory.other}}},
+                 {"bound", r.bound},
+                 {"compute_bound", r.computeBound},
+                 {"comm_bound", r.commBound},
+                 {"tail_bound", r.tailBound},
+                 {"efficiency", r.efficiency},
+                 {"bubble_fraction", r.bubbleFraction},
+                 {"stages", std::move(stages)}};
+  os << report.dump() << "\n";
 }
