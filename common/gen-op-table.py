@@ -80,6 +80,11 @@ class Table:
                 op["resultNames"] = op["other"]["resultNames"]
                 op["struct"] = op["other"]["struct"]
 
+    def kind_name(self, value):
+        """The name of a Braid_InstrKind or Braid_CollectiveKind def a field
+        holds ("" where it is unset)."""
+        return self.r[value["def"]]["name"] if value else ""
+
     def supers(self, name):
         return self.r[name]["!superclasses"]
 
@@ -148,7 +153,7 @@ class Table:
         if not isinstance(code, int) or code <= 0 or code > 0xFFFF:
             fail("%s (braid.%s) has no opcode: set `let opcode = N;` to an "
                  "unused number in 1..65535" % (name, mnemonic))
-        kind = rec["instrKind"]
+        kind = self.kind_name(rec["instrKind"])
         if kind not in INSTR_KINDS:
             fail("%s has instrKind %r, not one of %s"
                  % (name, kind, ", ".join(INSTR_KINDS)))
@@ -188,7 +193,7 @@ class Table:
         cls = cls[:-2] if cls.endswith("Op") else cls
         return dict(def_=name, **{"def": name}, mnemonic=mnemonic,
                     opcode=code, enumName=cls, cppClass=cls + "Op",
-                    instrKind=kind, collectiveKind=rec["collectiveKind"],
+                    instrKind=kind, collectiveKind=self.kind_name(rec["collectiveKind"]),
                     startForm=rec["startForm"], syncForm=rec["syncForm"],
                     numOperands=-1 if variadic else operands,
                     numResults=-1 if rvariadic else results,

@@ -134,7 +134,7 @@ def main():
     stages = text.split("func.func @")[1:]
     first = stages[0].splitlines()
     starts = [i for i, line in enumerate(first) if "all_reduce_start" in line]
-    last_b = max(i for i, line in enumerate(first) if 'braid.action = "B3"' in line
+    last_b = max(i for i, line in enumerate(first) if "braid.action = #braid.action<B, micro_batch = 3>" in line
                  and "all_reduce" not in line)
     early = sum(1 for i in starts if i < last_b)
     check(early >= 2 and len(starts) >= 3,

@@ -86,15 +86,16 @@ TYPE = re.compile(r"tensor<([0-9x]+)x(f32|i64)>|tensor<(f32)>")
 
 def kept_bytes(stage_text, readers="BW"):
     """The bytes micro-batch 0's forward keeps for its backward on a stage:
-    values its ops (braid.action = "F0") compute that an op of its
-    backward (B0; W0) reads, one of `readers`' kinds."""
+    values its ops (braid.action = #braid.action<F, micro_batch = 0>) compute
+    that an op of its backward (B0; W0) reads, one of `readers`' kinds."""
     defined, kept = {}, set()
     for line in stage_text.splitlines():
-        m = re.match(r"\s*(%[\w#:]+)(?:, %\w+)* = .*braid.action = \"([FBW])0\"", line)
+        m = re.match(r"\s*(%[\w#:]+)(?:, %\w+)* = .*"
+                     r"braid.action = #braid.action<([FBW]), micro_batch = 0>", line)
         if m and m.group(2) == "F":
             ty = line.rsplit(" -> ", 1)[-1] if " -> " in line else line.rsplit(": ", 1)[-1]
             defined[m.group(1)] = ty.strip()
-        elif re.search(r'braid.action = "[%s]0"' % readers, line):
+        elif re.search(r"braid.action = #braid.action<[%s], micro_batch = 0>" % readers, line):
             for v in re.findall(r"%[\w]+", line.split(" = ", 1)[-1]):
                 if v in defined:
                     kept.add(v)

@@ -20,8 +20,8 @@
 #include "braid-common/CostModel.h"
 #include "braid-common/PlanMemory.h"
 #include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/PassPipelines.h"
 #include "braid/Dialect/Braid/Passes.h"
-#include "braid/Dialect/Braid/Pipelines.h"
 #include "braid/Target/Plan.h"
 #include "braid/Target/ScheduleReport.h"
 

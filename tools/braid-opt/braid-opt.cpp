@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/Dialect/Braid/BraidDialect.h"
+#include "braid/Dialect/Braid/PassPipelines.h"
 #include "braid/Dialect/Braid/Passes.h"
-#include "braid/Dialect/Braid/Pipelines.h"
 
 #include "../ToolSupport.h"
 

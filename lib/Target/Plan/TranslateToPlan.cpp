@@ -37,6 +37,20 @@ namespace fb = flatbuffers;
 
 namespace {
 
+/// The plan's action kind of a #braid.action's (the plan keeps 0 for an op
+/// of no action).
+plan::ActionKind toPlanAction(PipelineActionKind kind) {
+  switch (kind) {
+  case PipelineActionKind::Forward:
+    return plan::ActionKind::Forward;
+  case PipelineActionKind::Backward:
+    return plan::ActionKind::Backward;
+  case PipelineActionKind::Weight:
+    return plan::ActionKind::Weight;
+  }
+  llvm_unreachable("a PipelineActionKind the plan has no kind for");
+}
+
 /// The opcode of a braid op (the generated table from BraidOps.td).
 std::optional<ops::Opcode> getOpcode(Operation *op) {
 #include "braid-common/BraidOpEncode.inc"
@@ -379,15 +393,15 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
   // the step over; split bindings say which piece each buffer holds.
   int32_t tpAxis = -1;
   std::vector<int64_t> tpGrid;
-  if (auto tp = func->getAttrOfType<DictionaryAttr>(
+  if (auto tp = func->getAttrOfType<TensorParallelAttr>(
           BraidDialect::kTensorParallelAttrName)) {
-    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
-        func, tp.getAs<FlatSymbolRefAttr>("grid"));
+    auto grid =
+        SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(func, tp.getGrid());
     if (!grid)
       return func.emitError()
              << "'" << BraidDialect::kTensorParallelAttrName << "' names grid "
-             << tp.get("grid") << ", which the module does not declare";
-    tpAxis = int32_t(tp.getAs<IntegerAttr>("axis").getInt());
+             << tp.getGrid() << ", which the module does not declare";
+    tpAxis = int32_t(tp.getAxis());
     tpGrid.assign(grid.getShape().begin(), grid.getShape().end());
     if (tpAxis >= int32_t(tpGrid.size()))
       return func.emitError()
@@ -527,12 +541,9 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
     }
     plan::ActionKind action = plan::ActionKind::None;
     int32_t microBatch = -1;
-    if (auto label =
-            op.getAttrOfType<StringAttr>(BraidDialect::kActionAttrName)) {
-      // The dialect verified the label.
-      std::optional<PipelineAction> a = parseActionLabel(label.getValue());
-      action = plan::ActionKind(uint8_t(a->kind) + 1);
-      microBatch = int32_t(a->microBatch);
+    if (auto a = op.getAttrOfType<ActionAttr>(BraidDialect::kActionAttrName)) {
+      action = toPlanAction(a.getKind());
+      microBatch = int32_t(a.getMicroBatch());
     }
     streams[key].push_back(plan::CreateInstr(
         builder, uint16_t(*opcode), *operands, *resultsVec, *attrs, group,

@@ -2,7 +2,7 @@
 //
 // The memory a pipeline schedule is about (docs/Pipeline.md): the
 // activations a stage keeps from a micro-batch's forward for its backward.
-// A buffer is one if an instruction of a forward (braid.action "F<k>")
+// A buffer is one if an instruction of a forward (the plan's action F<k>)
 // writes it and one of the same micro-batch's backward or W ("B<k>",
 // "W<k>") reads it; it lives from its write to its last such read, at the
 // compute stream's positions (a transfer's result from its wait). The peak

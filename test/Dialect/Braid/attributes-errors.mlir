@@ -232,8 +232,23 @@ func.func @sharding_blocks(%w: tensor<4xf32> {braid.sharding = #braid.sharding<s
 
 // -----
 
-// expected-error @below {{'braid.tensor_parallel' must be {axis = N : i64, grid = @grid} on a function}}
+// expected-error @below {{'braid.tensor_parallel' must be a #braid.tensor_parallel<grid = @grid, axis = N> on a function}}
 func.func @tensor_parallel_attr() attributes {braid.tensor_parallel = 1} {
+  return
+}
+
+// -----
+
+// The dictionary of before the typed attribute.
+// expected-error @below {{'braid.tensor_parallel' must be a #braid.tensor_parallel<grid = @grid, axis = N> on a function}}
+func.func @tensor_parallel_dict() attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+  return
+}
+
+// -----
+
+// expected-error @below {{a tensor-parallel axis is a grid and a non-negative axis, but is @world and -1}}
+func.func @tensor_parallel_axis() attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = -1>} {
   return
 }
 
@@ -317,23 +332,33 @@ module attributes {braid.pipeline = {axis = 0 : i64, stages = 4 : i64}} {
 // -----
 
 func.func @action_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @below {{'braid.action' must be a string naming an action of a pipeline schedule (F, B or W and a micro-batch, "F3"), but is "X3"}}
-  %y = braid.relu %x {braid.action = "X3"} : tensor<4xf32>
+  // expected-error @below {{expected one of [F, B, W] for what an action of a pipeline schedule computes of a micro-batch, got: X}}
+  // expected-error @below {{failed to parse Braid_ActionAttr parameter 'kind'}}
+  %y = braid.relu %x {braid.action = #braid.action<X, micro_batch = 3>} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
 
 // -----
 
 func.func @action_number(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @below {{'braid.action' must be a string naming an action of a pipeline schedule (F, B or W and a micro-batch, "F3"), but is "W-1"}}
-  %y = braid.relu %x {braid.action = "W-1"} : tensor<4xf32>
+  // expected-error @below {{an action's micro-batch is non-negative, but is -1}}
+  %y = braid.relu %x {braid.action = #braid.action<W, micro_batch = -1>} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// The string form of before the typed attribute.
+func.func @action_string(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'braid.action' must be a #braid.action naming an action of a pipeline schedule (#braid.action<F, micro_batch = 3>), but is "F3"}}
+  %y = braid.relu %x {braid.action = "F3"} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
 
 // -----
 
 func.func @action_integer(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @below {{'braid.action' must be a string naming an action}}
+  // expected-error @below {{'braid.action' must be a #braid.action naming an action}}
   %y = braid.relu %x {braid.action = 3 : i64} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
@@ -399,7 +424,7 @@ func.func @transfers_count(%x: tensor<4xf32>) -> tensor<4xf32> {
 shard.grid @world(shape = 1x3)
 // expected-error @below {{argument #0 is split 0 blocks [6, 6], whose blocks make a piece of 4 on each of the 3 ranks of tensor-parallel axis 1 of @world, but its local dimension 0 has size 8}}
 func.func @blocks_against_the_grid(%w: tensor<8x4xf32> {braid.sharding = #braid.sharding<split 0 blocks [6, 6]>})
-    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+    attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
   return
 }
 
@@ -408,6 +433,6 @@ func.func @blocks_against_the_grid(%w: tensor<8x4xf32> {braid.sharding = #braid.
 shard.grid @world(shape = 1x4)
 // expected-error @below {{result #0 is split 0 blocks [6, 6], whose block of 6 does not cut into the 4 ranks of tensor-parallel axis 1 of @world}}
 func.func @block_not_cut(%w: tensor<3x4xf32>) -> (tensor<3x4xf32> {braid.sharding = #braid.sharding<split 0 blocks [6, 6]>})
-    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+    attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
   return %w : tensor<3x4xf32>
 }

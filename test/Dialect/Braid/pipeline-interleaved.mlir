@@ -13,24 +13,24 @@
 // CHECK-SAME: parameter "w1"
 // CHECK-SAME: parameter "w3"
 // CHECK-SAME: index = 0
-// CHECK:      %[[X0:.*]] = braid.slice %{{.*}} offsets = [0, 0] {braid.action = "F0"}
-// CHECK-NEXT: %[[H0:.*]] = braid.matmul %[[X0]], %arg0 {braid.action = "F0", transpose_b}
-// CHECK-NEXT: braid.send %[[H0]] on @world grid_axes = [0] peer = 1 {braid.action = "F0", braid.transfers = [{{.*}}]}
-// CHECK:      %[[H1:.*]] = braid.matmul %{{.*}}, %arg0 {braid.action = "F1", transpose_b}
+// CHECK:      %[[X0:.*]] = braid.slice %{{.*}} offsets = [0, 0] {braid.action = #braid.action<F, micro_batch = 0>}
+// CHECK-NEXT: %[[H0:.*]] = braid.matmul %[[X0]], %arg0 {braid.action = #braid.action<F, micro_batch = 0>, transpose_b}
+// CHECK-NEXT: braid.send %[[H0]] on @world grid_axes = [0] peer = 1 {braid.action = #braid.action<F, micro_batch = 0>, braid.transfers = [{{.*}}]}
+// CHECK:      %[[H1:.*]] = braid.matmul %{{.*}}, %arg0 {braid.action = #braid.action<F, micro_batch = 1>, transpose_b}
 // The second micro-batch's activation out, the first's of stage 1 in (for
 // stage 2's forward).
-// CHECK-NEXT: %[[A0:.*]] = braid.send_recv %[[H1]] on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.action = "F0", braid.transfers = [{{.*}}]}
-// CHECK-NEXT: %[[G0:.*]] = braid.matmul %[[A0]], %arg2 {braid.action = "F0", transpose_b}
+// CHECK-NEXT: %[[A0:.*]] = braid.send_recv %[[H1]] on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.action = #braid.action<F, micro_batch = 0>, braid.transfers = [{{.*}}]}
+// CHECK-NEXT: %[[G0:.*]] = braid.matmul %[[A0]], %arg2 {braid.action = #braid.action<F, micro_batch = 0>, transpose_b}
 // CHECK-NEXT: braid.send_recv %[[G0]]
-// CHECK-NEXT: braid.matmul %{{.*}}, %arg2 {braid.action = "F1", transpose_b}
-// CHECK-NEXT: braid.send_recv %{{.*}} {braid.action = "B0", braid.transfers = [{{.*}}]}
-// CHECK-NEXT: braid.matmul %{{.*}}, %[[A0]] {braid.action = "B0", transpose_a}
+// CHECK-NEXT: braid.matmul %{{.*}}, %arg2 {braid.action = #braid.action<F, micro_batch = 1>, transpose_b}
+// CHECK-NEXT: braid.send_recv %{{.*}} {braid.action = #braid.action<B, micro_batch = 0>, braid.transfers = [{{.*}}]}
+// CHECK-NEXT: braid.matmul %{{.*}}, %[[A0]] {braid.action = #braid.action<B, micro_batch = 0>, transpose_a}
 // Each stage's gradient is reduced at the end of its last backward (after
 // its sends), stage 2's (w3) while stage 0's backwards still run.
-// CHECK:      braid.all_reduce %{{.*}} grad_of = ["w3"] {braid.action = "B1"}
-// CHECK:      braid.matmul %{{.*}}, %[[X0]] {braid.action = "B0", transpose_a}
-// CHECK:      braid.recv on @world grid_axes = [0] peer = 1 {braid.action = "B1", braid.transfers = [{{.*}}]}
-// CHECK:      braid.all_reduce %{{.*}} grad_of = ["w1"] {braid.action = "B1"}
+// CHECK:      braid.all_reduce %{{.*}} grad_of = ["w3"] {braid.action = #braid.action<B, micro_batch = 1>}
+// CHECK:      braid.matmul %{{.*}}, %[[X0]] {braid.action = #braid.action<B, micro_batch = 0>, transpose_a}
+// CHECK:      braid.recv on @world grid_axes = [0] peer = 1 {braid.action = #braid.action<B, micro_batch = 1>, braid.transfers = [{{.*}}]}
+// CHECK:      braid.all_reduce %{{.*}} grad_of = ["w1"] {braid.action = #braid.action<B, micro_batch = 1>}
 // CHECK-NOT:  braid.send
 // CHECK:      return
 
@@ -39,11 +39,11 @@
 // CHECK-SAME: parameter "w4"
 // CHECK-SAME: loss "loss"
 // CHECK-SAME: index = 1
-// CHECK:      braid.recv on @world grid_axes = [0] peer = 0 {braid.action = "F0", braid.transfers = [{{.*}}]}
+// CHECK:      braid.recv on @world grid_axes = [0] peer = 0 {braid.action = #braid.action<F, micro_batch = 0>, braid.transfers = [{{.*}}]}
 // CHECK:      braid.cross_entropy
 // CHECK:      braid.cross_entropy
 // CHECK:      braid.cross_entropy_backward
-// CHECK:      braid.send %{{.*}} on @world grid_axes = [0] peer = 0 {braid.action = "B0", braid.transfers = [{{.*}}]}
+// CHECK:      braid.send %{{.*}} on @world grid_axes = [0] peer = 0 {braid.action = #braid.action<B, micro_batch = 0>, braid.transfers = [{{.*}}]}
 // CHECK:      braid.all_reduce %{{.*}} grad_of = ["w4"]
 // CHECK:      braid.all_reduce %{{.*}} grad_of = ["w2"]
 
@@ -54,11 +54,11 @@
 // activation and the gradient) and receives the next pair's inputs (one
 // tensor, then two).
 // STEADY-LABEL: func.func @step_stage0
-// STEADY:      %[[F2:.*]] = braid.matmul %{{.*}}, %arg0 {braid.action = "F2", transpose_b}
-// STEADY-NEXT: braid.matmul %{{.*}} {braid.action = "B0", transpose_a}
-// STEADY-NEXT: %[[D0:.*]] = braid.matmul %{{.*}}, %arg2 {braid.action = "B0"}
-// STEADY-NEXT: braid.send_recv %[[F2]], %[[D0]] on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.action = "B1", braid.transfers = [{{.*}}]}
-// STEADY:      %{{.*}}:2 = braid.send_recv %{{.*}}, %{{.*}} on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.action = "F2", braid.transfers = [{{.*}}]}
+// STEADY:      %[[F2:.*]] = braid.matmul %{{.*}}, %arg0 {braid.action = #braid.action<F, micro_batch = 2>, transpose_b}
+// STEADY-NEXT: braid.matmul %{{.*}} {braid.action = #braid.action<B, micro_batch = 0>, transpose_a}
+// STEADY-NEXT: %[[D0:.*]] = braid.matmul %{{.*}}, %arg2 {braid.action = #braid.action<B, micro_batch = 0>}
+// STEADY-NEXT: braid.send_recv %[[F2]], %[[D0]] on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.action = #braid.action<B, micro_batch = 1>, braid.transfers = [{{.*}}]}
+// STEADY:      %{{.*}}:2 = braid.send_recv %{{.*}}, %{{.*}} on @world grid_axes = [0] send_peer = 1 recv_peer = 1 {braid.action = #braid.action<F, micro_batch = 2>, braid.transfers = [{{.*}}]}
 // STEADY-LABEL: func.func @step_stage1
 
 shard.grid @world(shape = 2x1)

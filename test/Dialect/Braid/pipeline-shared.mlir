@@ -38,9 +38,9 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 
 // CHECK-LABEL: func.func @step_stage0(
 // CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}
-// CHECK: %[[P0:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B0", transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
-// CHECK: %[[P1:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B1", transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[OWN:.*]] = braid.add %[[P0]], %[[P1]] {braid.action = "B1"}
+// CHECK: %[[P0:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = #braid.action<B, micro_batch = 0>, transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK: %[[P1:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = #braid.action<B, micro_batch = 1>, transpose_a} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[OWN:.*]] = braid.add %[[P0]], %[[P1]] {braid.action = #braid.action<B, micro_batch = 1>}
 // CHECK-NEXT: %[[FAR:.*]] = braid.recv on @world grid_axes = [1] peer = 1 {braid.transfers = [{{.*}}]} : tensor<8x8xf32>
 // CHECK-NEXT: %[[SUM:.*]] = braid.add %[[OWN]], %[[FAR]]
 // CHECK-NEXT: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01
@@ -51,9 +51,9 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 // CHECK-LABEL: func.func @step_stage1(
 // CHECK-SAME: %{{[a-z0-9]+}}: tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}
 // CHECK-SAME: -> (tensor<8x8xf32> {braid.role = #braid.role<parameter "fc1.weight">}, tensor<3x8xf32> {braid.role = #braid.role<parameter "fc2.weight">}, tensor<f32> {braid.role = #braid.role<loss "loss">})
-// CHECK: %[[G0:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B0", transpose_a} : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<8x8xf32>
-// CHECK: %[[G1:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = "B1", transpose_a} : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[SUM:.*]] = braid.add %[[G0]], %[[G1]] {braid.action = "B1"} : tensor<8x8xf32>
+// CHECK: %[[G0:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = #braid.action<B, micro_batch = 0>, transpose_a} : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<8x8xf32>
+// CHECK: %[[G1:.*]] = braid.matmul %{{.*}}, %{{.*}} {braid.action = #braid.action<B, micro_batch = 1>, transpose_a} : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[SUM:.*]] = braid.add %[[G0]], %[[G1]] {braid.action = #braid.action<B, micro_batch = 1>} : tensor<8x8xf32>
 // CHECK: braid.send %[[SUM]] on @world grid_axes = [1] peer = 0 {braid.transfers = [{{.*}}]} : tensor<8x8xf32>
 // CHECK: %[[COPY:.*]] = braid.recv on @world grid_axes = [1] peer = 0 {braid.transfers = [{{.*}}]} : tensor<8x8xf32>
 // CHECK-NEXT: return %[[COPY]],

@@ -52,16 +52,16 @@ func.func @step(%ids: tensor<4xi64> {braid.role = #braid.role<batch "ids">},
 // CHECK-SAME: %[[TABLE:[a-z0-9]+]]: tensor<16x8xf32> {braid.role = #braid.role<parameter "wte.weight">, braid.sharding = #braid.sharding<split 0>}
 // CHECK: %[[E0:.*]] = braid.embedding_shard_backward {{.*}} : tensor<4x8xf32>, tensor<4xi64> -> tensor<16x8xf32>
 // CHECK: %[[E1:.*]] = braid.embedding_shard_backward {{.*}} : tensor<4x8xf32>, tensor<4xi64> -> tensor<16x8xf32>
-// CHECK-NEXT: %[[OWN:.*]] = braid.add %[[E0]], %[[E1]] {braid.action = "B1"} : tensor<16x8xf32>
+// CHECK-NEXT: %[[OWN:.*]] = braid.add %[[E0]], %[[E1]] {braid.action = #braid.action<B, micro_batch = 1>} : tensor<16x8xf32>
 // CHECK-NEXT: %[[FAR:.*]] = braid.recv on @world grid_axes = [0] peer = 1 {braid.transfers = [{{.*}}]} : tensor<16x8xf32>
 // CHECK-NEXT: %[[SUM:.*]] = braid.add %[[OWN]], %[[FAR]] : tensor<16x8xf32>
 // CHECK: %[[NEW:.*]] = braid.sub %[[TABLE]], %{{.*}} : tensor<16x8xf32>
 // CHECK-NEXT: braid.send %[[NEW]] on @world grid_axes = [0] peer = 1 {braid.transfers = [{{.*}}]} : tensor<16x8xf32>
 // CHECK-LABEL: func.func @step_stage1(
 // CHECK-SAME: tensor<16x8xf32> {braid.role = #braid.role<parameter "wte.weight">, braid.sharding = #braid.sharding<split 0>}
-// CHECK: %[[G0:.*]] = braid.matmul {{.*}} {braid.action = "B0", transpose_a} : tensor<4x16xf32>, tensor<4x8xf32> -> tensor<16x8xf32>
-// CHECK: %[[G1:.*]] = braid.matmul {{.*}} {braid.action = "B1", transpose_a} : tensor<4x16xf32>, tensor<4x8xf32> -> tensor<16x8xf32>
-// CHECK: %[[PART:.*]] = braid.add %[[G0]], %[[G1]] {braid.action = "B1"} : tensor<16x8xf32>
+// CHECK: %[[G0:.*]] = braid.matmul {{.*}} {braid.action = #braid.action<B, micro_batch = 0>, transpose_a} : tensor<4x16xf32>, tensor<4x8xf32> -> tensor<16x8xf32>
+// CHECK: %[[G1:.*]] = braid.matmul {{.*}} {braid.action = #braid.action<B, micro_batch = 1>, transpose_a} : tensor<4x16xf32>, tensor<4x8xf32> -> tensor<16x8xf32>
+// CHECK: %[[PART:.*]] = braid.add %[[G0]], %[[G1]] {braid.action = #braid.action<B, micro_batch = 1>} : tensor<16x8xf32>
 // CHECK: braid.send %[[PART]] on @world grid_axes = [0] peer = 0 {braid.transfers = [{{.*}}]} : tensor<16x8xf32>
 // CHECK: %[[COPY:.*]] = braid.recv on @world grid_axes = [0] peer = 0 {braid.transfers = [{{.*}}]} : tensor<16x8xf32>
 // CHECK-NEXT: return %[[COPY]],

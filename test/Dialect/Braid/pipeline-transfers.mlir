@@ -40,8 +40,8 @@ func.func @step(%x: tensor<4x8xf32> {braid.role = #braid.role<batch "x">},
 }
 
 // CHECK-LABEL: func.func @step_stage0(
-// CHECK-COUNT-2: braid.send %{{.*}} peer = 1 {braid.action = "F0", braid.transfers = [{{.*}}]} : tensor<4x8xf32>
-// CHECK: braid.send_recv %{{.*}}, %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = "B0", braid.transfers = [{{.*}}]} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+// CHECK-COUNT-2: braid.send %{{.*}} peer = 1 {braid.action = #braid.action<F, micro_batch = 0>, braid.transfers = [{{.*}}]} : tensor<4x8xf32>
+// CHECK: braid.send_recv %{{.*}}, %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = #braid.action<B, micro_batch = 0>, braid.transfers = [{{.*}}]} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
 // CHECK: braid.send_recv %{{.*}}, %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1
 // CHECK-COUNT-2: braid.recv on @world grid_axes = [1] peer = 1
 // CHECK-LABEL: func.func @step_stage1(

@@ -43,8 +43,8 @@ func.func @step(%x: tensor<8x8xf32> {braid.role = #braid.role<batch "x">},
 // Stage 0 receives each micro-batch's gradient once and makes its view.
 // CHECK-LABEL: func.func @step_stage0(
 // CHECK-NOT: tensor<2x4x8xf32> -> tensor<2x4x8xf32>
-// CHECK: %[[G:.*]] = braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = "B0", braid.transfers = [{{.*}}]} : tensor<8x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: braid.reshape %[[G]] {braid.action = "B0"} : tensor<8x8xf32> -> tensor<2x4x8xf32>
+// CHECK: %[[G:.*]] = braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = #braid.action<B, micro_batch = 0>, braid.transfers = [{{.*}}]} : tensor<8x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: braid.reshape %[[G]] {braid.action = #braid.action<B, micro_batch = 0>} : tensor<8x8xf32> -> tensor<2x4x8xf32>
 // CHECK-NOT: braid.recv {{.*}} : tensor<2x4x8xf32>
 // CHECK-LABEL: func.func @step_stage1(
 // CHECK-NOT: braid.reshape %{{.*}} : tensor<8x8xf32> -> tensor<2x4x8xf32>

@@ -64,40 +64,40 @@ func.func @step(
 // ZB-LABEL: func.func @step_stage0(
 // ZB: %[[G0:.*]] = braid.send_recv
 // ZB-NEXT: %[[R0:.*]] = braid.relu_backward %[[G0]]
-// ZB-NEXT: %[[W0:.*]] = braid.matmul %[[R0]], %{{.*}} {braid.action = "W0", transpose_a}
+// ZB-NEXT: %[[W0:.*]] = braid.matmul %[[R0]], %{{.*}} {braid.action = #braid.action<W, micro_batch = 0>, transpose_a}
 // ZB-NEXT: %[[G1:.*]] = braid.recv
 // ZB-NEXT: %[[R1:.*]] = braid.relu_backward %[[G1]]
-// ZB-NEXT: %[[W1:.*]] = braid.matmul %[[R1]], %{{.*}} {braid.action = "W1", transpose_a}
-// ZB-NEXT: braid.add %[[W0]], %[[W1]] {braid.action = "W1"}
+// ZB-NEXT: %[[W1:.*]] = braid.matmul %[[R1]], %{{.*}} {braid.action = #braid.action<W, micro_batch = 1>, transpose_a}
+// ZB-NEXT: braid.add %[[W0]], %[[W1]] {braid.action = #braid.action<W, micro_batch = 1>}
 // ZB-LABEL: func.func @step_stage1(
 // ZB: braid.send_recv %{{.*}} send_peer = 2 recv_peer = 2
 // ZB-NEXT: %[[R0:.*]] = braid.relu_backward
-// ZB-NEXT: braid.matmul %[[R0]], %arg0 {braid.action = "B0"} :
+// ZB-NEXT: braid.matmul %[[R0]], %arg0 {braid.action = #braid.action<B, micro_batch = 0>} :
 // ZB-NEXT: braid.send_recv %{{.*}} send_peer = 0 recv_peer = 2
 // ZB-NEXT: %[[R1:.*]] = braid.relu_backward
-// ZB-NEXT: braid.matmul %[[R1]], %arg0 {braid.action = "B1"} :
-// ZB-NEXT: braid.send %{{.*}} peer = 0 {braid.action = "B1", braid.transfers = [{{.*}}]}
-// ZB-NEXT: %[[W0:.*]] = braid.matmul %[[R0]], %{{.*}} {braid.action = "W0", transpose_a}
-// ZB-NEXT: %[[W1:.*]] = braid.matmul %[[R1]], %{{.*}} {braid.action = "W1", transpose_a}
+// ZB-NEXT: braid.matmul %[[R1]], %arg0 {braid.action = #braid.action<B, micro_batch = 1>} :
+// ZB-NEXT: braid.send %{{.*}} peer = 0 {braid.action = #braid.action<B, micro_batch = 1>, braid.transfers = [{{.*}}]}
+// ZB-NEXT: %[[W0:.*]] = braid.matmul %[[R0]], %{{.*}} {braid.action = #braid.action<W, micro_batch = 0>, transpose_a}
+// ZB-NEXT: %[[W1:.*]] = braid.matmul %[[R1]], %{{.*}} {braid.action = #braid.action<W, micro_batch = 1>, transpose_a}
 // ZB-NEXT: braid.add %[[W0]], %[[W1]]
 // ZB-LABEL: func.func @step_stage2(
 // ZB: braid.send_recv
 // ZB: braid.send %{{.*}} peer = 1
-// ZB-NEXT: %[[W0:.*]] = braid.matmul %{{.*}} {braid.action = "W0", transpose_a}
-// ZB-NEXT: %[[W1:.*]] = braid.matmul %{{.*}} {braid.action = "W1", transpose_a}
+// ZB-NEXT: %[[W0:.*]] = braid.matmul %{{.*}} {braid.action = #braid.action<W, micro_batch = 0>, transpose_a}
+// ZB-NEXT: %[[W1:.*]] = braid.matmul %{{.*}} {braid.action = #braid.action<W, micro_batch = 1>, transpose_a}
 // ZB-NEXT: braid.add %[[W0]], %[[W1]]
 
 // CHECK-LABEL: func.func @step_stage0(
 // CHECK-SAME: %[[X:.*]]: tensor<16x16xf32> {braid.role = #braid.role<batch "x">}
 // CHECK-SAME: attributes {braid.stage = #braid.stage<grid = @world, axis = 1, index = 0>}
-// CHECK: %[[X0:.*]] = braid.slice %[[X]] offsets = [0, 0] {braid.action = "F0"} : tensor<16x16xf32> -> tensor<8x16xf32>
-// CHECK: braid.send %{{.*}} on @world grid_axes = [1] peer = 1 {braid.action = "F0", braid.transfers = [{{.*}}]} : tensor<8x32xf32>
+// CHECK: %[[X0:.*]] = braid.slice %[[X]] offsets = [0, 0] {braid.action = #braid.action<F, micro_batch = 0>} : tensor<16x16xf32> -> tensor<8x16xf32>
+// CHECK: braid.send %{{.*}} on @world grid_axes = [1] peer = 1 {braid.action = #braid.action<F, micro_batch = 0>, braid.transfers = [{{.*}}]} : tensor<8x32xf32>
 // CHECK: braid.slice %[[X]] offsets = [8, 0]
-// CHECK: braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = "B0", braid.transfers = [{{.*}}]} : tensor<8x32xf32> -> tensor<8x32xf32>
-// CHECK: braid.recv on @world grid_axes = [1] peer = 1 {braid.action = "B1", braid.transfers = [{{.*}}]} : tensor<8x32xf32>
+// CHECK: braid.send_recv %{{.*}} on @world grid_axes = [1] send_peer = 1 recv_peer = 1 {braid.action = #braid.action<B, micro_batch = 0>, braid.transfers = [{{.*}}]} : tensor<8x32xf32> -> tensor<8x32xf32>
+// CHECK: braid.recv on @world grid_axes = [1] peer = 1 {braid.action = #braid.action<B, micro_batch = 1>, braid.transfers = [{{.*}}]} : tensor<8x32xf32>
 // CHECK: %[[SUM:.*]] = braid.add
-// CHECK: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01 {braid.action = "B1"} : tensor<32x16xf32>
-// CHECK: braid.all_reduce %[[MEAN]] on @world grid_axes = [0] reduction = avg grad_of = ["fc1.weight"] {braid.action = "B1"}
+// CHECK: %[[MEAN:.*]] = braid.scale %[[SUM]] by 5.000000e-01 {braid.action = #braid.action<B, micro_batch = 1>} : tensor<32x16xf32>
+// CHECK: braid.all_reduce %[[MEAN]] on @world grid_axes = [0] reduction = avg grad_of = ["fc1.weight"] {braid.action = #braid.action<B, micro_batch = 1>}
 // CHECK: braid.sgd
 // CHECK-NOT: braid.send
 // CHECK: return
@@ -111,9 +111,9 @@ func.func @step(
 // The last micro-batch's backward reduces the weight's gradient after it
 // sends the input's gradient down (stage 0, which sends nothing, reduces
 // each gradient as soon as its sum is complete).
-// CHECK: braid.send %{{.*}} peer = 0 {braid.action = "B1", braid.transfers = [{{.*}}]}
-// CHECK-NEXT: braid.scale %{{.*}} by 5.000000e-01 {braid.action = "B1"}
-// CHECK-NEXT: grad_of = ["fc2.weight"] {braid.action = "B1"}
+// CHECK: braid.send %{{.*}} peer = 0 {braid.action = #braid.action<B, micro_batch = 1>, braid.transfers = [{{.*}}]}
+// CHECK-NEXT: braid.scale %{{.*}} by 5.000000e-01 {braid.action = #braid.action<B, micro_batch = 1>}
+// CHECK-NEXT: grad_of = ["fc2.weight"] {braid.action = #braid.action<B, micro_batch = 1>}
 
 // CHECK-LABEL: func.func @step_stage2(
 // CHECK-SAME: tensor<16xi64> {braid.role = #braid.role<batch "labels">}
@@ -123,9 +123,9 @@ func.func @step(
 // CHECK: %[[L0:.*]] = braid.cross_entropy
 // CHECK: braid.send_recv %{{.*}} send_peer = 1 recv_peer = 1
 // CHECK: %[[L1:.*]] = braid.cross_entropy
-// CHECK: %[[LS:.*]] = braid.add %[[L0]], %[[L1]] {braid.action = "F1"} : tensor<f32>
+// CHECK: %[[LS:.*]] = braid.add %[[L0]], %[[L1]] {braid.action = #braid.action<F, micro_batch = 1>} : tensor<f32>
 // CHECK: braid.send %{{.*}} peer = 1
-// CHECK: grad_of = ["fc3.weight"] {braid.action = "B1"}
+// CHECK: grad_of = ["fc3.weight"] {braid.action = #braid.action<B, micro_batch = 1>}
 // CHECK: %[[LOSS:.*]] = braid.scale %[[LS]] by 5.000000e-01 : tensor<f32>
 // CHECK: return {{.*}}, %[[LOSS]] :
 // CHECK-NOT: func.func @step(
@@ -138,7 +138,7 @@ func.func @step(
 // GPIPE-COUNT-2: braid.send %{{.*}} peer = 1
 // GPIPE: braid.send_recv %{{.*}} send_peer = 1 recv_peer = 1
 // GPIPE-COUNT-2: braid.recv on @world grid_axes = [1] peer = 1
-// GPIPE: braid.scale %{{.*}} by 0.33333333333333331 {braid.action = "B2"} : tensor<32x16xf32>
+// GPIPE: braid.scale %{{.*}} by 0.33333333333333331 {braid.action = #braid.action<B, micro_batch = 2>} : tensor<32x16xf32>
 // GPIPE-LABEL: func.func @step_stage2(
 // GPIPE-COUNT-3: braid.recv on @world grid_axes = [1] peer = 1
 // GPIPE-COUNT-3: braid.send %{{.*}} peer = 1

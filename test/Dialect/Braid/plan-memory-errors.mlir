@@ -8,7 +8,7 @@
 // HUGE8K: but is 8192
 // RUN: braid-opt --braid-plan-memory=alignment=4096 %s -o /dev/null
 
-// expected-error @below {{braid-plan-memory: alignment must be a power of two from 1 to 4096, but is 48}}
+// expected-error @unknown {{braid-plan-memory: alignment must be a power of two from 1 to 4096, but is 48}}
 module {
   func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
     return %x : tensor<4xf32>

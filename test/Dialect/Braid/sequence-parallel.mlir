@@ -70,7 +70,7 @@
 // SEQ-NEXT: braid.all_gather %[[Y]] on @world grid_axes = [1] gather_dim = 1 : tensor<1x4x4xf32> -> tensor<1x8x4xf32>
 shard.grid @world(shape = 1x2)
 func.func @one_sequence(%p: tensor<1x8x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>)
-    -> tensor<1x8x4xf32> attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+    -> tensor<1x8x4xf32> attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
   %r = braid.all_reduce %p on @world grid_axes = [1] reduction = sum : tensor<1x8x4xf32>
   %y, %m, %s = braid.layer_norm %r, %g, %b eps = 1.0e-5 : tensor<1x8x4xf32>, tensor<4xf32> -> tensor<1x8xf32>
   return %y : tensor<1x8x4xf32>
@@ -91,7 +91,7 @@ func.func @one_sequence(%p: tensor<1x8x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf
 shard.grid @world(shape = 1x2)
 func.func @clip_norm_scalar(%p: tensor<1x8x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>,
                             %sq: tensor<f32>) -> (tensor<1x8x4xf32>, tensor<f32>)
-    attributes {braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+    attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
   %r = braid.all_reduce %p on @world grid_axes = [1] reduction = sum : tensor<1x8x4xf32>
   %y, %m, %s = braid.layer_norm %r, %g, %b eps = 1.0e-5 : tensor<1x8x4xf32>, tensor<4xf32> -> tensor<1x8xf32>
   %t = braid.all_reduce %sq on @world grid_axes = [1] reduction = sum : tensor<f32>

@@ -15,7 +15,7 @@ shard.grid @world(shape = 3x2)
 // dimension split.
 // CHECK-LABEL: func.func @matmul_column
 // CHECK-SAME: -> (tensor<8x16xf32> {braid.sharding = #braid.sharding<split 1>})
-// CHECK-SAME: braid.tensor_parallel = {axis = 1 : i64, grid = @world}
+// CHECK-SAME: braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>
 // CHECK: braid.matmul %arg0, %arg1 {transpose_b} : tensor<8x4xf32>, tensor<16x4xf32> -> tensor<8x16xf32>
 func.func @matmul_column(%x: tensor<8x4xf32>, %w: tensor<32x4xf32> {braid.sharding = #s0})
     -> tensor<8x32xf32> {

@@ -86,7 +86,7 @@ func.func @scheduled(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0
 shard.grid @world(shape = 2)
 // expected-error @below {{@again is already partitioned (it has 'braid.tensor_parallel')}}
 func.func @again(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split 0>}) -> tensor<4xf32>
-    attributes {braid.tensor_parallel = {axis = 0 : i64, grid = @world}} {
+    attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 0>} {
   return %w : tensor<4xf32>
 }
 

@@ -51,7 +51,7 @@
 // The q/k/v weight comes in as each rank's third of q, of k and of v.
 // CHECK-SAME: tensor<96x64xf32> {braid.role = #braid.role<parameter "h0.attn.c_attn.weight">, braid.sharding = #braid.sharding<split 0 blocks [64, 64, 64]>}
 // CHECK-SAME: tensor<64x128xf32> {braid.role = #braid.role<parameter "h0.mlp.c_proj.weight">, braid.sharding = #braid.sharding<split 1>}
-// CHECK-SAME: braid.tensor_parallel = {axis = 1 : i64, grid = @world}
+// CHECK-SAME: braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>
 
 // Forward: q, k and v of 2 local heads each, fused attention on the local
 // heads, the

@@ -105,7 +105,7 @@ func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attrib
 
 // expected-error @below {{'braid.tensor_parallel' names grid @mesh, which the module does not declare}}
 func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32>
-    attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = {axis = 0 : i64, grid = @mesh}} {
+    attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = #braid.tensor_parallel<grid = @mesh, axis = 0>} {
   return %x : tensor<4xf32>
 }
 
@@ -114,7 +114,7 @@ func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32>
 shard.grid @world(shape = 2)
 // expected-error @below {{'braid.tensor_parallel' names axis 1 of grid @world of rank 1}}
 func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32>
-    attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = {axis = 1 : i64, grid = @world}} {
+    attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
   return %x : tensor<4xf32>
 }
 

@@ -82,9 +82,10 @@ def Braid_Dialect : Dialect {
     /// step's ops): about 1 GB of IR.
     static constexpr int64_t kMaxUnrolledOps = int64_t(1) << 22;
     /// The op attribute braid-pipeline tags each op of a stage program's
-    /// actions with: `"F3"` (micro-batch 3's forward), `"B3"` (its
-    /// backward, or B where the schedule splits it), `"W3"` (its W). The
-    /// plan and the simulator's trace carry it (the pipeline diagram).
+    /// actions with: a #braid.action (`#braid.action<F, micro_batch = 3>`,
+    /// micro-batch 3's forward; B its backward, or B where the schedule
+    /// splits it; W its W). The plan and the simulator's trace carry it
+    /// (the pipeline diagram).
     static constexpr ::llvm::StringLiteral kActionAttrName = "braid.action";
     /// The op attribute braid-pipeline gives each transfer of a stage
     /// program: one #braid.transfer per value it moves, the sent ones
@@ -111,6 +112,35 @@ def Braid_Dialect : Dialect {
   }];
 }
 
+/// What a plan instruction of an op is (braid::plan::InstrKind): one def a
+/// kind, so that a kind that does not exist is a TableGen error, not a
+/// string the op-table generator finds wrong later.
+class Braid_InstrKind<string kindName> {
+  string name = kindName;
+}
+def Braid_KernelInstr : Braid_InstrKind<"Kernel">;
+def Braid_CollectiveInstr : Braid_InstrKind<"Collective">;
+def Braid_CollectiveStartInstr : Braid_InstrKind<"CollectiveStart">;
+def Braid_WaitInstr : Braid_InstrKind<"Wait">;
+def Braid_RecordEventInstr : Braid_InstrKind<"RecordEvent">;
+def Braid_WaitEventInstr : Braid_InstrKind<"WaitEvent">;
+
+/// A collective's kind in the cost model (braid::CollectiveKind,
+/// common/include/braid-common/CollectiveKind.h), one def a kind.
+class Braid_CollectiveKind<string kindName> {
+  string name = kindName;
+}
+def Braid_AllReduceKind : Braid_CollectiveKind<"AllReduce">;
+def Braid_ReduceScatterKind : Braid_CollectiveKind<"ReduceScatter">;
+def Braid_AllGatherKind : Braid_CollectiveKind<"AllGather">;
+def Braid_AllToAllKind : Braid_CollectiveKind<"AllToAll">;
+def Braid_BroadcastKind : Braid_CollectiveKind<"Broadcast">;
+def Braid_SendKind : Braid_CollectiveKind<"Send">;
+def Braid_RecvKind : Braid_CollectiveKind<"Recv">;
+def Braid_SendRecvKind : Braid_CollectiveKind<"SendRecv">;
+def Braid_PermuteKind : Braid_CollectiveKind<"Permute">;
+def Braid_AxisIndexKind : Braid_CollectiveKind<"AxisIndex">;
+
 /// A braid op. Besides what mlir-tblgen reads, each op declares what the
 /// plan and the runtime know it by (common/gen-op-table.py generates their
 /// tables from these fields; docs/Architecture.md):
@@ -118,15 +148,15 @@ class Braid_Op<string mnemonic, list<Trait> traits = []>
     : Op<Braid_Dialect, mnemonic, traits> {
   /// The op's number in plan files: unique, stable, never reused.
   int opcode = 0;
-  /// What a plan instruction of this op is (braid::plan::InstrKind):
-  /// Kernel, Collective, CollectiveStart, Wait, RecordEvent or WaitEvent.
-  string instrKind = "";
+  /// What a plan instruction of this op is (braid::plan::InstrKind): a
+  /// Braid_InstrKind, Braid_KernelInstr for compute ops.
+  Braid_InstrKind instrKind = ?;
   /// For result i, the operand it may overwrite element for element (an
   /// optimizer update); set through Braid_UpdateOp, which also implements
   /// InPlaceOpInterface from it.
   list<int> inPlaceOperands = [];
   /// For a collective, its kind in the cost model (braid::CollectiveKind).
-  string collectiveKind = "";
+  Braid_CollectiveKind collectiveKind = ?;
   /// For a collective: whether this is the start form, and the def of the
   /// other form.
   bit isStartForm = 0;

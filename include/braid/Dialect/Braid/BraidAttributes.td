@@ -62,6 +62,15 @@ def Braid_RoleKind : I32EnumAttr<"RoleKind",
   let cppNamespace = "::braid";
 }
 
+def Braid_PipelineActionKind : I32EnumAttr<"PipelineActionKind",
+    "what an action of a pipeline schedule computes of a micro-batch", [
+  I32EnumAttrCase<"Forward", 0, "F">,
+  I32EnumAttrCase<"Backward", 1, "B">,
+  I32EnumAttrCase<"Weight", 2, "W">
+]> {
+  let cppNamespace = "::braid";
+}
+
 def Braid_StreamKind : I32EnumAttr<"StreamKind",
     "what a stream is for", [
   I32EnumAttrCase<"Compute", 0, "compute">,
@@ -154,6 +163,50 @@ def Braid_StageAttr : Braid_Attr<"Stage", "stage"> {
     "int64_t":$index
   );
   let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Braid_TensorParallelAttr : Braid_Attr<"TensorParallel", "tensor_parallel"> {
+  let summary = "the grid axis a partitioned function's tensor parallelism spans";
+  let description = [{
+    braid-tensor-parallel marks each function it partitions (its types are
+    then each rank's local piece) with the discardable attribute
+    `braid.tensor_parallel`: the grid and the axis whose ranks split the
+    sharded values. braid-sequence-parallel, the sharding verifier and the
+    plan writer read it (docs/TensorParallel.md).
+
+    ```mlir
+    func.func @step(...) attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>}
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$grid,
+    "int64_t":$axis
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Braid_ActionAttr : Braid_Attr<"Action", "action"> {
+  let summary = "the action of a pipeline schedule an op belongs to";
+  let description = [{
+    braid-pipeline tags every op it emits for an action of the schedule
+    with the discardable attribute `braid.action`: `F` a micro-batch's
+    forward, `B` its backward (the input gradient where the schedule splits
+    the backward, as ZB-H1 does), `W` its weight gradient. The plan and the
+    simulator's trace carry it (the pipeline diagram); an interleaved
+    rank's chunks of one micro-batch's forward are all that micro-batch's
+    `F`.
+
+    ```mlir
+    %h = braid.matmul %x, %w {braid.action = #braid.action<F, micro_batch = 3>} : ...
+    ```
+  }];
+  let parameters = (ins
+    "::braid::PipelineActionKind":$kind,
+    "int64_t":$microBatch
+  );
+  let assemblyFormat = "`<` $kind `,` `micro_batch` `=` $microBatch `>`";
   let genVerifyDecl = 1;
 }
 

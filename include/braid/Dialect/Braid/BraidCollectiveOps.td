@@ -21,7 +21,7 @@ defvar Braid_CollectiveArgs =
 /// One form of a collective. `kind` names the collective kind of the cost
 /// model (braid::CollectiveKind); `verifier` is the C++ template that
 /// verifies both forms.
-class Braid_CollectiveOp<string mnemonic, string kind, bit start,
+class Braid_CollectiveOp<string mnemonic, Braid_CollectiveKind kind, bit start,
                          string verifier, string startFormDef,
                          list<Trait> traits = []>
     : Braid_Op<mnemonic, !listconcat(traits, [
@@ -31,12 +31,12 @@ class Braid_CollectiveOp<string mnemonic, string kind, bit start,
       ])> {
   let collectiveKind = kind;
   let isStartForm = start;
-  let instrKind = !if(start, "CollectiveStart", "Collective");
+  let instrKind = !if(start, Braid_CollectiveStartInstr, Braid_CollectiveInstr);
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The collective kind of the cost model, and which form this is.
     static constexpr ::braid::CollectiveKind kCollectiveKind =
-        ::braid::CollectiveKind::}] # kind # [{;
+        ::braid::CollectiveKind::}] # kind.name # [{;
     static constexpr bool kIsStartForm = }] # !if(start, "true", "false") # [{;
     ::mlir::Operation *buildStartForm(::mlir::OpBuilder &builder);
   }];
@@ -76,7 +76,7 @@ class Braid_CollectiveOp<string mnemonic, string kind, bit start,
 /// arguments and verifier. The start form yields a `!braid.future` that
 /// `braid.wait` turns into the synchronous form's results; its assembly is
 /// the synchronous one unless `startFormat` is given.
-multiclass Braid_Collective<string mnemonic, int number, string kind,
+multiclass Braid_Collective<string mnemonic, int number, Braid_CollectiveKind kind,
                             string verifier, dag args, dag syncResults,
                             dag startResults, string syncFormat,
                             string startFormat, string syncSummary,
@@ -109,7 +109,7 @@ multiclass Braid_Collective<string mnemonic, int number, string kind,
 // Collectives
 //===----------------------------------------------------------------------===//
 
-defm Braid_AllReduce : Braid_Collective<"all_reduce", 100, "AllReduce",
+defm Braid_AllReduce : Braid_Collective<"all_reduce", 100, Braid_AllReduceKind,
     "verifyAllReduce",
     !con((ins Variadic<Braid_Tensor>:$inputs), Braid_CollectiveArgs,
          (ins Braid_ReductionKind:$reduction,
@@ -141,7 +141,7 @@ defm Braid_AllReduce : Braid_Collective<"all_reduce", 100, "AllReduce",
        DeclareOpInterfaceMethods<Braid_GradientCollectiveOpInterface>]>;
 
 defm Braid_ReduceScatter : Braid_Collective<"reduce_scatter", 102,
-    "ReduceScatter", "verifyReduceScatter",
+    Braid_ReduceScatterKind, "verifyReduceScatter",
     !con((ins Braid_Tensor:$input), Braid_CollectiveArgs,
          (ins Braid_ReductionKind:$reduction, I64Attr:$scatter_dim,
               OptionalAttr<StrArrayAttr>:$grad_of,
@@ -165,7 +165,7 @@ defm Braid_ReduceScatter : Braid_Collective<"reduce_scatter", 102,
     ```
   }], [DeclareOpInterfaceMethods<Braid_GradientCollectiveOpInterface>]>;
 
-defm Braid_AllGather : Braid_Collective<"all_gather", 104, "AllGather",
+defm Braid_AllGather : Braid_Collective<"all_gather", 104, Braid_AllGatherKind,
     "verifyAllGather",
     !con((ins Braid_Tensor:$input), Braid_CollectiveArgs,
          (ins I64Attr:$gather_dim)),
@@ -181,7 +181,7 @@ defm Braid_AllGather : Braid_Collective<"all_gather", 104, "AllGather",
     ```
   }]>;
 
-defm Braid_AllToAll : Braid_Collective<"all_to_all", 106, "AllToAll",
+defm Braid_AllToAll : Braid_Collective<"all_to_all", 106, Braid_AllToAllKind,
     "verifyAllToAll",
     !con((ins Braid_Tensor:$input), Braid_CollectiveArgs,
          (ins I64Attr:$split_dim, I64Attr:$concat_dim)),
@@ -197,7 +197,7 @@ defm Braid_AllToAll : Braid_Collective<"all_to_all", 106, "AllToAll",
   }]>;
 
 defm Braid_CollectiveBroadcast : Braid_Collective<"collective_broadcast", 108,
-    "Broadcast", "verifyCollectiveBroadcast",
+    Braid_BroadcastKind, "verifyCollectiveBroadcast",
     !con((ins Braid_Tensor:$input), Braid_CollectiveArgs, (ins I64Attr:$root)),
     (outs Braid_Tensor:$result), (outs Braid_FutureType:$result),
     [{
@@ -209,7 +209,7 @@ defm Braid_CollectiveBroadcast : Braid_Collective<"collective_broadcast", 108,
     follows StableHLO, which, like braid, keeps `broadcast` for the shape op.)
   }]>;
 
-defm Braid_Send : Braid_Collective<"send", 110, "Send", "verifySend",
+defm Braid_Send : Braid_Collective<"send", 110, Braid_SendKind, "verifySend",
     !con((ins Braid_Tensor:$input), Braid_CollectiveArgs, (ins I64Attr:$peer)),
     (outs), (outs Braid_FutureType:$future),
     [{
@@ -228,7 +228,7 @@ defm Braid_Send : Braid_Collective<"send", 110, "Send", "verifySend",
     ```
   }]>;
 
-defm Braid_Recv : Braid_Collective<"recv", 112, "Recv", "verifyRecv",
+defm Braid_Recv : Braid_Collective<"recv", 112, Braid_RecvKind, "verifyRecv",
     !con(Braid_CollectiveArgs, (ins I64Attr:$peer)),
     (outs Braid_Tensor:$result), (outs Braid_FutureType:$future),
     [{
@@ -242,7 +242,7 @@ defm Braid_Recv : Braid_Collective<"recv", 112, "Recv", "verifyRecv",
     `peer` is the index of the sending rank within the group.
   }]>;
 
-defm Braid_SendRecv : Braid_Collective<"send_recv", 118, "SendRecv",
+defm Braid_SendRecv : Braid_Collective<"send_recv", 118, Braid_SendRecvKind,
     "verifySendRecv",
     !con((ins Variadic<Braid_Tensor>:$inputs), Braid_CollectiveArgs,
          (ins I64Attr:$send_peer, I64Attr:$recv_peer)),
@@ -283,7 +283,7 @@ defm Braid_SendRecv : Braid_Collective<"send_recv", 118, "SendRecv",
   }]>;
 
 defm Braid_CollectivePermute : Braid_Collective<"collective_permute", 114,
-    "Permute", "verifyCollectivePermute",
+    Braid_PermuteKind, "verifyCollectivePermute",
     !con((ins Braid_Tensor:$input), Braid_CollectiveArgs, (ins SI64Attr:$offset)),
     (outs Braid_Tensor:$result), (outs Braid_FutureType:$result),
     [{
@@ -303,7 +303,7 @@ defm Braid_CollectivePermute : Braid_Collective<"collective_permute", 114,
     ```
   }]>;
 
-defm Braid_AxisIndex : Braid_Collective<"axis_index", 116, "AxisIndex",
+defm Braid_AxisIndex : Braid_Collective<"axis_index", 116, Braid_AxisIndexKind,
     "verifyAxisIndex", Braid_CollectiveArgs,
     (outs 0DTensorOf<[I64]>:$result), (outs Braid_FutureType:$result),
     [{
@@ -330,7 +330,7 @@ defm Braid_AxisIndex : Braid_Collective<"axis_index", 116, "AxisIndex",
 
 def Braid_WaitOp : Braid_Op<"wait", [
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
-  let instrKind = "Wait";
+  let instrKind = Braid_WaitInstr;
   let opcode = 200;
   let summary = "wait for a collective and yield its values";
   let description = [{
@@ -343,7 +343,7 @@ def Braid_WaitOp : Braid_Op<"wait", [
 }
 
 def Braid_RecordEventOp : Braid_Op<"record_event"> {
-  let instrKind = "RecordEvent";
+  let instrKind = Braid_RecordEventInstr;
   let opcode = 201;
   let summary = "mark the current point of this op's stream";
   let description = [{
@@ -360,7 +360,7 @@ def Braid_RecordEventOp : Braid_Op<"record_event"> {
 }
 
 def Braid_WaitEventOp : Braid_Op<"wait_event"> {
-  let instrKind = "WaitEvent";
+  let instrKind = Braid_WaitEventInstr;
   let opcode = 202;
   let summary = "make this op's stream wait for an event of another stream";
   let arguments = (ins Braid_EventType:$event);

@@ -64,7 +64,7 @@ class Braid_ComputeOp<string mnemonic, list<Trait> traits = [],
         Pure, DeclareOpInterfaceMethods<Braid_CostOpInterface, costOverrides>,
         DeclareOpInterfaceMethods<Braid_ShardingOpInterface, shardingOverrides>
       ])> {
-  let instrKind = "Kernel";
+  let instrKind = Braid_KernelInstr;
 }
 
 /// An optimizer update: result `i` may overwrite operand `inPlace[i]` (-1:

@@ -194,7 +194,7 @@ def TensorParallel : Pass<"braid-tensor-parallel", "mlir::ModuleOp"> {
           : tensor<8x16xf32>
       %z = braid.bias_add %r, %b2 : tensor<8x16xf32>, tensor<16xf32>
     ```
-    The function is marked `braid.tensor_parallel = {axis = 1, grid = @world}`,
+    The function is marked `braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>`,
     and its split arguments and results keep `braid.sharding` for the
     runtime, which loads and saves the global values (docs/TensorParallel.md).
   }];

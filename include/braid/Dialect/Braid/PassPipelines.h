@@ -1,4 +1,4 @@
-//===- Pipelines.h - braid's pass pipelines ---------------------*- C++ -*-===//
+//===- PassPipelines.h - braid's pass pipelines -----------------*- C++ -*-===//
 //
 // The two pipelines, with typed options: braid-overlap (bucket, start early,
 // schedule, assign streams, verify) and the default pipeline of
@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_DIALECT_BRAID_PIPELINES_H
-#define BRAID_DIALECT_BRAID_PIPELINES_H
+#ifndef BRAID_DIALECT_BRAID_PASSPIPELINES_H
+#define BRAID_DIALECT_BRAID_PASSPIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -130,4 +130,4 @@ void registerBraidPipelines();
 
 } // namespace braid
 
-#endif // BRAID_DIALECT_BRAID_PIPELINES_H
+#endif // BRAID_DIALECT_BRAID_PASSPIPELINES_H

@@ -3,6 +3,7 @@
 #ifndef BRAID_DIALECT_BRAID_PASSES_H
 #define BRAID_DIALECT_BRAID_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

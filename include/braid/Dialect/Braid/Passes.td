@@ -133,7 +133,7 @@ def BucketGradients : Pass<"braid-bucket-gradients", "mlir::ModuleOp"> {
 // braid-pipeline, braid-tensor-parallel, braid-sequence-parallel.
 include "braid/Dialect/Braid/ParallelismPasses.td"
 
-def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
+def FuseKernels : Pass<"braid-fuse-kernels", "mlir::func::FuncOp"> {
   let summary = "Fold scales, masks, biases, transposes and slices into the kernels that read them";
   let description = [{
     Attention scores are scaled, masked and normalized by three ops, each a
@@ -255,7 +255,7 @@ def FuseKernels : Pass<"braid-fuse-kernels", "mlir::ModuleOp"> {
   ];
 }
 
-def AsyncCollectives : Pass<"braid-async-collectives", "mlir::ModuleOp"> {
+def AsyncCollectives : Pass<"braid-async-collectives", "mlir::func::FuncOp"> {
   let summary = "Split collectives into a start and a wait, as far apart as the data allows";
   let description = [{
     Replaces each synchronous collective by its start form, which yields a
@@ -299,7 +299,7 @@ def AsyncCollectives : Pass<"braid-async-collectives", "mlir::ModuleOp"> {
   ];
 }
 
-def Schedule : Pass<"braid-schedule", "mlir::ModuleOp"> {
+def Schedule : Pass<"braid-schedule", "mlir::func::FuncOp"> {
   let summary = "Reorder compute so buckets launch earlier and optimizer updates overlap communication";
   let description = [{
     List-schedules the ops of each function body within their data
@@ -499,7 +499,7 @@ def VerifySchedule : Pass<"braid-verify-schedule", "mlir::ModuleOp"> {
   ];
 }
 
-def PlanMemory : Pass<"braid-plan-memory", "mlir::ModuleOp"> {
+def PlanMemory : Pass<"braid-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Give every tensor a static offset in one arena per rank";
   let description = [{
     Assigns each tensor value of a step (arguments, op results) a byte offset

@@ -43,6 +43,24 @@ LogicalResult TransferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           FlatSymbolRefAttr grid, int64_t axis) {
+  if (!grid || axis < 0)
+    return emitError() << "a tensor-parallel axis is a grid and a "
+                          "non-negative axis, but is "
+                       << grid << " and " << axis;
+  return success();
+}
+
+LogicalResult ActionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 PipelineActionKind, int64_t microBatch) {
+  if (microBatch < 0)
+    return emitError() << "an action's micro-batch is non-negative, but is "
+                       << microBatch;
+  return success();
+}
+
 LogicalResult StreamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StreamKind kind, unsigned index) {
   // One compute stream: every pass, the schedule verifier and the plan

@@ -87,8 +87,8 @@ static LogicalResult verifyShardingOf(Operation *op, const Twine &what,
   // A partitioned function's types are local and its blocks global sizes:
   // each block cut into one piece per rank of the tensor-parallel axis, the
   // pieces making the local dimension (what braid-run copies by).
-  auto tp =
-      op->getAttrOfType<DictionaryAttr>(BraidDialect::kTensorParallelAttrName);
+  auto tp = op->getAttrOfType<TensorParallelAttr>(
+      BraidDialect::kTensorParallelAttrName);
   if (!tp) {
     if (sum != size)
       return op->emitError()
@@ -97,31 +97,27 @@ static LogicalResult verifyShardingOf(Operation *op, const Twine &what,
              << size;
     return success();
   }
-  auto grid = tp.getAs<FlatSymbolRefAttr>("grid");
-  auto axis = tp.getAs<IntegerAttr>("axis");
-  auto gridOp =
-      grid ? SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, grid)
-           : shard::GridOp();
-  // The attribute's own check names a grid or axis that is not there.
-  if (!gridOp || !axis || axis.getInt() >= gridOp.getRank() ||
-      ShapedType::isDynamic(gridOp.getShape()[axis.getInt()]))
+  FlatSymbolRefAttr grid = tp.getGrid();
+  int64_t axis = tp.getAxis();
+  auto gridOp = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, grid);
+  // The attribute's users name a grid or axis that is not there.
+  if (!gridOp || axis >= gridOp.getRank() ||
+      ShapedType::isDynamic(gridOp.getShape()[axis]))
     return success();
-  int64_t ranks = gridOp.getShape()[axis.getInt()];
+  int64_t ranks = gridOp.getShape()[axis];
   for (int64_t b : sharding.getBlocks())
     if (b % ranks != 0)
       return op->emitError()
              << what << " is " << sharding.str() << ", whose block of " << b
              << " does not cut into the " << ranks
-             << " ranks of tensor-parallel axis " << axis.getInt() << " of "
-             << grid;
+             << " ranks of tensor-parallel axis " << axis << " of " << grid;
   if (sum / ranks != size)
     return op->emitError() << what << " is " << sharding.str()
                            << ", whose blocks make a piece "
                            << "of " << sum / ranks << " on each of the "
-                           << ranks << " ranks of tensor-parallel axis "
-                           << axis.getInt() << " of " << grid
-                           << ", but its local dimension " << sharding.getDim()
-                           << " has size " << size;
+                           << ranks << " ranks of tensor-parallel axis " << axis
+                           << " of " << grid << ", but its local dimension "
+                           << sharding.getDim() << " has size " << size;
   return success();
 }
 
@@ -288,14 +284,12 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kTensorParallelAttrName) {
-    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
-    auto axis = dict ? dict.getAs<IntegerAttr>("axis") : IntegerAttr();
-    auto grid =
-        dict ? dict.getAs<FlatSymbolRefAttr>("grid") : FlatSymbolRefAttr();
-    if (!isa<FunctionOpInterface>(op) || !axis || !grid || axis.getInt() < 0)
+    if (!isa<FunctionOpInterface>(op) ||
+        !isa<TensorParallelAttr>(attr.getValue()))
       return op->emitError()
              << "'" << kTensorParallelAttrName
-             << "' must be {axis = N : i64, grid = @grid} on a function";
+             << "' must be a #braid.tensor_parallel<grid = @grid, axis = N> "
+                "on a function";
     return success();
   }
   if (attr.getName() == kTransfersAttrName) {
@@ -371,12 +365,11 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kActionAttrName) {
-    auto label = dyn_cast<StringAttr>(attr.getValue());
-    if (!label || !parseActionLabel(label.getValue()))
+    if (!isa<ActionAttr>(attr.getValue()))
       return op->emitError()
              << "'" << kActionAttrName
-             << "' must be a string naming an action of a pipeline schedule "
-                "(F, B or W and a micro-batch, \"F3\"), but is "
+             << "' must be a #braid.action naming an action of a pipeline "
+                "schedule (#braid.action<F, micro_batch = 3>), but is "
              << attr.getValue();
     return success();
   }

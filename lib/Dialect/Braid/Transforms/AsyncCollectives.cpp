@@ -33,10 +33,8 @@ struct AsyncCollectivesPass
     : public braid::impl::AsyncCollectivesBase<AsyncCollectivesPass> {
   using AsyncCollectivesBase::AsyncCollectivesBase;
   void runOnOperation() override {
-    if (failed(forEachSchedulableBody(getOperation(),
-                                      [&](FunctionOpInterface, Block &body) {
-                                        return runOnBlock(body);
-                                      })))
+    FailureOr<Block *> body = schedulableBody(getOperation());
+    if (failed(body) || (*body && failed(runOnBlock(**body))))
       signalPassFailure();
   }
 

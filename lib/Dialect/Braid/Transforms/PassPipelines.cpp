@@ -1,4 +1,4 @@
-//===- Pipelines.cpp - braid-overlap and braid-compile's pipeline ---------===//
+//===- PassPipelines.cpp - braid-overlap and braid-compile's pipeline -----===//
 //
 // braid-compile's pipeline starts with braid-tensor-parallel and
 // braid-sequence-parallel (a step without sharded parameters is not
@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "braid/Dialect/Braid/Pipelines.h"
+#include "braid/Dialect/Braid/PassPipelines.h"
 #include "braid/Dialect/Braid/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -43,13 +43,13 @@ static void addOverlapPasses(OpPassManager &pm,
   if (!naive) {
     AsyncCollectivesOptions async;
     async.gradientsOnly = options.schedule == OverlapSchedule::Megatron;
-    pm.addPass(createAsyncCollectives(async));
+    pm.addNestedPass<func::FuncOp>(createAsyncCollectives(async));
     ScheduleOptions schedule;
     schedule.maxLiveIncrease = options.maxLiveIncrease;
     schedule.ddp = options.schedule == OverlapSchedule::Ddp ||
                    options.schedule == OverlapSchedule::Megatron;
     schedule.report = options.report;
-    pm.addPass(createSchedule(schedule));
+    pm.addNestedPass<func::FuncOp>(createSchedule(schedule));
   }
   AssignStreamsOptions streams;
   streams.commStreams = options.commStreams;
@@ -87,13 +87,13 @@ void braid::buildCompilePipeline(OpPassManager &pm,
     pm.addPass(createSequenceParallel());
   // Folded before the scheduler and the memory plan see the ops.
   if (options.fuse)
-    pm.addPass(createFuseKernels());
+    pm.addNestedPass<func::FuncOp>(createFuseKernels());
   if (options.overlap)
     // The schedule is checked once, below, with the memory plan.
     addOverlapPasses(pm, overlapOptions, /*verify=*/false);
   PlanMemoryOptions memory;
   memory.report = options.report;
-  pm.addPass(createPlanMemory(memory));
+  pm.addNestedPass<func::FuncOp>(createPlanMemory(memory));
   pm.addPass(createVerifySchedule());
 }
 

@@ -71,22 +71,24 @@ constexpr int64_t kMaxAlignment = 4096;
 struct PlanMemoryPass : public braid::impl::PlanMemoryBase<PlanMemoryPass> {
   using PlanMemoryBase::PlanMemoryBase;
 
-  void runOnOperation() override {
+  // Options are checked once, before any function is planned.
+  LogicalResult initialize(MLIRContext *context) override {
     // Bounded: rounding a buffer up to a huge alignment overflows the
     // arena arithmetic (2^62 used to wrap sizes to zero and corrupt the
     // free list). No device wants more than a page.
     if (alignment <= 0 || !llvm::isPowerOf2_64(alignment) ||
-        alignment > kMaxAlignment) {
-      getOperation().emitError()
-          << "braid-plan-memory: alignment must be a power of two from 1 to "
-          << kMaxAlignment << ", but is "
-          << static_cast<int64_t>(alignment.getValue());
-      return signalPassFailure();
-    }
-    if (failed(forEachSchedulableBody(
-            getOperation(), [&](FunctionOpInterface func, Block &body) {
-              return planFunction(func, body);
-            })))
+        alignment > kMaxAlignment)
+      return emitError(UnknownLoc::get(context))
+             << "braid-plan-memory: alignment must be a power of two from 1 "
+                "to "
+             << kMaxAlignment << ", but is "
+             << static_cast<int64_t>(alignment.getValue());
+    return success();
+  }
+
+  void runOnOperation() override {
+    FailureOr<Block *> body = schedulableBody(getOperation());
+    if (failed(body) || (*body && failed(planFunction(getOperation(), **body))))
       signalPassFailure();
   }
 

@@ -49,17 +49,18 @@ struct Priority {
 struct SchedulePass : public braid::impl::ScheduleBase<SchedulePass> {
   using ScheduleBase::ScheduleBase;
 
+  // Options are checked once, before any function is scheduled.
+  LogicalResult initialize(MLIRContext *context) override {
+    if (!(maxLiveIncrease >= 0))
+      return emitError(UnknownLoc::get(context))
+             << "max-live-increase must be non-negative, but is "
+             << maxLiveIncrease;
+    return success();
+  }
+
   void runOnOperation() override {
-    if (!(maxLiveIncrease >= 0)) {
-      getOperation().emitError()
-          << "max-live-increase must be non-negative, but is "
-          << maxLiveIncrease;
-      return signalPassFailure();
-    }
-    if (failed(forEachSchedulableBody(
-            getOperation(), [&](FunctionOpInterface func, Block &body) {
-              return runOnBlock(func, body);
-            })))
+    FailureOr<Block *> body = schedulableBody(getOperation());
+    if (failed(body) || (*body && failed(runOnBlock(getOperation(), **body))))
       signalPassFailure();
   }
 

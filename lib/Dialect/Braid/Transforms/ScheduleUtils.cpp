@@ -12,20 +12,22 @@ LogicalResult braid::forEachSchedulableBody(
     function_ref<LogicalResult(FunctionOpInterface, Block &)> fn) {
   bool ok = true;
   for (auto func : module.getOps<FunctionOpInterface>()) {
-    if (func.isExternal())
-      continue;
-    Region &body = func.getFunctionBody();
-    if (!llvm::hasSingleElement(body)) {
-      func.emitError() << "braid scheduling needs a function body of one "
-                          "block, but @"
-                       << func.getName() << " has " << body.getBlocks().size();
-      ok = false;
-      continue;
-    }
-    if (failed(fn(func, body.front())))
+    FailureOr<Block *> body = schedulableBody(func);
+    if (failed(body) || (*body && failed(fn(func, **body))))
       ok = false;
   }
   return success(ok);
+}
+
+FailureOr<Block *> braid::schedulableBody(FunctionOpInterface func) {
+  if (func.isExternal())
+    return static_cast<Block *>(nullptr);
+  Region &body = func.getFunctionBody();
+  if (!llvm::hasSingleElement(body))
+    return func.emitError()
+           << "braid scheduling needs a function body of one block, but @"
+           << func.getName() << " has " << body.getBlocks().size();
+  return &body.front();
 }
 
 void braid::placeAfter(Operation *op, Operation *anchor, Block &body,

@@ -28,6 +28,10 @@ AllReduceOp createAxisSum(mlir::OpBuilder &builder, mlir::Value value,
 mlir::Value getOrCreateAxisIndex(mlir::FunctionOpInterface func,
                                  mlir::FlatSymbolRefAttr grid, int64_t axis);
 
+/// The block the overlap passes schedule in `func`: null for a declaration
+/// (nothing to do), failure (diagnosed) for a body of several blocks.
+mlir::FailureOr<mlir::Block *> schedulableBody(mlir::FunctionOpInterface func);
+
 /// Calls `fn` on the body of every function of `module` that has one. The
 /// overlap passes schedule one block: a function with several blocks is an
 /// error. Goes on after a failure, so that every function is diagnosed, and

@@ -359,13 +359,13 @@ LogicalResult TokenSplitter::run() {
 void SequenceParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    auto tp = func->getAttrOfType<DictionaryAttr>(
+    auto tp = func->getAttrOfType<TensorParallelAttr>(
         BraidDialect::kTensorParallelAttrName);
     if (!tp || func.isExternal())
       continue;
-    auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
-        func, tp.getAs<FlatSymbolRefAttr>("grid"));
-    int64_t axis = tp.getAs<IntegerAttr>("axis").getInt();
+    auto grid =
+        SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(func, tp.getGrid());
+    int64_t axis = tp.getAxis();
     if (!grid || axis >= int64_t(grid.getShape().size()) ||
         ShapedType::isDynamic(grid.getShape()[axis])) {
       func.emitError() << "braid-sequence-parallel: '"

@@ -403,12 +403,9 @@ void Partitioner::localize() {
   func.setFunctionType(
       FunctionType::get(func.getContext(), body.getArgumentTypes(),
                         body.getTerminator()->getOperandTypes()));
-  Builder b(func.getContext());
   func->setAttr(BraidDialect::kTensorParallelAttrName,
-                b.getDictionaryAttr({
-                    b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
-                    b.getNamedAttr("grid", FlatSymbolRefAttr::get(grid)),
-                }));
+                TensorParallelAttr::get(func.getContext(),
+                                        FlatSymbolRefAttr::get(grid), axis));
 }
 
 /// The log-softmax over the classes of `[N, C]` logits that `v` is, if it is
@@ -622,10 +619,10 @@ void TensorParallelPass::runOnOperation() {
   // axis, replicated: it says so too, so that the runtime places its ranks
   // on that axis (one replica, the same batch) instead of taking them for
   // data-parallel replicas.
-  DictionaryAttr partitioned;
+  TensorParallelAttr partitioned;
   for (func::FuncOp func : module.getOps<func::FuncOp>())
     if (func->hasAttr(BraidDialect::kStageAttrName))
-      if (auto tp = func->getAttrOfType<DictionaryAttr>(
+      if (auto tp = func->getAttrOfType<TensorParallelAttr>(
               BraidDialect::kTensorParallelAttrName))
         partitioned = tp;
   if (!partitioned)

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Pipeline/StagePrograms.h"
 #include "ScheduleUtils.h"
-#include "StagePrograms.h"
 
 #include "braid/Dialect/Braid/Analysis/StreamOrder.h"
 

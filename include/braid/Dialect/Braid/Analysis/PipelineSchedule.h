@@ -73,29 +73,6 @@ struct PipelineAction {
   }
 };
 
-/// An action's label, as braid-pipeline tags the ops it emits for it
-/// (`braid.action = "F3"`: micro-batch 3's forward; `B3` its backward, or
-/// B; `W3` its W) and the plan and the simulator's trace carry it. The
-/// chunk is not part of it: an interleaved rank's chunks of one
-/// micro-batch's forward are all `F3`.
-inline std::string actionLabel(const PipelineAction &a) {
-  const char *kinds = "FBW";
-  return kinds[a.kind] + std::to_string(a.microBatch);
-}
-
-/// The action a label names, if it is one.
-inline std::optional<PipelineAction> parseActionLabel(llvm::StringRef label) {
-  if (label.size() < 2)
-    return std::nullopt;
-  size_t kind = llvm::StringRef("FBW").find(label.front());
-  unsigned k;
-  if (kind == llvm::StringRef::npos || label.drop_front().getAsInteger(10, k) ||
-      !llvm::all_of(label.drop_front(),
-                    [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  return PipelineAction{PipelineAction::Kind(kind), k};
-}
-
 /// Stage `stage`'s actions, of `stages` stages running `microBatches`
 /// micro-batches: each micro-batch's forward once and its backward once
 /// (and its W once, after its B, where the schedule splits the backward),

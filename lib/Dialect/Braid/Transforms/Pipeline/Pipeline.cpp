@@ -11,12 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CostUtils.h"
-#include "ScheduleUtils.h"
+#include "../CostUtils.h"
+#include "../ScheduleUtils.h"
+#include "../TensorParallel.h"
 #include "StageAssignment.h"
 #include "StageBuilder.h"
 #include "StagePrograms.h"
-#include "TensorParallel.h"
 
 #include "braid/Dialect/Braid/Analysis/PipelineSchedule.h"
 #include "braid/Dialect/Braid/BraidAttributes.h"

@@ -2,7 +2,7 @@
 
 #include "StageAssignment.h"
 
-#include "CostUtils.h"
+#include "../CostUtils.h"
 
 #include "braid/Dialect/Braid/BraidOps.h"
 

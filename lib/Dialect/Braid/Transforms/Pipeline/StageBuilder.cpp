@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "StageBuilder.h"
-#include "CostUtils.h"
-#include "ScheduleUtils.h"
+#include "../CostUtils.h"
+#include "../ScheduleUtils.h"
 
 #include "braid/Dialect/Braid/BraidAttributes.h"
 #include "braid/Dialect/Braid/BraidDialect.h"
@@ -23,6 +23,26 @@
 using namespace mlir;
 using namespace braid;
 using namespace braid::pipeline;
+
+/// The #braid.action that tags the ops of `action` (the chunk is not part
+/// of it: an interleaved rank's chunks of one micro-batch's forward are all
+/// that micro-batch's F).
+static ActionAttr actionAttr(MLIRContext *context,
+                             const PipelineAction &action) {
+  PipelineActionKind kind = PipelineActionKind::Forward;
+  switch (action.kind) {
+  case PipelineAction::Forward:
+    kind = PipelineActionKind::Forward;
+    break;
+  case PipelineAction::Backward:
+    kind = PipelineActionKind::Backward;
+    break;
+  case PipelineAction::Weight:
+    kind = PipelineActionKind::Weight;
+    break;
+  }
+  return ActionAttr::get(context, kind, action.microBatch);
+}
 
 void StageBuilder::clone(int k, Operation *op) {
   SmallVector<Value> operands;
@@ -96,7 +116,7 @@ Value StageBuilder::get(int k, Value v) {
 
 Operation *StageBuilder::tagSince(Operation *before,
                                   const PipelineAction &action) {
-  auto label = builder.getStringAttr(actionLabel(action));
+  auto label = actionAttr(builder.getContext(), action);
   for (Operation &op : llvm::make_range(
            before ? std::next(before->getIterator()) : block->begin(),
            block->end()))
@@ -276,7 +296,7 @@ void StageBuilder::emitGroup(ArrayRef<PipelineAction> sending,
   auto axes = builder.getDenseI16ArrayAttr({int16_t(step.axis)});
   auto label = [&](Operation *op, const PipelineAction &a) {
     op->setAttr(BraidDialect::kActionAttrName,
-                builder.getStringAttr(actionLabel(a)));
+                actionAttr(builder.getContext(), a));
   };
   for (unsigned r : peers) {
     Part &part = parts[r];

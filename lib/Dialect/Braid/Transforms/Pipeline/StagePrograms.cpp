@@ -8,7 +8,7 @@
 
 #include "StagePrograms.h"
 
-#include "ScheduleUtils.h"
+#include "../ScheduleUtils.h"
 
 #include "braid/Dialect/Braid/Analysis/CollectiveGroup.h"
 #include "braid/Dialect/Braid/Analysis/StageSimulation.h"
