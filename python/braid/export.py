@@ -14,9 +14,10 @@ AOT autograd (functorch.compile.aot_function, in torch 1.13 and 2.x) traces
 `loss_fn(model(*example_inputs), *example_targets)` and its backward into
 one joint graph of aten ops. braid.aten lowers each op to braid ops; this
 module adds one data-parallel gradient all-reduce (average) per parameter
-over the data-parallel ranks of a grid of `world_size` ranks, right after the gradient is complete, and
-the optimizer's update (torch.optim.SGD or AdamW, with their
-hyper-parameters and state read from the optimizer instance). It writes
+over the data-parallel ranks of a grid of `world_size` ranks, right after
+the gradient is complete, and the optimizer's update (torch.optim.SGD or
+AdamW, with their hyper-parameters and state read from the optimizer
+instance). It writes
 
     PREFIX.mlir       the step: braid-compile's input
     PREFIX.npz        initial parameters and optimizer state (braid-run --params)
