@@ -356,7 +356,7 @@ def write_encode(t, out):
 
 
 def write_python(t, out):
-    w = ['"""%s\n\nThe braid ops as the Python package knows them (braid.ir checks every op\nit writes against this table).\n"""\n\n' % HEADER.strip()[3:]]
+    w = ['"""%s\n\nThe braid ops as the Python package knows them (braid.ir checks every op\nit writes against this table).\n"""\n\nimport enum\n\n' % HEADER.strip()[3:]]
     w.append("# mnemonic -> (opcode, instruction kind, collective kind, operands, "
              "results, attributes)\nOPS = {\n")
     for o in t.ops:
@@ -364,6 +364,15 @@ def write_python(t, out):
                  % (o["mnemonic"], o["opcode"], o["instrKind"], o["collectiveKind"] or None,
                     o["numOperands"], o["numResults"], tuple(a["name"] for a in o["attrs"])))
     w.append("}\n")
+    # Every enum of the dialect, as a Python enum whose values are the names
+    # the IR spells (PipelineScheduleKind("1f1b")).
+    for defname in sorted(n for n in t.r["!instanceof"]["EnumAttrInfo"]
+                          if t.r[n]["cppNamespace"] == "::braid"):
+        rec = t.r[defname]
+        w.append("\n\nclass %s(enum.Enum):\n    %r\n" % (rec["className"], rec["summary"]))
+        for e in rec["enumerants"]:
+            case = t.r[e["def"]]
+            w.append("    %s = %r\n" % (case["symbol"], case["str"]))
     open(os.path.join(out, "braid_ops.py"), "w").write("".join(w))
 
 

@@ -109,17 +109,21 @@ double stepTime(PipelineScheduleKind kind, unsigned p, unsigned m, double f,
 }
 
 TEST(PipelineScheduleTest, Names) {
-  EXPECT_EQ(parsePipelineSchedule("gpipe"), PipelineScheduleKind::GPipe);
-  EXPECT_EQ(parsePipelineSchedule("1f1b"),
+  EXPECT_EQ(symbolizePipelineScheduleKind("gpipe"),
+            PipelineScheduleKind::GPipe);
+  EXPECT_EQ(symbolizePipelineScheduleKind("1f1b"),
             PipelineScheduleKind::OneForwardOneBackward);
-  EXPECT_EQ(parsePipelineSchedule("zb-h1"), PipelineScheduleKind::ZeroBubbleH1);
-  EXPECT_EQ(parsePipelineSchedule("interleaved"),
+  EXPECT_EQ(symbolizePipelineScheduleKind("zb-h1"),
+            PipelineScheduleKind::ZeroBubbleH1);
+  EXPECT_EQ(symbolizePipelineScheduleKind("interleaved"),
             PipelineScheduleKind::Interleaved);
   EXPECT_FALSE(splitsBackward(PipelineScheduleKind::Interleaved));
-  EXPECT_EQ(parsePipelineSchedule("1F1B"), std::nullopt);
+  EXPECT_EQ(symbolizePipelineScheduleKind("1F1B"), std::nullopt);
   EXPECT_FALSE(splitsBackward(PipelineScheduleKind::OneForwardOneBackward));
   EXPECT_TRUE(splitsBackward(PipelineScheduleKind::ZeroBubbleH1));
-  EXPECT_EQ(parsePipelineSchedule(""), std::nullopt);
+  EXPECT_EQ(symbolizePipelineScheduleKind(""), std::nullopt);
+  // Messages list the names in ODS order.
+  EXPECT_EQ(pipelineScheduleNames(), "gpipe, 1f1b, zb-h1, interleaved");
 }
 
 TEST(PipelineScheduleTest, GPipeHoldsEveryMicroBatch) {

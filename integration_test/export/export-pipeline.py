@@ -112,9 +112,9 @@ def main():
                        pipeline_schedule=schedule,
                        virtual_stages=2 if schedule == "interleaved" else 1)
             text = open(e.paths["mlir"]).read()
-            check("braid.pipeline = {axis = 0 : i64, micro_batches = 2 : i64, schedule = \"%s\"%s, "
-                  "boundaries = [%s]}" % (
-                      schedule, ", virtual_stages = 2 : i64" if schedule == "interleaved" else "",
+            check("braid.pipeline = #braid.pipeline<axis = 0, micro_batches = 2, schedule = \"%s\"%s, "
+                  "boundaries = [%s]>" % (
+                      schedule, ", virtual_stages = 2" if schedule == "interleaved" else "",
                       ", ".join('"%s"' % c for c in cuts)) in text
                   and "shard.grid @world(shape = 2x%d)" % dp in text,
                   "%s: the export asks for 2 stages of %d micro-batches on a grid of 2 x %d"
@@ -155,7 +155,7 @@ def main():
                                       spec["optimizer"], 2, output=bad, micro_batches=3,
                                       pipeline_stages=2, stage_boundaries=["layers.1"]))
     expect_error(check, "an unknown schedule",
-                 "pipeline_schedule must be one of 1f1b, gpipe, zb-h1, interleaved, not 'zb-h2'",
+                 "pipeline_schedule must be one of gpipe, 1f1b, zb-h1, interleaved, not 'zb-h2'",
                  lambda: export(spec, bad, 1, batch, pipeline_stages=2,
                                 stage_boundaries=["layers.1"], pipeline_schedule="zb-h2"))
     expect_error(check, "interleaved with one virtual stage",

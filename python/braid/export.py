@@ -44,7 +44,8 @@ from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_
                           _parameters, _tensors, _trace)
 from braid import recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, RandomState, op_name
-from braid.ir import MAX_MICRO_BATCHES, PIPELINE_SCHEDULES, StepBuilder, check_virtual_stages
+from braid.ir import (DEFAULT_PIPELINE_SCHEDULE, MAX_MICRO_BATCHES, PIPELINE_SCHEDULES,
+                      StepBuilder, check_virtual_stages)
 from braid.spec import load_spec, torch_reference
 from braid.tensor_parallel import shardings as tensor_parallel_shardings
 
@@ -82,7 +83,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
            micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None,
            loss_scale=None, seed=0, pipeline_stages=1, stage_boundaries=None,
-           pipeline_schedule="1f1b", virtual_stages=1):
+           pipeline_schedule=DEFAULT_PIPELINE_SCHEDULE, virtual_stages=1):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module

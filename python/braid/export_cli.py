@@ -10,7 +10,7 @@ import sys
 from braid._cli import module_command
 from braid.aten import ExportError
 from braid.export import SUPPORTED_OPS, export
-from braid.ir import PIPELINE_SCHEDULES
+from braid.ir import DEFAULT_PIPELINE_SCHEDULE, PIPELINE_SCHEDULES, is_interleaved
 from braid.spec import _parse_value, load_spec
 
 
@@ -147,7 +147,8 @@ def main(argv=None):
                 raise ExportError("--arg takes KEY=VALUE, not %r" % a)
             kwargs[key] = _parse_value(value)
         spec, world = _spec_and_world(args, kwargs)
-        schedule_pp = args.pipeline_schedule or spec.get("pipeline_schedule", "1f1b")
+        schedule_pp = args.pipeline_schedule or spec.get("pipeline_schedule",
+                                                              DEFAULT_PIPELINE_SCHEDULE)
         result = export(spec["model"], spec["example_inputs"], spec["example_targets"],
                         spec["loss_fn"], spec["optimizer"], world, name=args.name,
                         input_names=spec.get("input_names"),
@@ -175,7 +176,7 @@ def main(argv=None):
                         pipeline_schedule=schedule_pp,
                         virtual_stages=args.virtual_stages if args.virtual_stages is not None
                         else spec.get("virtual_stages",
-                                      2 if schedule_pp == "interleaved" else 1))
+                                      2 if is_interleaved(schedule_pp) else 1))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)

@@ -10,12 +10,31 @@ python3 runs it.
 
 import math
 
-from braid.op_table import OPS
+from braid.op_table import OPS, PipelineScheduleKind
 
-# The schedules braid-pipeline knows (parsePipelineSchedule in
-# lib/Dialect/Braid/Analysis/PipelineSchedule.cpp; integration_test/runtime/
-# pipeline.py checks the two agree), the default first.
-PIPELINE_SCHEDULES = ("1f1b", "gpipe", "zb-h1", "interleaved")
+# The schedules braid-pipeline knows, from the ODS (PipelineScheduleKind in
+# BraidAttributes.td), and its default.
+PIPELINE_SCHEDULES = tuple(k.value for k in PipelineScheduleKind)
+DEFAULT_PIPELINE_SCHEDULE = PipelineScheduleKind.OneForwardOneBackward.value
+
+
+def pipeline_schedule(name):
+    """The PipelineScheduleKind a name (`"1f1b"`) spells; ValueError naming
+    the known ones for another."""
+    try:
+        return PipelineScheduleKind(name)
+    except ValueError:
+        raise ValueError("unknown pipeline schedule %r (known: %s)"
+                         % (name, ", ".join(PIPELINE_SCHEDULES))) from None
+
+
+def is_interleaved(name):
+    """Whether `name` names the interleaved schedule, the one with virtual
+    stages (False for None, the default, and for a name that is no
+    schedule, which pipeline_schedule refuses)."""
+    return name in PIPELINE_SCHEDULES and \
+        PipelineScheduleKind(name) is PipelineScheduleKind.Interleaved
+
 
 # The most micro-batches a step may unroll (BraidDialect::kMaxMicroBatches in
 # include/braid/Dialect/Braid/Braid.td; integration_test/python/
@@ -30,7 +49,7 @@ def check_virtual_stages(schedule, virtual_stages, stages, micro_batches):
     pipeline ranks (its forwards go through the chunks in groups of p)."""
     if isinstance(virtual_stages, bool) or not isinstance(virtual_stages, int):
         raise ValueError("virtual stages must be an integer, not %r" % (virtual_stages,))
-    if schedule != "interleaved":
+    if not is_interleaved(schedule):
         if virtual_stages != 1:
             raise ValueError("%d virtual stages need the interleaved schedule, not %s"
                              % (virtual_stages, schedule))
@@ -512,17 +531,14 @@ class StepBuilder:
         at the modules `boundaries` (none: balanced by the cost model)."""
         if self.pp < 2:
             raise ValueError("pipeline() needs a builder with pp > 1")
-        if schedule not in PIPELINE_SCHEDULES:
-            raise ValueError("unknown pipeline schedule %r (known: %s)"
-                             % (schedule, ", ".join(PIPELINE_SCHEDULES)))
+        pipeline_schedule(schedule)
         check_virtual_stages(schedule, virtual_stages, self.pp, micro_batches)
-        attrs = ["axis = 0 : i64", "micro_batches = %d : i64" % micro_batches,
-                 'schedule = "%s"' % schedule]
-        if schedule == "interleaved":
-            attrs.append("virtual_stages = %d : i64" % virtual_stages)
+        attrs = ["axis = 0", "micro_batches = %d" % micro_batches, 'schedule = "%s"' % schedule]
+        if is_interleaved(schedule):
+            attrs.append("virtual_stages = %d" % virtual_stages)
         if boundaries:
             attrs.append("boundaries = [%s]" % ", ".join('"%s"' % b for b in boundaries))
-        self.pipeline_attrs = "{%s}" % ", ".join(attrs)
+        self.pipeline_attrs = "#braid.pipeline<%s>" % ", ".join(attrs)
 
     # -- output ------------------------------------------------------------------
     def text(self, header=""):

@@ -13,7 +13,8 @@ import math
 import sys
 
 from braid._cli import module_command
-from braid.ir import MAX_MICRO_BATCHES, PIPELINE_SCHEDULES, StepBuilder, data_parallel_degree
+from braid.ir import (DEFAULT_PIPELINE_SCHEDULE, MAX_MICRO_BATCHES, PIPELINE_SCHEDULES,
+                      StepBuilder, data_parallel_degree, is_interleaved)
 
 
 def mlp(batch=64, features=784, hidden=1024, classes=10, world_size=8,
@@ -538,10 +539,10 @@ def main(argv=None):
         parser.error(str(e))
     if args.pp == 1 and (args.schedule_pp or args.stage_boundaries):
         parser.error("--schedule-pp and --stage-boundaries need --pp above 1")
-    if args.virtual_stages is not None and args.schedule_pp != "interleaved":
+    if args.virtual_stages is not None and not is_interleaved(args.schedule_pp):
         parser.error("--virtual-stages needs --schedule-pp interleaved")
     virtual = args.virtual_stages if args.virtual_stages is not None else \
-        2 if args.schedule_pp == "interleaved" else 1
+        2 if is_interleaved(args.schedule_pp) else 1
     kwargs = {"world_size": args.world_size, "tp": args.tp, "pp": args.pp}
     if args.vocab_parallel:
         if args.model == "mlp":
@@ -616,7 +617,7 @@ def main(argv=None):
     if args.pp > 1:
         boundaries = [b for b in (args.stage_boundaries or "").split(",") if b]
         try:
-            step.pipeline(micro, args.schedule_pp or "1f1b", boundaries, virtual)
+            step.pipeline(micro, args.schedule_pp or DEFAULT_PIPELINE_SCHEDULE, boundaries, virtual)
         except ValueError as e:
             parser.error(str(e))
     # The command that regenerates this file (without the output path).

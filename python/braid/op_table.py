@@ -4,6 +4,8 @@ The braid ops as the Python package knows them (braid.ir checks every op
 it writes against this table).
 """
 
+import enum
+
 # mnemonic -> (opcode, instruction kind, collective kind, operands, results, attributes)
 OPS = {
     'matmul': (1, 'Kernel', None, 2, 1, ('transpose_a', 'transpose_b', 'lhs_permutation', 'rhs_permutation', 'result_permutation', 'lhs_slice', 'rhs_slice')),
@@ -81,3 +83,65 @@ OPS = {
     'record_event': (201, 'RecordEvent', None, 0, 0, ()),
     'wait_event': (202, 'WaitEvent', None, 0, 0, ()),
 }
+
+
+class LossReduction(enum.Enum):
+    'how a loss combines the per-sample losses'
+    Mean = 'mean'
+    Sum = 'sum'
+
+
+class PipelineActionKind(enum.Enum):
+    'what an action of a pipeline schedule computes of a micro-batch'
+    Forward = 'F'
+    Backward = 'B'
+    Weight = 'W'
+
+
+class PipelineScheduleKind(enum.Enum):
+    'the order in which a pipeline stage runs its micro-batches'
+    GPipe = 'gpipe'
+    OneForwardOneBackward = '1f1b'
+    ZeroBubbleH1 = 'zb-h1'
+    Interleaved = 'interleaved'
+
+
+class ReductionKind(enum.Enum):
+    'how a collective combines the values of the ranks'
+    Sum = 'sum'
+    Avg = 'avg'
+    Max = 'max'
+    Min = 'min'
+
+
+class RoleKind(enum.Enum):
+    'what a function argument or result is to the training step'
+    Parameter = 'parameter'
+    OptimizerState = 'optimizer_state'
+    Batch = 'batch'
+    Loss = 'loss'
+    Hyperparameter = 'hyperparameter'
+
+
+class ShardingKind(enum.Enum):
+    'how a value of a tensor-parallel step is spread over the ranks of the tensor-parallel axis'
+    Replicated = 'replicated'
+    Split = 'split'
+    Partial = 'partial'
+
+
+class StreamKind(enum.Enum):
+    'what a stream is for'
+    Compute = 'compute'
+    Comm = 'comm'
+
+
+class UnaryKind(enum.Enum):
+    'the function that braid.unary computes of each element'
+    Exp = 'exp'
+    Log = 'log'
+    Sqrt = 'sqrt'
+    Rsqrt = 'rsqrt'
+    Tanh = 'tanh'
+    Sigmoid = 'sigmoid'
+    Silu = 'silu'

@@ -125,9 +125,9 @@ def pipeline_chain(p, m, schedule, v=1, rows=256, width=2048, skip=False):
         r.split(" {")[0] for r in results)))
     every = 1 if schedule == "interleaved" else v
     boundaries = ", ".join('"w%d"' % i for i in range(1 + every, p + 1, every))
-    virtual = ", virtual_stages = %d : i64" % v if schedule == "interleaved" else ""
-    return ('module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = %d : i64, '
-            'schedule = "%s"%s, boundaries = [%s]}} {\nshard.grid @world(shape = %dx1)\n\n'
+    virtual = ", virtual_stages = %d" % v if schedule == "interleaved" else ""
+    return ('module attributes {braid.pipeline = #braid.pipeline<axis = 0, micro_batches = %d, '
+            'schedule = "%s"%s, boundaries = [%s]>} {\nshard.grid @world(shape = %dx1)\n\n'
             'func.func @step(%s)\n    -> (%s) {\n%s\n}\n}\n' % (
                 m, schedule, virtual, boundaries, ranks, ", ".join(args), ", ".join(results),
                 "\n".join(lines)))

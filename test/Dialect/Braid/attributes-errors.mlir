@@ -295,38 +295,85 @@ module attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 0
 
 // -----
 
-// expected-error @below {{'braid.pipeline' must be {axis = N : i64, micro_batches = M : i64, schedule = "NAME", virtual_stages = V : i64, boundaries = ["MODULE", ...]} on a builtin.module (all but the axis optional), but is {micro_batches = 4 : i64}}}
-module attributes {braid.pipeline = {micro_batches = 4 : i64}} {
+// The old dictionary spelling names the typed one.
+// expected-error @below {{'braid.pipeline' must be a #braid.pipeline attribute on a builtin.module (#braid.pipeline<axis = 0, micro_batches = 4, schedule = "1f1b", boundaries = ["h2"]>, all but the axis optional), but is {axis = 0 : i64, micro_batches = 4 : i64}}}
+module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = 4 : i64}} {
 }
 
 // -----
 
-// expected-error @below {{'braid.pipeline' asks for 0 micro-batches, but braid-pipeline takes 1 to 65536}}
-module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = 0 : i64}} {
+// expected-error @below {{'braid.pipeline' must be a #braid.pipeline attribute on a builtin.module}}
+func.func @pipeline_on_func() attributes {braid.pipeline = #braid.pipeline<axis = 0>} {
+  return
 }
 
 // -----
 
-// expected-error @below {{'braid.pipeline' asks for 65537 micro-batches, but braid-pipeline takes 1 to 65536}}
-module attributes {braid.pipeline = {axis = 0 : i64, micro_batches = 65537 : i64}} {
+// expected-error @below {{struct is missing required parameter: axis}}
+module attributes {braid.pipeline = #braid.pipeline<micro_batches = 4>} {
 }
 
 // -----
 
-// expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
-module attributes {braid.pipeline = {axis = 0 : i64, boundaries = ["h2", 3]}} {
+// expected-error @below {{a pipeline asks for 0 micro-batches, but braid-pipeline takes 1 to 65536}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, micro_batches = 0>} {
 }
 
 // -----
 
-// expected-error @below {{'braid.pipeline' asks for 0 virtual stages, but braid-pipeline takes 1 to 65536}}
-module attributes {braid.pipeline = {axis = 0 : i64, schedule = "interleaved", virtual_stages = 0 : i64}} {
+// expected-error @below {{a pipeline asks for 65537 micro-batches, but braid-pipeline takes 1 to 65536}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, micro_batches = 65537>} {
 }
 
 // -----
 
-// expected-error @below {{'braid.pipeline' must be {axis = N : i64}}
-module attributes {braid.pipeline = {axis = 0 : i64, stages = 4 : i64}} {
+// expected-error @below {{a pipeline's axis is non-negative, but is -1}}
+module attributes {braid.pipeline = #braid.pipeline<axis = -1>} {
+}
+
+// -----
+
+// expected-error @below {{a pipeline's boundaries are module names (strings), but are ["h2", 3]}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, boundaries = ["h2", 3]>} {
+}
+
+// -----
+
+// expected-error @below {{a pipeline asks for 0 virtual stages, but braid-pipeline takes 1 to 65536}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, schedule = "interleaved", virtual_stages = 0>} {
+}
+
+// -----
+
+// expected-error @below {{the interleaved schedule needs virtual_stages of at least 2 (with 1 it is 1f1b), but a pipeline asks for 1 virtual stages under "interleaved"}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, schedule = "interleaved">} {
+}
+
+// -----
+
+// expected-error @below {{virtual_stages is for the interleaved schedule, but a pipeline asks for 2 virtual stages under "gpipe"}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, schedule = "gpipe", virtual_stages = 2>} {
+}
+
+// -----
+
+// expected-error @below {{unknown pipeline schedule 'zb-h2' (known: gpipe, 1f1b, zb-h1, interleaved)}}
+// expected-error @below {{failed to parse Braid_PipelineAttr parameter 'schedule'}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, schedule = "zb-h2">} {
+}
+
+// -----
+
+// A schedule is a quoted name: 1f1b is not an MLIR keyword.
+// expected-error @below {{expected string}}
+// expected-error @below {{failed to parse Braid_PipelineAttr parameter 'schedule'}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, schedule = gpipe>} {
+}
+
+// -----
+
+// expected-error @below {{duplicate or unknown struct parameter name: stages}}
+module attributes {braid.pipeline = #braid.pipeline<axis = 0, stages = 4>} {
 }
 
 // -----

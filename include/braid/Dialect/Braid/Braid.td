@@ -68,8 +68,8 @@ def Braid_Dialect : Dialect {
     /// `#braid.stage<grid = @world, axis = 1, index = 0>`.
     static constexpr ::llvm::StringLiteral kStageAttrName = "braid.stage";
     /// The module attribute asking braid-pipeline to split the step:
-    /// `{axis = 0 : i64, micro_batches = 4 : i64, schedule = "1f1b",
-    /// boundaries = ["h2"]}` (all but the axis optional; braid.models --pp
+    /// `#braid.pipeline<axis = 0, micro_batches = 4, schedule = "1f1b",
+    /// boundaries = ["h2"]>` (all but the axis optional; braid.models --pp
     /// and braid.export write it).
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "braid.pipeline";
     /// The most micro-batches (and virtual stages) a pipeline may ask for:

@@ -8,6 +8,21 @@
 
 #include "braid/Dialect/Braid/BraidEnums.h.inc"
 
+namespace mlir {
+class AsmParser;
+} // namespace mlir
+
+namespace braid {
+/// A pipeline schedule's name in quotes (`"1f1b"`), as #braid.pipeline
+/// spells its schedule; an unknown name is an error listing the known ones.
+mlir::FailureOr<PipelineScheduleKind>
+parsePipelineScheduleName(mlir::AsmParser &parser);
+
+/// The pipeline schedules' names, in ODS order, for messages:
+/// "gpipe, 1f1b, zb-h1, interleaved".
+std::string pipelineScheduleNames();
+} // namespace braid
+
 #define GET_ATTRDEF_CLASSES
 #include "braid/Dialect/Braid/BraidAttributes.h.inc"
 

@@ -71,6 +71,36 @@ def Braid_PipelineActionKind : I32EnumAttr<"PipelineActionKind",
   let cppNamespace = "::braid";
 }
 
+def Braid_PipelineScheduleKind : I32EnumAttr<"PipelineScheduleKind",
+    "the order in which a pipeline stage runs its micro-batches", [
+  // Every micro-batch's forward, then every backward (Huang et al. 2019).
+  I32EnumAttrCase<"GPipe", 0, "gpipe">,
+  // Stage i runs p - i - 1 forwards, then one forward and one backward in
+  // turn, then the remaining backwards (PipeDream-Flush, Megatron-LM's
+  // non-interleaved schedule, Narayanan et al. 2021).
+  I32EnumAttrCase<"OneForwardOneBackward", 1, "1f1b">,
+  // 1F1B with each backward split into B, the gradient of the stage's
+  // input that the previous stage waits for, and W, the rest (the weights'
+  // gradients); stage i runs micro-batch k's W right after the B of
+  // micro-batch k + i, and the last i at the end, so that they fill the
+  // waits of 1F1B's drain: ZB-H1 of Qi et al. 2024, a bubble of
+  // (p - 1)(F + B - W) instead of (p - 1)(F + B + W) for m >= p, holding
+  // p micro-batches on every stage (1F1B's most, on its first).
+  I32EnumAttrCase<"ZeroBubbleH1", 2, "zb-h1">,
+  // 1F1B over v virtual stages per rank (model chunks: rank r holds
+  // virtual stages r, r + p, ..., r + (v - 1) p of p v): Megatron-LM's
+  // interleaved schedule (Narayanan et al. 2021). Its forwards run in
+  // groups of p micro-batches, each group through chunk 0, then chunk 1,
+  // and so on (its backwards the chunks in reverse); rank r warms up with
+  // 2 (p - r - 1) + (v - 1) p forwards, then alternates, then drains. A
+  // bubble of (p - 1)(F + B) / v for m a multiple of p: 1F1B's divided by
+  // v, for v times the transfers.
+  I32EnumAttrCase<"Interleaved", 3, "interleaved">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::braid";
+}
+
 def Braid_StreamKind : I32EnumAttr<"StreamKind",
     "what a stream is for", [
   I32EnumAttrCase<"Compute", 0, "compute">,
@@ -161,6 +191,42 @@ def Braid_StageAttr : Braid_Attr<"Stage", "stage"> {
     "::mlir::FlatSymbolRefAttr":$grid,
     "int64_t":$axis,
     "int64_t":$index
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Braid_PipelineScheduleParameter
+    : AttrParameter<"::braid::PipelineScheduleKind",
+                    "a pipeline schedule, by its name in quotes"> {
+  // The names (1f1b, zb-h1) are not MLIR keywords: quoted strings.
+  let parser = "::braid::parsePipelineScheduleName($_parser)";
+  let printer = "$_printer << '\"' << ::braid::stringifyPipelineScheduleKind($_self) << '\"'";
+  let defaultValue = "::braid::PipelineScheduleKind::OneForwardOneBackward";
+}
+
+def Braid_PipelineAttr : Braid_Attr<"Pipeline", "pipeline"> {
+  let summary = "how a module asks braid-pipeline to split its step";
+  let description = [{
+    The module attribute `braid.pipeline` asks braid-pipeline to split the
+    step into stages on grid axis `axis`, running `micro_batches` per step
+    in `schedule`'s order (`"gpipe"`, `"1f1b"`, `"zb-h1"` or
+    `"interleaved"`, docs/Pipeline.md), with `virtual_stages` model chunks
+    per rank under the interleaved schedule, the stages starting at the
+    modules `boundaries` (none: balanced by the cost model). All but the
+    axis are optional; braid.models --pp and braid.export write it, and
+    braid-pipeline's options, where given, override it.
+
+    ```mlir
+    module attributes {braid.pipeline = #braid.pipeline<axis = 0, micro_batches = 4, schedule = "gpipe", boundaries = ["h2"]>} {
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$axis,
+    DefaultValuedParameter<"int64_t", "1">:$micro_batches,
+    Braid_PipelineScheduleParameter:$schedule,
+    DefaultValuedParameter<"int64_t", "1">:$virtual_stages,
+    OptionalParameter<"::mlir::ArrayAttr">:$boundaries
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

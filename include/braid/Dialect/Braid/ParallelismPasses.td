@@ -77,11 +77,10 @@ def Pipeline : Pass<"braid-pipeline", "mlir::ModuleOp"> {
 
     The stage programs are checked as `braid-verify-schedule` checks them
     (matching transfers, no deadlock) before the pass returns. A module
-    attribute `braid.pipeline = {axis = 0 : i64, micro_batches = 4 : i64,
-    schedule = "gpipe", boundaries = ["h2"]}` (and `virtual_stages = 2 :
-    i64` for the interleaved schedule; what braid.models --pp and
-    braid.export write) fills the options left at their defaults, and is
-    removed.
+    attribute `braid.pipeline = #braid.pipeline<axis = 0, micro_batches =
+    4, schedule = "gpipe", boundaries = ["h2"]>` (and `virtual_stages = 2`
+    for the interleaved schedule; what braid.models --pp and braid.export
+    write) fills the options left at their defaults, and is removed.
 
     A parameter that the forward of other stages reads too (tied weights:
     a GPT's lm head and token embedding) is shared: each of those stages

@@ -3,25 +3,10 @@
 #include "braid/Dialect/Braid/Analysis/PipelineSchedule.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 
 using namespace braid;
-
-std::optional<PipelineScheduleKind>
-braid::parsePipelineSchedule(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<PipelineScheduleKind>>(name)
-      .Case("gpipe", PipelineScheduleKind::GPipe)
-      .Case("1f1b", PipelineScheduleKind::OneForwardOneBackward)
-      .Case("zb-h1", PipelineScheduleKind::ZeroBubbleH1)
-      .Case("interleaved", PipelineScheduleKind::Interleaved)
-      .Default(std::nullopt);
-}
-
-llvm::StringRef braid::pipelineScheduleNames() {
-  return "gpipe, 1f1b, zb-h1, interleaved";
-}
 
 bool braid::splitsBackward(PipelineScheduleKind kind) {
   return kind == PipelineScheduleKind::ZeroBubbleH1;

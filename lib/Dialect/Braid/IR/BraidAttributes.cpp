@@ -16,6 +16,61 @@ using namespace braid;
 #define GET_ATTRDEF_CLASSES
 #include "braid/Dialect/Braid/BraidAttributes.cpp.inc"
 
+std::string braid::pipelineScheduleNames() {
+  std::string names;
+  for (uint32_t i = 0; i <= getMaxEnumValForPipelineScheduleKind(); ++i)
+    if (std::optional<PipelineScheduleKind> kind =
+            symbolizePipelineScheduleKind(i))
+      names += (names.empty() ? "" : ", ") +
+               stringifyPipelineScheduleKind(*kind).str();
+  return names;
+}
+
+FailureOr<PipelineScheduleKind>
+braid::parsePipelineScheduleName(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (parser.parseString(&name))
+    return failure();
+  if (std::optional<PipelineScheduleKind> kind =
+          symbolizePipelineScheduleKind(name))
+    return *kind;
+  return parser.emitError(loc)
+         << "unknown pipeline schedule '" << name
+         << "' (known: " << pipelineScheduleNames() << ")";
+}
+
+LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t axis, int64_t microBatches,
+                                   PipelineScheduleKind schedule,
+                                   int64_t virtualStages,
+                                   ArrayAttr boundaries) {
+  if (axis < 0)
+    return emitError() << "a pipeline's axis is non-negative, but is " << axis;
+  for (auto [count, what] : {std::pair{microBatches, "micro-batches"},
+                             std::pair{virtualStages, "virtual stages"}})
+    if (count < 1 || count > BraidDialect::kMaxMicroBatches)
+      return emitError() << "a pipeline asks for " << count << " " << what
+                         << ", but braid-pipeline takes 1 to "
+                         << BraidDialect::kMaxMicroBatches;
+  bool interleaved = schedule == PipelineScheduleKind::Interleaved;
+  if (interleaved ? virtualStages < 2 : virtualStages != 1)
+    return emitError()
+           << (interleaved ? "the interleaved schedule needs virtual_stages "
+                             "of at least 2 (with 1 it is 1f1b)"
+                           : "virtual_stages is for the interleaved schedule")
+           << ", but a pipeline asks for " << virtualStages
+           << " virtual stages under \""
+           << stringifyPipelineScheduleKind(schedule) << "\"";
+  if (boundaries && !llvm::all_of(boundaries, [](Attribute name) {
+        return isa<StringAttr>(name);
+      }))
+    return emitError() << "a pipeline's boundaries are module names "
+                          "(strings), but are "
+                       << boundaries;
+  return success();
+}
+
 LogicalResult RoleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                RoleKind kind, StringRef name) {
   if (name.empty())

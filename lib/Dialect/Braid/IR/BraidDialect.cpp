@@ -326,40 +326,12 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kPipelineAttrName) {
-    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
-    auto axis = dict ? dict.getAs<IntegerAttr>("axis") : IntegerAttr();
-    bool ok = isa<ModuleOp>(op) && axis && axis.getInt() >= 0;
-    for (NamedAttribute entry :
-         dict ? dict.getValue() : ArrayRef<NamedAttribute>()) {
-      StringRef key = entry.getName().getValue();
-      Attribute value = entry.getValue();
-      if (key == "micro_batches" || key == "virtual_stages") {
-        auto m = dyn_cast<IntegerAttr>(value);
-        if (m && (m.getInt() < 1 || m.getInt() > kMaxMicroBatches))
-          return op->emitError()
-                 << "'" << kPipelineAttrName << "' asks for " << m.getInt()
-                 << " "
-                 << (key == "micro_batches" ? "micro-batches"
-                                            : "virtual stages")
-                 << ", but braid-pipeline takes 1 to " << kMaxMicroBatches;
-        ok &= bool(m);
-      } else if (key == "schedule") {
-        ok &= isa<StringAttr>(value);
-      } else if (key == "boundaries") {
-        auto names = dyn_cast<ArrayAttr>(value);
-        ok &= names && llvm::all_of(names, [](Attribute a) {
-                return isa<StringAttr>(a);
-              });
-      } else {
-        ok &= key == "axis";
-      }
-    }
-    if (!ok)
+    if (!isa<ModuleOp>(op) || !isa<PipelineAttr>(attr.getValue()))
       return op->emitError()
              << "'" << kPipelineAttrName
-             << "' must be {axis = N : i64, micro_batches = M : i64, schedule "
-                "= \"NAME\", virtual_stages = V : i64, boundaries = "
-                "[\"MODULE\", ...]} on a builtin.module (all but the axis "
+             << "' must be a #braid.pipeline attribute on a builtin.module "
+                "(#braid.pipeline<axis = 0, micro_batches = 4, schedule = "
+                "\"1f1b\", boundaries = [\"h2\"]>, all but the axis "
                 "optional), but is "
              << attr.getValue();
     return success();

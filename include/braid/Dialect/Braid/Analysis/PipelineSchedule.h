@@ -13,6 +13,8 @@
 #ifndef BRAID_DIALECT_BRAID_ANALYSIS_PIPELINESCHEDULE_H
 #define BRAID_DIALECT_BRAID_ANALYSIS_PIPELINESCHEDULE_H
 
+#include "braid/Dialect/Braid/BraidAttributes.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -23,38 +25,9 @@
 
 namespace braid {
 
-enum class PipelineScheduleKind {
-  /// Every micro-batch's forward, then every backward (Huang et al. 2019).
-  GPipe,
-  /// Stage i runs p - i - 1 forwards, then one forward and one backward in
-  /// turn, then the remaining backwards (PipeDream-Flush, Megatron-LM's
-  /// non-interleaved schedule, Narayanan et al. 2021).
-  OneForwardOneBackward,
-  /// 1F1B with each backward split into B, the gradient of the stage's
-  /// input that the previous stage waits for, and W, the rest (the weights'
-  /// gradients); stage i runs micro-batch k's W right after the B of
-  /// micro-batch k + i, and the last i at the end, so that they fill the
-  /// waits of 1F1B's drain: ZB-H1 of Qi et al. 2024, a bubble of
-  /// (p - 1)(F + B - W) instead of (p - 1)(F + B + W) for m >= p, holding
-  /// p micro-batches on every stage (1F1B's most, on its first).
-  ZeroBubbleH1,
-  /// 1F1B over v virtual stages per rank (model chunks: rank r holds
-  /// virtual stages r, r + p, ..., r + (v - 1) p of p v): Megatron-LM's
-  /// interleaved schedule (Narayanan et al. 2021). Its forwards run in
-  /// groups of p micro-batches, each group through chunk 0, then chunk 1,
-  /// and so on (its backwards the chunks in reverse); rank r warms up with
-  /// 2 (p - r - 1) + (v - 1) p forwards, then alternates, then drains. A
-  /// bubble of (p - 1)(F + B) / v for m a multiple of p: 1F1B's divided by
-  /// v, for v times the transfers.
-  Interleaved,
-};
-
-/// The schedule a name (`gpipe`, `1f1b`, `zb-h1`, `interleaved`) spells,
-/// if any.
-std::optional<PipelineScheduleKind> parsePipelineSchedule(llvm::StringRef name);
-
-/// The names parsePipelineSchedule knows, for messages.
-llvm::StringRef pipelineScheduleNames();
+// The schedules are PipelineScheduleKind, declared in ODS
+// (BraidAttributes.td: each schedule's description, its name and
+// #braid.pipeline's spelling of it).
 
 /// Whether the schedule splits each backward into B and W.
 bool splitsBackward(PipelineScheduleKind kind);

@@ -361,33 +361,31 @@ LogicalResult PipelinePass::findStep(ModuleOp module, Step &step) {
 
 void PipelinePass::runOnOperation() {
   ModuleOp module = getOperation();
-  // The module's request (braid.models --pp, braid.export) fills the
-  // options left at their defaults.
-  if (auto request = module->getAttrOfType<DictionaryAttr>(
-          BraidDialect::kPipelineAttrName)) {
-    if (auto a = request.getAs<IntegerAttr>("axis"); a && axis < 0)
-      axis = a.getInt();
-    if (auto m = request.getAs<IntegerAttr>("micro_batches");
-        m && microBatches == 1)
-      microBatches = m.getInt();
-    if (auto name = request.getAs<StringAttr>("schedule");
-        name && schedule == "1f1b")
-      schedule = name.str();
-    if (auto v = request.getAs<IntegerAttr>("virtual_stages");
-        v && virtualStages == 1)
-      virtualStages = v.getInt();
-    if (auto names = request.getAs<ArrayAttr>("boundaries");
-        names && boundaries.empty())
-      for (Attribute name : names)
-        boundaries.push_back(cast<StringAttr>(name).str());
-  }
-  std::optional<PipelineScheduleKind> kind = parsePipelineSchedule(schedule);
+  std::optional<PipelineScheduleKind> kind =
+      symbolizePipelineScheduleKind(schedule);
   if (!kind) {
     mlir::emitError(module.getLoc())
         << "braid-pipeline: unknown schedule '" << schedule
         << "' (known: " << pipelineScheduleNames() << ")";
     return signalPassFailure();
   }
+  // The module's request (braid.models --pp, braid.export) fills the
+  // options left at their defaults.
+  if (auto request = module->getAttrOfType<PipelineAttr>(
+          BraidDialect::kPipelineAttrName)) {
+    if (axis < 0)
+      axis = request.getAxis();
+    if (microBatches == 1)
+      microBatches = request.getMicroBatches();
+    if (*kind == PipelineScheduleKind::OneForwardOneBackward)
+      kind = request.getSchedule();
+    if (virtualStages == 1)
+      virtualStages = request.getVirtualStages();
+    if (ArrayAttr names = request.getBoundaries(); names && boundaries.empty())
+      for (Attribute name : names)
+        boundaries.push_back(cast<StringAttr>(name).str());
+  }
+  StringRef scheduleName = stringifyPipelineScheduleKind(*kind);
   if (microBatches < 1 || microBatches > BraidDialect::kMaxMicroBatches ||
       virtualStages > BraidDialect::kMaxMicroBatches) {
     bool m = microBatches < 1 || microBatches > BraidDialect::kMaxMicroBatches;
@@ -405,7 +403,7 @@ void PipelinePass::runOnOperation() {
                           "at least 2 (with 1 it is 1f1b)"
                         : "virtual-stages is for the interleaved schedule, "
                           "not '" +
-                              schedule + "'")
+                              scheduleName.str() + "'")
         << ", but virtual-stages is " << int64_t(virtualStages);
     return signalPassFailure();
   }
@@ -522,7 +520,7 @@ void PipelinePass::runOnOperation() {
   for (unsigned r = 0; r < step.ranks; ++r)
     actions.push_back(
         pipelineActions(*kind, step.ranks, r, m, unsigned(virtualStages)));
-  if (failed(checkTransferOrder(step, transfers, actions, schedule)))
+  if (failed(checkTransferOrder(step, transfers, actions, scheduleName)))
     return signalPassFailure();
 
   for (unsigned r = 0; r < step.ranks; ++r) {
@@ -541,7 +539,8 @@ void PipelinePass::runOnOperation() {
     // (checkTransferOrder) in a schedule's order pass these checks:
     // not reachable from input that we know of.
     module.emitError() << "braid-pipeline: the stage programs of schedule '"
-                       << schedule << "' do not pass the stage checks above";
+                       << scheduleName
+                       << "' do not pass the stage checks above";
     return signalPassFailure();
   }
 }
