@@ -8,6 +8,7 @@ import inspect
 
 import torch
 
+from braid import optimizers
 from braid.aten import DTYPES, ExportError
 
 # Marks the fx nodes that a module's forward creates (see _module_paths).
@@ -60,11 +61,9 @@ def _parameters(model):
 
 
 def _optimizer_groups(optimizer, params):
-    """name -> the param_group of the optimizer that holds the parameter."""
-    kind = type(optimizer).__name__
-    if not isinstance(optimizer, (torch.optim.SGD, torch.optim.AdamW, torch.optim.Adam)):
-        raise ExportError("optimizer %s is not supported: braid exports torch.optim.SGD "
-                          "(with or without momentum) and AdamW" % kind)
+    """name -> the param_group of the optimizer that holds the parameter,
+    each checked by the optimizer's registry entry (braid.optimizers)."""
+    entry = optimizers.of(optimizer)
     by_id = {}
     for g in optimizer.param_groups:
         for p in g["params"]:
@@ -75,18 +74,7 @@ def _optimizer_groups(optimizer, params):
         if g is None:
             raise ExportError("parameter %s is not in the optimizer: braid trains every "
                               "parameter of the model" % n)
-        if g.get("maximize", False):
-            raise ExportError("%s(maximize=True) is not supported" % kind)
-        if kind == "SGD" and g["dampening"] and optimizer.state.get(p, {}).get(
-                "momentum_buffer") is None:
-            raise ExportError("SGD with dampening needs its momentum buffers: torch fills "
-                              "them with the first gradient undamped; step the optimizer "
-                              "once before exporting, or use dampening=0")
-        if kind in ("AdamW", "Adam") and g.get("amsgrad", False):
-            raise ExportError("%s(amsgrad=True) is not supported" % kind)
-        if kind == "Adam" and g["weight_decay"] and not g.get("decoupled_weight_decay", False):
-            raise ExportError("Adam with weight_decay (L2 in the gradient) is not supported; "
-                              "use AdamW")
+        entry.check(optimizer, g, p, n)
         groups[n] = g
     return groups
 

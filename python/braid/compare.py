@@ -13,7 +13,7 @@ float32 implementation that far, and no correct one much farther.
     WORST_FACTOR x float32 PyTorch's largest distance on any array (or
     `state_floor`), entries relative to themselves, to REL_FLOOR of their
     array's largest, or, for parameters Adam or AdamW train, to lr x steps
-    (ADAM_FAMILY), whichever is largest.
+    (a bounded step in braid.optimizers), whichever is largest.
 """
 
 import argparse
@@ -63,8 +63,8 @@ WORST_FACTOR = 2.0
 # under torch 2.x: 0.0036 in an array of largest magnitude 0.29, braid
 # 1.4e-7 from float64 after 5 steps of lr 1e-2, float32 PyTorch 8e-9) is
 # therefore judged against lr x steps, the distance Adam could move it, when
-# that is larger than the entry and the array's floor.
-ADAM_FAMILY = ("Adam", "AdamW")
+# that is larger than the entry and the array's floor (an optimizer whose
+# braid.optimizers entry has bounded_step).
 
 
 class ShapeMismatch(AssertionError):
@@ -192,9 +192,12 @@ def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floo
 
 def adam_movement(spec, steps):
     """For each parameter an Adam or AdamW optimizer trains, by name: lr x
-    `steps`, the distance it can move an entry (ADAM_FAMILY)."""
+    `steps`, the distance it can move an entry (an optimizer with a
+    bounded step, braid.optimizers)."""
+    from braid import optimizers
     optimizer = spec.get("optimizer")
-    if type(optimizer).__name__ not in ADAM_FAMILY:
+    entry = optimizers.lookup(optimizer)
+    if entry is None or not entry.bounded_step:
         return {}
     names = {id(p): n for n, p in spec["model"].named_parameters()}
     out = {}

@@ -42,7 +42,7 @@ import torch
 
 from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_groups,
                           _parameters, _tensors, _trace)
-from braid import recipe
+from braid import optimizers, recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, RandomState, op_name
 from braid.ir import (DEFAULT_PIPELINE_SCHEDULE, MAX_MICRO_BATCHES, PIPELINE_SCHEDULES,
                       StepBuilder, check_virtual_stages)
@@ -381,10 +381,7 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     graph, nflat = traced
     buffers = list(model.named_buffers())
     P, B = len(params), len(buffers)
-    kind = type(optimizer).__name__
-    if kind == "Adam" and all(g.get("decoupled_weight_decay", False)
-                              for g in optimizer.param_groups):
-        kind = "AdamW"  # torch 2.x's Adam(decoupled_weight_decay=True) is AdamW
+    opt = optimizers.of(optimizer)
     low = Lowering(b, _describe, half)
     env = low.env
 
@@ -398,18 +395,11 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
     step_arg = None
     steps = set()
     for (n, p), v in zip(params, pvals):
-        st = optimizer.state.get(p, {})
-        if kind == "SGD":
-            buf = st.get("momentum_buffer")
-            opt_args[n] = (b.arg("optimizer_state", n + ".momentum", v.shape, v.dtype),)
-            state[n + ".momentum"] = _array(buf, p)
-        else:
-            opt_args[n] = tuple(b.arg("optimizer_state", n + suffix, v.shape, v.dtype)
-                                for suffix in (".exp_avg", ".exp_avg_sq"))
-            state[n + ".exp_avg"] = _array(st.get("exp_avg"), p)
-            state[n + ".exp_avg_sq"] = _array(st.get("exp_avg_sq"), p)
-            steps.add(float(st.get("step", 0)))
-    if kind != "SGD":
+        opt_args[n] = tuple(b.arg("optimizer_state", s, v.shape, v.dtype)
+                            for s in opt.state_names(n))
+        state.update(opt.state_arrays(optimizer, p, n))
+        steps.add(opt.step_count(optimizer, p))
+    if opt.has_step:
         if len(steps) > 1:
             raise ExportError("the optimizer's parameters are at different steps (%s); "
                               "braid keeps one step count" % sorted(steps))
@@ -556,24 +546,15 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
         scale = b.clip_factor({params[i][0]: reduced[i] for i in range(P)}, max_grad_norm)
 
     # The optimizer, parameter by parameter.
+    new_step = None
     if step_arg is not None:
         new_step = b.add(step_arg, b.constant(1.0, hint="one"), hint="new_step")
     for i, ((n, p), v) in enumerate(zip(params, pvals)):
-        g = groups[n]
-        if kind == "SGD":
-            new = b.sgd(n, reduced[i], opt_args[n][0], lr_of.get(n, g["lr"]), float(g["momentum"]),
-                        float(g["weight_decay"]), float(g["dampening"]), bool(g["nesterov"]),
-                        grad_scale=scale)
-            b.result(new[0], "parameter", n)
-            b.result(new[1], "optimizer_state", n + ".momentum")
-        else:
-            beta1, beta2 = (float(x) for x in g["betas"])
-            new = b.adamw(n, reduced[i], opt_args[n][0], opt_args[n][1], new_step,
-                          lr_of.get(n, g["lr"]), (beta1, beta2), float(g["eps"]),
-                          float(g["weight_decay"]), grad_scale=scale)
-            b.result(new[0], "parameter", n)
-            b.result(new[1], "optimizer_state", n + ".exp_avg")
-            b.result(new[2], "optimizer_state", n + ".exp_avg_sq")
+        new = opt.build(b, n, reduced[i], opt_args[n], new_step, lr_of.get(n, groups[n]["lr"]),
+                        groups[n], scale)
+        b.result(new[0], "parameter", n)
+        for value, s in zip(new[1:], opt.state_names(n)):
+            b.result(value, "optimizer_state", s)
     if step_arg is not None:
         b.result(new_step, "optimizer_state", "step")
     if rng is not None:
@@ -583,7 +564,8 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
 
     header = ("// Exported by braid.export from %s: one data-parallel training step on %d "
               "ranks with %s.\n// %d aten ops in the joint forward+backward graph.\n"
-              % (type(model).__name__, b.world_size, kind, sum(aten.values())))
+              % (type(model).__name__, b.world_size, opt.label(optimizer),
+                 sum(aten.values())))
     if micro > 1:
         header += ("// %d micro-batches: the forward and backward once per slice of the batch, "
                    "gradients accumulated, all-reduced after the last.\n" % micro)
@@ -622,12 +604,6 @@ def _attribute(module, node):
         raise ExportError("the traced step reads %s (%s), which is not a tensor"
                           % (node.target, _describe(node)))
     return value.detach().clone()
-
-
-def _array(t, p):
-    if t is None:
-        return np.zeros(tuple(p.shape), dtype=p.detach().cpu().numpy().dtype)
-    return t.detach().cpu().numpy().copy()
 
 
 # -- command line ----------------------------------------------------------------------

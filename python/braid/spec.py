@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import torch
 
+from braid import optimizers
 from braid.aten import ExportError
 
 
@@ -173,13 +174,12 @@ def _train(spec, model, inputs, targets, steps, double, ranks, norms):
     for p in model.parameters():
         n = names[id(p)]
         state[n] = p.detach().numpy()
-        st = ref_opt.state[p]
-        if st.get("momentum_buffer") is not None:
-            state[n + ".momentum"] = st["momentum_buffer"].numpy()
-        if "exp_avg" in st:
-            state[n + ".exp_avg"] = st["exp_avg"].numpy()
-            state[n + ".exp_avg_sq"] = st["exp_avg_sq"].numpy()
-            state["step"] = np.array(float(st["step"]))
+        entry = optimizers.lookup(ref_opt)
+        if entry is not None:
+            # A state torch never filled (SGD without momentum) is left out.
+            state.update(entry.state_arrays(ref_opt, p, n, zeros=False))
+            if entry.has_step and "step" in ref_opt.state[p]:
+                state["step"] = np.array(entry.step_count(ref_opt, p))
     return losses, state
 
 
