@@ -1,10 +1,10 @@
 // RUN: braid-opt %s --braid-tensor-parallel | FileCheck %s
 // RUN: braid-opt %s --braid-tensor-parallel | braid-opt | FileCheck %s
 
-// Each op's tensor-parallel rule (ShardingRules.cpp), one function per
-// rule, on a tensor-parallel axis of 2 ranks: the local types, where a
-// partial value is summed (an all-reduce over axis 1), and the sharding
-// each result comes out with.
+// Each op's tensor-parallel rule (its Braid_Shard* trait or its own in
+// ShardingRules.cpp), one function per rule, on a tensor-parallel axis of 2
+// ranks: the local types, where a partial value is summed (an all-reduce
+// over axis 1), and the sharding each result comes out with.
 
 #r = #braid.sharding<replicated>
 #s0 = #braid.sharding<split 0>
@@ -90,6 +90,26 @@ func.func @partial_through_linear_ops(%x: tensor<8x32xf32> {braid.sharding = #s1
   %r = braid.relu %a : tensor<8x4xf32>
   %c = braid.concat %sl, %sl dim = 3 : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32> -> tensor<2x2x4x8xf32>
   return %r, %sum, %a, %c : tensor<8x4xf32>, tensor<4xf32>, tensor<8x4xf32>, tensor<2x2x4x8xf32>
+}
+
+// Braid_ShardLinearIn<[0]>: a quotient is linear in its dividend only. A
+// partial dividend gives a partial quotient (summed once, at the return); a
+// partial divisor is summed before the division.
+// CHECK-LABEL: func.func @partial_linear_in
+// CHECK: %[[P:.*]] = braid.matmul
+// CHECK-NEXT: %[[Q:.*]] = braid.div %[[P]], %arg2 : tensor<8x4xf32>
+// CHECK-NEXT: %[[RP:.*]] = braid.all_reduce %[[P]] on @world grid_axes = [1] reduction = sum : tensor<8x4xf32>
+// CHECK-NEXT: %[[D:.*]] = braid.div %arg2, %[[RP]] : tensor<8x4xf32>
+// CHECK-NEXT: %[[RQ:.*]] = braid.all_reduce %[[Q]] on @world grid_axes = [1] reduction = sum : tensor<8x4xf32>
+// CHECK-NEXT: return %[[RQ]], %[[D]]
+func.func @partial_linear_in(%x: tensor<8x32xf32> {braid.sharding = #s1},
+                             %w: tensor<4x32xf32> {braid.sharding = #s1},
+                             %f: tensor<8x4xf32>)
+    -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %p = braid.matmul %x, %w {transpose_b} : tensor<8x32xf32>, tensor<4x32xf32> -> tensor<8x4xf32>
+  %q = braid.div %p, %f : tensor<8x4xf32>
+  %d = braid.div %f, %p : tensor<8x4xf32>
+  return %q, %d : tensor<8x4xf32>, tensor<8x4xf32>
 }
 
 // Elementwise ops keep a split that all operands share; a bias split like

@@ -27,7 +27,8 @@ class Braid_CollectiveOp<string mnemonic, Braid_CollectiveKind kind, bit start,
     : Braid_Op<mnemonic, !listconcat(traits, [
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         Braid_CollectiveOpInterface,
-        DeclareOpInterfaceMethods<Braid_ShardingOpInterface, ["reshardResult"]>
+        DeclareOpInterfaceMethods<Braid_ShardingOpInterface,
+                                  ["propagateSharding", "reshardResult"]>
       ])> {
   let collectiveKind = kind;
   let isStartForm = start;

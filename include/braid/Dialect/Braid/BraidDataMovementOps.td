@@ -88,7 +88,9 @@ def Braid_SliceOp : Braid_ComputeOp<"slice", [], [], ["localizeForSharding"]> {
   let hasVerifier = 1;
 }
 
-def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [],
+// A rank's piece is per-rank already (braid-sequence-parallel makes it):
+// Braid_ShardReplicated.
+def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [Braid_ShardReplicated],
                                          ["getBytesRead"]> {
   let kernelTables = ["cpu_moves_bytes"];
   let opcode = 77;
@@ -127,7 +129,7 @@ def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
 }
 
 def Braid_ConstantOp : Braid_ComputeOp<"constant", [
-    ConstantLike, AllTypesMatch<["value", "result"]>]> {
+    ConstantLike, AllTypesMatch<["value", "result"]>, Braid_ShardReplicated]> {
   let kernelTables = ["cpu_moves_bytes"];
   let opcode = 75;
   let summary = "a tensor of given elements";
@@ -142,7 +144,7 @@ def Braid_ConstantOp : Braid_ComputeOp<"constant", [
   let hasFolder = 1;
 }
 
-def Braid_FillOp : Braid_ComputeOp<"fill"> {
+def Braid_FillOp : Braid_ComputeOp<"fill", [Braid_ShardReplicated]> {
   let opcode = 76;
   let summary = "a tensor with every element equal to one number";
   let description = [{

@@ -14,13 +14,13 @@
 // Activations and their backward
 //===----------------------------------------------------------------------===//
 
-def Braid_ReluOp : Braid_ElementwiseUnaryOp<"relu"> {
+def Braid_ReluOp : Braid_ElementwiseUnaryOp<"relu", [Braid_ShardElementwise]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 30;
   let summary = "max(x, 0)";
 }
 
-def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward"> {
+def Braid_ReluBackwardOp : Braid_BackwardOp<"relu_backward", [Braid_ShardElementwise]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 31;
   let summary = "gradient of relu";
@@ -92,7 +92,7 @@ def Braid_GeluBackwardOp : Braid_ComputeOp<"gelu_backward", [
 //===----------------------------------------------------------------------===//
 
 def Braid_UnaryOp : Braid_ComputeOp<"unary", [SameOperandsAndResultType,
-                                                Braid_PerToken]> {
+                                                Braid_PerToken, Braid_ShardElementwise]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 17;
   let summary = "an elementwise function: exp, log, sqrt, rsqrt, tanh, sigmoid, silu";
@@ -117,7 +117,7 @@ def Braid_UnaryOp : Braid_ComputeOp<"unary", [SameOperandsAndResultType,
 }
 
 def Braid_UnaryBackwardOp : Braid_ComputeOp<"unary_backward", [
-    SameOperandsAndResultType, Braid_PerToken]> {
+    SameOperandsAndResultType, Braid_PerToken, Braid_ShardElementwise]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 39;
   let summary = "gradient of braid.unary tanh, sigmoid or silu";
@@ -139,7 +139,8 @@ def Braid_UnaryBackwardOp : Braid_ComputeOp<"unary_backward", [
   let hasVerifier = 1;
 }
 
-def Braid_PowOp : Braid_ComputeOp<"pow", [SameOperandsAndResultType, Braid_PerToken]> {
+def Braid_PowOp : Braid_ComputeOp<"pow", [SameOperandsAndResultType, Braid_PerToken,
+                                         Braid_ShardElementwise]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 18;
   let summary = "each element raised to a constant power";
@@ -158,7 +159,7 @@ def Braid_PowOp : Braid_ComputeOp<"pow", [SameOperandsAndResultType, Braid_PerTo
   let assemblyFormat = "$input `exponent` `=` $exponent attr-dict `:` type($result)";
 }
 
-def Braid_WhereOp : Braid_ComputeOp<"where", [Braid_PerToken,
+def Braid_WhereOp : Braid_ComputeOp<"where", [Braid_PerToken, Braid_ShardElementwise,
     AllTypesMatch<["lhs", "rhs", "result"]>, AllShapesMatch<["condition", "result"]>]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 19;
@@ -185,7 +186,9 @@ def Braid_WhereOp : Braid_ComputeOp<"where", [Braid_PerToken,
 // Random masks
 //===----------------------------------------------------------------------===//
 
-def Braid_DropoutMaskOp : Braid_ComputeOp<"dropout_mask"> {
+// A mask drawn for the whole tensor: a split one would draw each rank's part
+// with the first elements' numbers.
+def Braid_DropoutMaskOp : Braid_ComputeOp<"dropout_mask", [Braid_ShardReplicated]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 44;
   let summary = "a seeded random keep-mask, the same on every backend";

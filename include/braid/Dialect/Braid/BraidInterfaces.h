@@ -11,6 +11,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
 
+#include <type_traits>
+
 namespace braid {
 
 /// Bytes one element of `elementType` takes in memory (bf16: 2, i1: 1).
@@ -64,6 +66,98 @@ reshardCollectiveResult(mlir::Operation *op, unsigned result,
                         ShardingAttr wanted,
                         llvm::ArrayRef<ShardingAttr> operands,
                         llvm::SmallVectorImpl<ShardingAttr> &newOperands);
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Sharding-rule traits
+//===----------------------------------------------------------------------===//
+
+// An op with one of these traits (Braid_Shard* in BraidOps.td) takes its
+// tensor-parallel rule from the trait: ShardingOpInterface's default
+// propagateSharding dispatches on it, and the op has no body of its own in
+// ShardingRules.cpp. An op without one declares its own rule.
+
+/// Equal operand shardings pass through; no partial operand (the op is not
+/// linear): relu, the unary math functions, pow, where, cast.
+template <typename ConcreteType>
+class ShardElementwise
+    : public mlir::OpTrait::TraitBase<ConcreteType, ShardElementwise> {};
+
+/// Elementwise, and a sum of partial sums is one: every operand partial
+/// gives a partial result (add, sub).
+template <typename ConcreteType>
+class ShardSum : public mlir::OpTrait::TraitBase<ConcreteType, ShardSum> {};
+
+/// The base of ShardLinearIn's traits, to detect any of them.
+struct ShardLinearInBase {};
+
+/// Elementwise and linear in each of operands `Operands`: exactly one of
+/// them partial, the others replicated, gives a partial result (mul in
+/// either factor, div in its dividend, scale in its input).
+template <unsigned... Operands> struct ShardLinearIn {
+  template <typename ConcreteType>
+  class Impl : public mlir::OpTrait::TraitBase<ConcreteType, Impl>,
+               public ShardLinearInBase {
+  public:
+    static llvm::ArrayRef<unsigned> getLinearOperands() {
+      static constexpr unsigned operands[] = {Operands...};
+      return operands;
+    }
+  };
+};
+
+/// Replicated operands (or none) give replicated results; nothing else has
+/// a rule yet (the losses over whole rows, a dropout mask drawn for the
+/// whole tensor, constants).
+template <typename ConcreteType>
+class ShardReplicated
+    : public mlir::OpTrait::TraitBase<ConcreteType, ShardReplicated> {};
+
+/// An optimizer update: the parameter's gradient and state spread as the
+/// parameter is (not partial), scalar operands replicated.
+template <typename ConcreteType>
+class ShardUpdate : public mlir::OpTrait::TraitBase<ConcreteType, ShardUpdate> {
+};
+
+namespace detail {
+/// The rules the sharding-rule traits name (ShardingRules.cpp).
+enum class ShardingRule { Elementwise, Sum, LinearIn, Replicated, Update };
+llvm::LogicalResult
+propagateShardingByRule(mlir::Operation *op, ShardingRule rule,
+                        llvm::ArrayRef<unsigned> linearOperands,
+                        llvm::ArrayRef<ShardingAttr> operands,
+                        llvm::SmallVectorImpl<ShardingAttr> &results);
+
+template <typename> inline constexpr bool kNoShardingRule = false;
+
+/// ShardingOpInterface's default propagateSharding: the rule of the op's
+/// sharding-rule trait. An op with neither a trait nor its own
+/// propagateSharding does not compile.
+template <typename ConcreteOp>
+llvm::LogicalResult
+propagateShardingByTrait(ConcreteOp op, llvm::ArrayRef<ShardingAttr> operands,
+                         llvm::SmallVectorImpl<ShardingAttr> &results) {
+  ShardingRule rule;
+  llvm::ArrayRef<unsigned> linear;
+  if constexpr (ConcreteOp::template hasTrait<ShardElementwise>()) {
+    rule = ShardingRule::Elementwise;
+  } else if constexpr (ConcreteOp::template hasTrait<ShardSum>()) {
+    rule = ShardingRule::Sum;
+  } else if constexpr (std::is_base_of_v<ShardLinearInBase, ConcreteOp>) {
+    rule = ShardingRule::LinearIn;
+    linear = ConcreteOp::getLinearOperands();
+  } else if constexpr (ConcreteOp::template hasTrait<ShardReplicated>()) {
+    rule = ShardingRule::Replicated;
+  } else if constexpr (ConcreteOp::template hasTrait<ShardUpdate>()) {
+    rule = ShardingRule::Update;
+  } else {
+    static_assert(kNoShardingRule<ConcreteOp>,
+                  "an op needs a sharding-rule trait (Braid_Shard* in "
+                  "BraidOps.td) or its own propagateSharding");
+  }
+  return propagateShardingByRule(op.getOperation(), rule, linear, operands,
+                                 results);
+}
 } // namespace detail
 
 } // namespace braid

@@ -122,8 +122,12 @@ def Braid_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
     tensor-parallel all-reduce where an op has no rule for a partial
     operand; any other sharding without a rule is an error naming the op.
 
-    The rules are declared with the ops (lib/Dialect/Braid/IR/
-    ShardingRules.cpp, one per op), never in the pass. A collective's rule
+    The rules are declared with the ops, never in the pass: by a
+    sharding-rule trait in the op's ODS (`Braid_ShardElementwise`,
+    `Braid_ShardSum`, `Braid_ShardLinearIn<[i, ...]>`,
+    `Braid_ShardReplicated`, `Braid_ShardUpdate`: the default
+    propagateSharding applies it), or, where semantics demand, by the op's
+    own propagateSharding (lib/Dialect/Braid/IR/ShardingRules.cpp). A collective's rule
     is for one over other grid axes (data parallelism): the pass refuses a
     step that already communicates over the tensor-parallel axis.
   }];
@@ -136,7 +140,11 @@ def Braid_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
       }],
       "::llvm::LogicalResult", "propagateSharding",
       (ins "::llvm::ArrayRef<::braid::ShardingAttr>":$operands,
-           "::llvm::SmallVectorImpl<::braid::ShardingAttr> &":$results)>,
+           "::llvm::SmallVectorImpl<::braid::ShardingAttr> &":$results),
+      [{}], [{
+        return ::braid::detail::propagateShardingByTrait<ConcreteOp>(
+            $_op, operands, results);
+      }]>,
     InterfaceMethod<[{
         Whether result `result` can be `wanted` instead of the sharding
         propagateSharding gave it, for these operand shardings (`operands`)

@@ -50,19 +50,45 @@ def Braid_View : NativeOpTrait<"View"> {
   let cppNamespace = "::braid";
 }
 
+/// A tensor-parallel rule given by a trait (BraidInterfaces.h): a compute
+/// op with one takes ShardingOpInterface's default propagateSharding, which
+/// applies it; a compute op without one declares its own
+/// (ShardingRules.cpp). Upstream Shard attaches its elementwise rule by
+/// template the same way.
+class Braid_ShardingRule<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::braid";
+}
+/// Equal operand shardings pass through; no partial operand.
+def Braid_ShardElementwise : Braid_ShardingRule<"ShardElementwise">;
+/// Elementwise, and all operands partial give a partial result (a sum).
+def Braid_ShardSum : Braid_ShardingRule<"ShardSum">;
+/// Elementwise and linear in each of `operands`: one of them partial, the
+/// rest replicated, gives a partial result.
+class Braid_ShardLinearIn<list<int> operands>
+    : Braid_ShardingRule<"ShardLinearIn<" # !interleave(operands, ", ") # ">::Impl">;
+/// Replicated operands give replicated results; nothing else has a rule.
+def Braid_ShardReplicated : Braid_ShardingRule<"ShardReplicated">;
+/// An optimizer update: gradient and state spread as the parameter.
+def Braid_ShardUpdate : Braid_ShardingRule<"ShardUpdate">;
+
 //===----------------------------------------------------------------------===//
 // Base classes
 //===----------------------------------------------------------------------===//
 
-/// A compute op: pure, with a cost and a tensor-parallel rule
-/// (ShardingRules.cpp). `costOverrides` and `shardingOverrides` name the
-/// methods with defaults that the op implements itself.
+/// A compute op: pure, with a cost and a tensor-parallel rule: a
+/// Braid_ShardingRule trait among `traits`, or else its own
+/// propagateSharding (ShardingRules.cpp). `costOverrides` and
+/// `shardingOverrides` name the other methods with defaults that the op
+/// implements itself.
 class Braid_ComputeOp<string mnemonic, list<Trait> traits = [],
                       list<string> costOverrides = [],
                       list<string> shardingOverrides = []>
     : Braid_Op<mnemonic, !listconcat(traits, [
         Pure, DeclareOpInterfaceMethods<Braid_CostOpInterface, costOverrides>,
-        DeclareOpInterfaceMethods<Braid_ShardingOpInterface, shardingOverrides>
+        DeclareOpInterfaceMethods<Braid_ShardingOpInterface,
+            !if(!empty(!filter(t, traits, !isa<Braid_ShardingRule>(t))),
+                !listconcat(["propagateSharding"], shardingOverrides),
+                shardingOverrides)>
       ])> {
   let instrKind = Braid_KernelInstr;
 }
@@ -70,7 +96,7 @@ class Braid_ComputeOp<string mnemonic, list<Trait> traits = [],
 /// An optimizer update: result `i` may overwrite operand `inPlace[i]` (-1:
 /// none), element for element.
 class Braid_UpdateOp<string mnemonic, list<int> inPlace, list<Trait> traits = []>
-    : Braid_ComputeOp<mnemonic, !listconcat(traits, [
+    : Braid_ComputeOp<mnemonic, !listconcat(traits, [Braid_ShardUpdate,
         DeclareOpInterfaceMethods<Braid_InPlaceOpInterface>])> {
   let inPlaceOperands = inPlace;
   let extraClassDefinition = [{
@@ -179,28 +205,30 @@ def Braid_MatmulOp
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-def Braid_AddOp : Braid_BinaryOp<"add", [Commutative], ["reshardResult"]> {
+def Braid_AddOp : Braid_BinaryOp<"add", [Commutative, Braid_ShardSum],
+                                 ["reshardResult"]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 10;
   let summary = "elementwise sum of two tensors of one type";
 }
-def Braid_SubOp : Braid_BinaryOp<"sub"> {
+def Braid_SubOp : Braid_BinaryOp<"sub", [Braid_ShardSum]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 11;
   let summary = "elementwise difference of two tensors of one type";
 }
-def Braid_MulOp : Braid_BinaryOp<"mul", [Commutative]> {
+def Braid_MulOp : Braid_BinaryOp<"mul", [Commutative, Braid_ShardLinearIn<[0, 1]>]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 12;
   let summary = "elementwise product of two tensors of one type";
 }
-def Braid_DivOp : Braid_BinaryOp<"div"> {
+def Braid_DivOp : Braid_BinaryOp<"div", [Braid_ShardLinearIn<[0]>]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 13;
   let summary = "elementwise quotient of two tensors of one type";
 }
 
-def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType, Braid_PerToken]> {
+def Braid_ScaleOp : Braid_ComputeOp<"scale", [SameOperandsAndResultType, Braid_PerToken,
+                                             Braid_ShardLinearIn<[0]>]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 14;
   let summary = "multiply every element by a constant";
@@ -236,7 +264,8 @@ def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
   let hasVerifier = 1;
 }
 
-def Braid_CastOp : Braid_ComputeOp<"cast", [Braid_PerToken]> {
+// Not linear: rounding each part of a partial sum is not rounding the sum.
+def Braid_CastOp : Braid_ComputeOp<"cast", [Braid_PerToken, Braid_ShardElementwise]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 16;
   let summary = "convert the element type, keeping the shape";
@@ -464,8 +493,9 @@ def Braid_LayerNormBackwardOp : Braid_ComputeOp<"layer_norm_backward", [
 /// The losses take an optional `ignore_index`, as torch's: a row whose
 /// label equals it adds nothing to the loss, gets a zero gradient, and is
 /// not counted in the mean (which is NaN when every row is ignored).
-class Braid_LossOp<string mnemonic, list<string> shardingOverrides = []>
-    : Braid_ComputeOp<mnemonic, [], [], shardingOverrides> {
+class Braid_LossOp<string mnemonic, list<Trait> traits = [],
+                   list<string> shardingOverrides = []>
+    : Braid_ComputeOp<mnemonic, traits, [], shardingOverrides> {
   let arguments = (ins Braid_FloatTensor:$input, Braid_IndexTensor:$labels,
                        DefaultValuedAttr<Braid_LossReduction,
                                          "::braid::LossReduction::Mean">:$reduction,
@@ -479,10 +509,11 @@ class Braid_LossOp<string mnemonic, list<string> shardingOverrides = []>
   let hasVerifier = 1;
 }
 
-class Braid_LossBackwardOp<string mnemonic,
+class Braid_LossBackwardOp<string mnemonic, list<Trait> traits = [],
                            list<string> shardingOverrides = []>
-    : Braid_ComputeOp<mnemonic, [AllTypesMatch<["input", "result"]>], [],
-                      shardingOverrides> {
+    : Braid_ComputeOp<mnemonic, !listconcat(traits,
+                                            [AllTypesMatch<["input", "result"]>]),
+                      [], shardingOverrides> {
   let arguments = (ins Braid_ScalarTensor:$grad, Braid_FloatTensor:$input,
                        Braid_IndexTensor:$labels,
                        DefaultValuedAttr<Braid_LossReduction,
@@ -497,7 +528,7 @@ class Braid_LossBackwardOp<string mnemonic,
   let hasVerifier = 1;
 }
 
-def Braid_NllLossOp : Braid_LossOp<"nll_loss"> {
+def Braid_NllLossOp : Braid_LossOp<"nll_loss", [Braid_ShardReplicated]> {
   let kernelTables = ["cuda_reduction"];
   let opcode = 50;
   let summary = "negative log-likelihood of labels under log-probabilities";
@@ -513,14 +544,15 @@ def Braid_NllLossOp : Braid_LossOp<"nll_loss"> {
   }];
 }
 
-def Braid_NllLossBackwardOp : Braid_LossBackwardOp<"nll_loss_backward"> {
+def Braid_NllLossBackwardOp
+    : Braid_LossBackwardOp<"nll_loss_backward", [Braid_ShardReplicated]> {
   let kernelTables = ["cuda_reduction"];
   let opcode = 51;
   let summary = "gradient of nll_loss with respect to the log-probabilities";
 }
 
 def Braid_CrossEntropyOp
-    : Braid_LossOp<"cross_entropy", ["localizeForSharding"]> {
+    : Braid_LossOp<"cross_entropy", [], ["localizeForSharding"]> {
   let kernelTables = ["cuda_reduction"];
   let opcode = 52;
   let summary = "cross-entropy of labels under logits (log_softmax + nll_loss)";
@@ -533,7 +565,7 @@ def Braid_CrossEntropyOp
 }
 
 def Braid_CrossEntropyBackwardOp
-    : Braid_LossBackwardOp<"cross_entropy_backward", ["localizeForSharding"]> {
+    : Braid_LossBackwardOp<"cross_entropy_backward", [], ["localizeForSharding"]> {
   let kernelTables = ["cuda_reduction"];
   let opcode = 53;
   let summary = "gradient of cross_entropy with respect to the logits";
@@ -549,8 +581,11 @@ def Braid_CrossEntropyBackwardOp
 /// all-gather over the group brings every shard's summary, and
 /// `cross_entropy_shard_loss` and `cross_entropy_shard_backward` finish from
 /// those. braid-tensor-parallel builds this from `braid.cross_entropy`.
+// The shard ops are what braid-tensor-parallel makes of the cross-entropy of
+// a split of the classes: per-rank programs, not partitioned again
+// (Braid_ShardReplicated).
 def Braid_CrossEntropyShardStatsOp
-    : Braid_ComputeOp<"cross_entropy_shard_stats"> {
+    : Braid_ComputeOp<"cross_entropy_shard_stats", [Braid_ShardReplicated]> {
   let kernelTables = ["cuda_reduction"];
   let opcode = 54;
   let summary = "per-row summary of one shard of the logits";
@@ -581,7 +616,7 @@ def Braid_CrossEntropyShardStatsOp
 }
 
 def Braid_CrossEntropyShardLossOp
-    : Braid_ComputeOp<"cross_entropy_shard_loss"> {
+    : Braid_ComputeOp<"cross_entropy_shard_loss", [Braid_ShardReplicated]> {
   let kernelTables = ["cuda_reduction"];
   let opcode = 55;
   let summary = "cross-entropy from every shard's summary";
@@ -611,7 +646,7 @@ def Braid_CrossEntropyShardLossOp
 
 def Braid_CrossEntropyShardBackwardOp
     : Braid_ComputeOp<"cross_entropy_shard_backward",
-                      [AllTypesMatch<["logits", "result"]>]> {
+                      [AllTypesMatch<["logits", "result"]>, Braid_ShardReplicated]> {
   let kernelTables = ["cuda_reduction"];
   let opcode = 56;
   let summary = "gradient of the cross-entropy for one shard of the logits";
@@ -694,7 +729,7 @@ def Braid_EmbeddingBackwardOp
 /// shard and gives zero rows for the others; a sum over the group gives the
 /// embedding. braid-tensor-parallel builds these from `braid.embedding` and
 /// `braid.embedding_backward` for a table split along its rows.
-def Braid_EmbeddingShardOp : Braid_ComputeOp<"embedding_shard", [],
+def Braid_EmbeddingShardOp : Braid_ComputeOp<"embedding_shard", [Braid_ShardReplicated],
                                              ["getBytesRead"]> {
   let opcode = 62;
   let summary = "gather rows of one shard of a table, zero for the others";
@@ -720,7 +755,7 @@ def Braid_EmbeddingShardOp : Braid_ComputeOp<"embedding_shard", [],
 }
 
 def Braid_EmbeddingShardBackwardOp
-    : Braid_ComputeOp<"embedding_shard_backward"> {
+    : Braid_ComputeOp<"embedding_shard_backward", [Braid_ShardReplicated]> {
   let kernelTables = ["cuda_reduction"];
   let opcode = 63;
   let summary = "scatter-add the row gradients of one shard of a table";

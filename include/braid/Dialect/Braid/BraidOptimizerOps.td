@@ -131,7 +131,8 @@ def Braid_SumSquaresOp : Braid_ComputeOp<"sum_squares"> {
 }
 
 def Braid_ClipCoefficientOp
-    : Braid_ComputeOp<"clip_coefficient", [SameOperandsAndResultType]> {
+    : Braid_ComputeOp<"clip_coefficient", [SameOperandsAndResultType,
+                                            Braid_ShardReplicated]> {
   let opcode = 83;
   let summary = "the factor that clips gradients to a global norm";
   let description = [{

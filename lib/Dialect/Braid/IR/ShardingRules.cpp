@@ -1,10 +1,14 @@
 //===- ShardingRules.cpp - the tensor-parallel rule of every op -*- C++ -*-===//
 //
-// Each op's ShardingOpInterface::propagateSharding: from how its operands
-// are spread over the tensor-parallel ranks (replicated, split along a
-// dimension, a partial sum), how its results are, or failure where the op
-// has no rule (docs/TensorParallel.md lists them). braid-tensor-parallel
-// asks the ops; it knows none of them.
+// The tensor-parallel rules: from how an op's operands are spread over the
+// tensor-parallel ranks (replicated, split along a dimension, a partial
+// sum), how its results are, or failure where the op has no rule
+// (docs/TensorParallel.md lists them). braid-tensor-parallel asks the ops
+// (ShardingOpInterface::propagateSharding); it knows none of them. The
+// rules a trait names (Braid_ShardElementwise, Braid_ShardSum,
+// Braid_ShardLinearIn, Braid_ShardReplicated, Braid_ShardUpdate in
+// BraidOps.td) are propagateShardingByRule's; the ops whose semantics
+// demand more have their own propagateSharding here.
 //
 // A failed rule with a partial operand makes the pass reduce that operand
 // over the tensor-parallel axis and ask again, so a rule only accepts a
@@ -104,6 +108,45 @@ static LogicalResult alongDims(Operation *op, Shardings s, Results &out,
   return all(op, a, out);
 }
 
+/// An update is elementwise over the parameter, its gradient and its state;
+/// each must be spread as the parameter is (a partial gradient is reduced
+/// first), and scalar operands (AdamW's step) replicated.
+static LogicalResult update(Operation *op, Shardings s, Results &out) {
+  Type paramType = op->getOperand(0).getType();
+  ShardingAttr param = s[0];
+  if (param.isPartial())
+    return failure();
+  for (auto [a, operand] : llvm::zip(s, op->getOperands()))
+    if (operand.getType() == paramType ? a != param : !a.isReplicated())
+      return failure();
+  return all(op, param, out);
+}
+
+//===----------------------------------------------------------------------===//
+// The rules of the sharding-rule traits
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+braid::detail::propagateShardingByRule(Operation *op, ShardingRule rule,
+                                       ArrayRef<unsigned> linearOperands,
+                                       Shardings s, Results &out) {
+  switch (rule) {
+  case ShardingRule::Elementwise:
+    return elementwise(op, s, out);
+  case ShardingRule::Sum:
+    return elementwise(op, s, out, {}, /*allPartialOk=*/true);
+  case ShardingRule::LinearIn:
+    return elementwise(op, s, out, [&](unsigned i) {
+      return llvm::is_contained(linearOperands, i);
+    });
+  case ShardingRule::Replicated:
+    return replicatedOnly(op, s, out);
+  case ShardingRule::Update:
+    return update(op, s, out);
+  }
+  llvm_unreachable("every sharding rule is handled");
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
@@ -154,10 +197,6 @@ LogicalResult MatmulOp::propagateSharding(Shardings s, Results &out) {
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-LogicalResult AddOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out, {}, /*allPartialOk=*/true);
-}
-
 LogicalResult AddOp::reshardResult(unsigned, ShardingAttr wanted, Shardings s,
                                    Results &newOperands) {
   // A whole sum can as well be split if both terms can (the gradient parts
@@ -167,23 +206,6 @@ LogicalResult AddOp::reshardResult(unsigned, ShardingAttr wanted, Shardings s,
     return failure();
   newOperands.assign({wanted, wanted});
   return success();
-}
-
-LogicalResult SubOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out, {}, /*allPartialOk=*/true);
-}
-
-LogicalResult MulOp::propagateSharding(Shardings s, Results &out) {
-  // A partial sum times a replicated factor is a partial sum.
-  return elementwise(*this, s, out, [](unsigned) { return true; });
-}
-
-LogicalResult DivOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out, [](unsigned i) { return i == 0; });
-}
-
-LogicalResult ScaleOp::propagateSharding(Shardings s, Results &out) {
-  return all(*this, s[0], out);
 }
 
 LogicalResult BiasAddOp::propagateSharding(Shardings s, Results &out) {
@@ -196,11 +218,6 @@ LogicalResult BiasAddOp::propagateSharding(Shardings s, Results &out) {
     if (x.isSplitAlong(d))
       return bias == x.withDim(d - lead) ? all(*this, x, out) : failure();
   return bias.isReplicated() ? all(*this, x, out) : failure();
-}
-
-LogicalResult CastOp::propagateSharding(Shardings s, Results &out) {
-  // Rounding each part is not rounding the sum: no partial.
-  return s[0].isPartial() ? failure() : all(*this, s[0], out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -235,14 +252,6 @@ LogicalResult ReduceMeanOp::propagateSharding(Shardings s, Results &out) {
 // Activations, softmax, masks
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReluOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out);
-}
-
-LogicalResult ReluBackwardOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out);
-}
-
 /// An activation of `input + bias` (braid.gelu with a folded bias): the
 /// tensors split alike, not partial (gelu is not linear), and the bias split
 /// with the features where they are, else replicated.
@@ -272,22 +281,6 @@ LogicalResult GeluBackwardOp::propagateSharding(Shardings s, Results &out) {
                           shapeOf(getInput()).size(), out);
 }
 
-LogicalResult UnaryOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out);
-}
-
-LogicalResult UnaryBackwardOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out);
-}
-
-LogicalResult PowOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out);
-}
-
-LogicalResult WhereOp::propagateSharding(Shardings s, Results &out) {
-  return elementwise(*this, s, out);
-}
-
 /// Attention mixes tokens and features within a head: every operand split
 /// alike along the batch or the heads (grouped key/value heads split with
 /// their query heads) passes through; nothing is linear.
@@ -307,12 +300,6 @@ LogicalResult AttentionOp::propagateSharding(Shardings s, Results &out) {
 LogicalResult AttentionBackwardOp::propagateSharding(Shardings s,
                                                      Results &out) {
   return attention(*this, s, out);
-}
-
-// A mask drawn for the whole tensor: a split one would draw each rank's
-// part with the first elements' numbers.
-LogicalResult DropoutMaskOp::propagateSharding(Shardings s, Results &out) {
-  return replicatedOnly(*this, s, out);
 }
 
 /// A softmax mixes its row; a folded causal mask also the row's position in
@@ -396,14 +383,6 @@ LogicalResult LayerNormBackwardOp::propagateSharding(Shardings s,
 static bool isPlainSplitAlong(ShardingAttr a, int64_t dim) {
   return a.isSplitAlong(dim) && a.getBlocks().empty();
 }
-LogicalResult NllLossOp::propagateSharding(Shardings s, Results &out) {
-  return replicatedOnly(*this, s, out);
-}
-
-LogicalResult NllLossBackwardOp::propagateSharding(Shardings s, Results &out) {
-  return replicatedOnly(*this, s, out);
-}
-
 LogicalResult CrossEntropyOp::propagateSharding(Shardings s, Results &out) {
   if (isPlainSplitAlong(s[0], 1) && s[1].isReplicated())
     return all(*this, replicated(*this), out);
@@ -474,27 +453,6 @@ LogicalResult SumSquaresOp::propagateSharding(Shardings s, Results &out) {
   return failure();
 }
 
-LogicalResult ClipCoefficientOp::propagateSharding(Shardings s, Results &out) {
-  return replicatedOnly(*this, s, out);
-}
-
-// The shard ops are what braid-tensor-parallel makes of the cross-entropy
-// of a split of the classes: per-rank programs, not partitioned again.
-LogicalResult CrossEntropyShardStatsOp::propagateSharding(Shardings s,
-                                                          Results &out) {
-  return replicatedOnly(*this, s, out);
-}
-
-LogicalResult CrossEntropyShardLossOp::propagateSharding(Shardings s,
-                                                         Results &out) {
-  return replicatedOnly(*this, s, out);
-}
-
-LogicalResult CrossEntropyShardBackwardOp::propagateSharding(Shardings s,
-                                                             Results &out) {
-  return replicatedOnly(*this, s, out);
-}
-
 //===----------------------------------------------------------------------===//
 // Embedding
 //===----------------------------------------------------------------------===//
@@ -524,15 +482,6 @@ bool EmbeddingOp::localizeForSharding(Shardings s, Shardings,
   getResult().replaceAllUsesWith(rows);
   erase();
   return true;
-}
-
-LogicalResult EmbeddingShardOp::propagateSharding(Shardings s, Results &out) {
-  return replicatedOnly(*this, s, out);
-}
-
-LogicalResult EmbeddingShardBackwardOp::propagateSharding(Shardings s,
-                                                          Results &out) {
-  return replicatedOnly(*this, s, out);
 }
 
 LogicalResult EmbeddingBackwardOp::reshardResult(unsigned, ShardingAttr wanted,
@@ -705,11 +654,6 @@ bool SliceOp::localizeForSharding(Shardings s, Shardings,
   return false;
 }
 
-// A rank's piece is per-rank already (braid-sequence-parallel makes it).
-LogicalResult ShardSliceOp::propagateSharding(Shardings s, Results &out) {
-  return replicatedOnly(*this, s, out);
-}
-
 LogicalResult ConcatOp::propagateSharding(Shardings s, Results &out) {
   int64_t dim = getDim();
   if (llvm::all_equal(s) && !(s.front().isSplitAlong(dim)))
@@ -723,40 +667,6 @@ LogicalResult ConcatOp::propagateSharding(Shardings s, Results &out) {
     llvm::append_range(blocks, a.getBlockSizes(shapeOf(input)));
   }
   return all(*this, ShardingAttr::getSplit(getContext(), dim, blocks), out);
-}
-
-LogicalResult ConstantOp::propagateSharding(Shardings, Results &out) {
-  return all(*this, replicated(*this), out);
-}
-
-LogicalResult FillOp::propagateSharding(Shardings, Results &out) {
-  return all(*this, replicated(*this), out);
-}
-
-//===----------------------------------------------------------------------===//
-// Optimizers
-//===----------------------------------------------------------------------===//
-
-/// An update is elementwise over the parameter, its gradient and its state;
-/// each must be spread as the parameter is (a partial gradient is reduced
-/// first), and scalar operands (AdamW's step) replicated.
-static LogicalResult update(Operation *op, Shardings s, Results &out) {
-  Type paramType = op->getOperand(0).getType();
-  ShardingAttr param = s[0];
-  if (param.isPartial())
-    return failure();
-  for (auto [a, operand] : llvm::zip(s, op->getOperands()))
-    if (operand.getType() == paramType ? a != param : !a.isReplicated())
-      return failure();
-  return all(op, param, out);
-}
-
-LogicalResult SgdOp::propagateSharding(Shardings s, Results &out) {
-  return update(*this, s, out);
-}
-
-LogicalResult AdamWOp::propagateSharding(Shardings s, Results &out) {
-  return update(*this, s, out);
 }
 
 //===----------------------------------------------------------------------===//
