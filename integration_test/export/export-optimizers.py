@@ -9,21 +9,31 @@
 # state has the same names; an optimizer outside the registry is refused
 # with the list of those braid exports.
 #
-# REQUIRES: torch, numpy
-# RUN: env BRAID_BIN=%braid_bin %python %s %t
+# Lion (braid.optimizers.Lion, braid.lion: the worked example of adding an
+# optimizer, docs/Architecture.md) exports, compiles and trains the MLP of
+# examples/pytorch for 10 steps on 2 ranks like PyTorch trains it with the
+# same class (braid.compare.against_pytorch: losses within 1e-5 relative of
+# float64 PyTorch; final parameters within lr x steps, the distance Lion
+# moves an entry, or the float32 spread, since a sign taken of a
+# near-zero interpolation turns rounding into an lr-sized step in any
+# implementation).
+#
+# REQUIRES: torch, numpy, mpi
+# RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
 
 import os
 import re
 import sys
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from exporttest import Checker  # noqa: E402
+from exporttest import Checker, braidtest, load_spec  # noqa: E402
 import braid  # noqa: E402
-from braid import optimizers  # noqa: E402
+from braid import compare, optimizers  # noqa: E402
 from braid.spec import torch_reference  # noqa: E402
 
 
@@ -103,7 +113,34 @@ def main():
     except braid.export.ExportError as err:
         message = str(err)
     check(message == "optimizer RMSprop is not supported: braid exports torch.optim.SGD, "
-          "torch.optim.AdamW, torch.optim.Adam", "RMSprop: %s" % message)
+          "torch.optim.AdamW, torch.optim.Adam, braid.optimizers.Lion", "RMSprop: %s" % message)
+    # Lion end to end: 10 steps on 2 ranks against PyTorch.
+    spec = load_spec(os.path.join(sys.argv[2], "mlp.py"), data_parallel=2)
+    spec["optimizer"] = optimizers.Lion(spec["model"].parameters(), lr=1e-3,
+                                        betas=(0.9, 0.99), weight_decay=0.1)
+    prefix = os.path.join(out, "lion")
+    e = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
+                     spec["loss_fn"], spec["optimizer"], 2, output=prefix,
+                     global_batch=spec["global_batch"])
+    text = open(e.paths["mlir"]).read()
+    nparams = len(list(spec["model"].parameters()))
+    check(text.count("= braid.lion ") == nparams and "braid.adamw" not in text,
+          "Lion exports one braid.lion per parameter: %d of %d"
+          % (text.count("= braid.lion "), nparams))
+    braidtest.compile_step(prefix + ".mlir", prefix + ".plan")
+    steps = 10
+    p = braidtest.braid_run(prefix + ".plan", ranks=2, args=[
+        "--steps", str(steps), "--params", prefix + ".npz", "--data", e.paths["batch"],
+        "--save", prefix + ".trained.npz", "--timeout", "120"])
+    losses = braidtest.losses(p.stdout)
+    with np.load(prefix + ".trained.npz") as f:
+        trained = {k: f[k] for k in f.files if k != "loss"}
+    result = compare.against_pytorch(spec, spec["global_batch"], losses, trained, steps)
+    for line in compare.describe(result):
+        print("     lion: %s" % line)
+    check(len(losses) == steps and losses[-1] < losses[0] and result["ok"],
+          "Lion: 2 ranks train like PyTorch, loss %.5f -> %.5f%s" % (
+              losses[0], losses[-1], "".join("\n       " + q for q in result["problems"])))
     check.finish("export-optimizers")
 
 

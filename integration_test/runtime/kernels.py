@@ -614,6 +614,26 @@ def build(rng):
              "beta2 = %e eps = %e weight_decay = %e : %s, tensor<f32>" % (
                  s.input(p), s.input(gr), s.input(m_), s.input(v_), s.input(step), text,
                  s.input(c), b1, b2, eps, wd, t), [npar3, nm3, nv3], tol=1e-4)
+    # Lion (braid.optimizers.Lion): the sign of an interpolation, lr-sized
+    # steps; with weight decay, a scheduled rate and a gradient scale. An
+    # interpolation that is exactly 0 moves nothing (sign(0) = 0). The
+    # reference's interpolation is float64 arithmetic on the same float32
+    # inputs in the kernels' order, so its sign is theirs: the only error
+    # left is the float32 rounding of the results.
+    lb1, lb2, lwd = 0.9, 0.99, 0.5
+    for lr4, text, scale4 in ((1e-3, "%e" % 1e-3, None), (float(lr2), s.input(lr2), c)):
+        g4 = gr.astype(np.float64) * (1.0 if scale4 is None else float(scale4))
+        m64 = m_.astype(np.float64)
+        cc = lb1 * m64 + (1 - lb1) * g4
+        ref_p = p.astype(np.float64) * (1 - lr4 * lwd) - lr4 * np.sign(cc)
+        ref_m = lb2 * m64 + (1 - lb2) * g4
+        s.op("%%r:2 = braid.lion %s, %s, %s lr = %s%s beta1 = %e beta2 = %e weight_decay = %e"
+             " : %s" % (s.input(p), s.input(gr), s.input(m_), text,
+                        "" if scale4 is None else " grad_scale = %s" % s.input(scale4),
+                        lb1, lb2, lwd, t), [ref_p, ref_m])
+    zero = np.zeros(shape, np.float32)
+    s.op("%%r:2 = braid.lion %s, %s, %s lr = %e beta1 = %e beta2 = %e weight_decay = %e : %s" % (
+        s.input(p), s.input(zero), s.input(zero), 0.5, lb1, lb2, 0.0, t), [p, zero])
     # Gradient clipping: a sum of squares over several tensors, torch's
     # clipping factor on both sides of 1, a scale by a computed scalar.
     s.op("%%r = braid.sum_squares %s, %s : %s, %s -> tensor<f32>" % (

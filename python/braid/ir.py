@@ -497,6 +497,15 @@ class StepBuilder:
             % (p, grad, m, v, step, _lr(lr), _scale(grad_scale), _float(betas[0]),
                _float(betas[1]), _float(eps), _float(weight_decay), p.type, step.type))
 
+    def lion(self, name, grad, m, lr, betas, weight_decay, grad_scale=None):
+        """`lr` and `grad_scale` as for sgd."""
+        p = self._params[name]
+        return self._emit_multi(
+            ["new_" + name, "new_" + name + ".exp_avg"], [p.shape] * 2, [p.dtype] * 2,
+            "braid.lion %s, %s, %s lr = %s%s beta1 = %s beta2 = %s weight_decay = %s : %s"
+            % (p, grad, m, _lr(lr), _scale(grad_scale), _float(betas[0]), _float(betas[1]),
+               _float(weight_decay), p.type))
+
     # -- gradient clipping ------------------------------------------------------------
     def sum_squares(self, xs, hint="sumsq"):
         return self._emit(hint, (), "f32", "braid.sum_squares %s : %s -> tensor<f32>"

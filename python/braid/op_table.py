@@ -59,6 +59,7 @@ OPS = {
     'adamw': (81, 'Kernel', None, -1, 3, ('lr', 'beta1', 'beta2', 'eps', 'weight_decay')),
     'sum_squares': (82, 'Kernel', None, -1, 1, ()),
     'clip_coefficient': (83, 'Kernel', None, 1, 1, ('max_norm',)),
+    'lion': (84, 'Kernel', None, -1, 2, ('lr', 'beta1', 'beta2', 'weight_decay')),
     'all_reduce': (100, 'Collective', 'AllReduce', -1, -1, ('reduction', 'grad_of', 'bucket_index', 'bucket_bytes')),
     'all_reduce_start': (101, 'CollectiveStart', 'AllReduce', -1, -1, ('reduction', 'grad_of', 'bucket_index', 'bucket_bytes')),
     'reduce_scatter': (102, 'Collective', 'ReduceScatter', 1, 1, ('reduction', 'scatter_dim', 'grad_of', 'bucket_index', 'bucket_bytes')),

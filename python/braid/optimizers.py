@@ -1,5 +1,6 @@
-"""The optimizers braid exports: one registry from a torch.optim class to
-what braid needs of it.
+"""The optimizers braid exports: one registry from an optimizer class
+(torch.optim's SGD, AdamW and Adam, and braid's own Lion) to what braid
+needs of it.
 
 Each entry (an `Optimizer`) says which torch classes it covers, the
 per-parameter state it keeps (torch's key, braid's name: `momentum_buffer`
@@ -118,6 +119,58 @@ class AdamW(Optimizer):
                        float(group["eps"]), float(group["weight_decay"]), grad_scale=grad_scale)
 
 
+class Lion(torch.optim.Optimizer):
+    """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization
+    Algorithms"), as lion-pytorch writes it: torch.optim has none, so braid
+    ships this one to train with in PyTorch and to export (braid.lion).
+    Per parameter, with m its `exp_avg`:
+    p *= 1 - lr * weight_decay; p -= lr * sign(beta1 m + (1 - beta1) g);
+    m = beta2 m + (1 - beta2) g."""
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
+        if not lr >= 0:
+            raise ValueError("Lion: lr must be non-negative, not %r" % (lr,))
+        if not all(0.0 <= b <= 1.0 for b in betas):
+            raise ValueError("Lion: betas must be in [0, 1], not %r" % (betas,))
+        if not weight_decay >= 0:
+            raise ValueError("Lion: weight_decay must be non-negative, not %r"
+                             % (weight_decay,))
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr, wd = group["lr"], group["weight_decay"]
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "exp_avg" not in state:
+                    state["exp_avg"] = torch.zeros_like(p)
+                m = state["exp_avg"]
+                p.mul_(1 - lr * wd)
+                p.add_((m * beta1).add_(p.grad, alpha=1 - beta1).sign_(), alpha=-lr)
+                m.mul_(beta2).add_(p.grad, alpha=1 - beta2)
+        return loss
+
+
+class LionEntry(Optimizer):
+    name = "Lion"
+    classes = (Lion,)
+    state = (("exp_avg", "exp_avg"),)
+    bounded_step = True  # every entry moves by lr (besides the decay)
+
+    def build(self, b, name, grad, state, step, lr, group, grad_scale):
+        beta1, beta2 = (float(x) for x in group["betas"])
+        return b.lion(name, grad, state[0], lr, (beta1, beta2),
+                      float(group["weight_decay"]), grad_scale=grad_scale)
+
+
 def _is_plain_adam(optimizer):
     """torch.optim.Adam (or a subclass) that is not an AdamW: torch 2.x
     derives AdamW from Adam."""
@@ -125,12 +178,15 @@ def _is_plain_adam(optimizer):
         not isinstance(optimizer, torch.optim.AdamW)
 
 
-REGISTRY = (SGD(), AdamW())
+REGISTRY = (SGD(), AdamW(), LionEntry())
 
 
 def supported():
-    """The torch classes braid exports, for messages."""
-    return ", ".join("torch.optim." + c.__name__ for o in REGISTRY for c in o.classes)
+    """The optimizer classes braid exports, for messages."""
+    def spelled(c):
+        return ("torch.optim." if c.__module__.startswith("torch.optim") else
+                c.__module__ + ".") + c.__name__
+    return ", ".join(spelled(c) for o in REGISTRY for c in o.classes)
 
 
 def lookup(optimizer):

@@ -514,6 +514,15 @@ void adamw(Checker &c) {
     c.shape(c.out(i), c.in(0).shape);
 }
 
+void lion(Checker &c) {
+  updateScalars<ops::LionAttrs>(c, 3);
+  c.allF32();
+  for (size_t i = 1; i < 3; ++i)
+    c.shape(c.in(i), c.in(0).shape);
+  for (size_t i = 0; i < 2; ++i)
+    c.shape(c.out(i), c.in(0).shape);
+}
+
 /// The rules of each compute op, by opcode. Whether an op may write over
 /// an operand is the op table's business (checkOp).
 void checkKernel(Checker &c) {
@@ -623,6 +632,8 @@ void checkKernel(Checker &c) {
     return sgd(c);
   case Opcode::AdamW:
     return adamw(c);
+  case Opcode::Lion:
+    return lion(c);
   case Opcode::SumSquares:
     if (c.instr.operands.empty())
       c.fail("needs at least one input");

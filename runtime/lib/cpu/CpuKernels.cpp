@@ -582,6 +582,26 @@ void adamw(const Args &a) {
   });
 }
 
+/// Lion (braid.lion): in double per element, as the cuda kernel.
+void lion(const Args &a) {
+  const auto &attrs = a.instr.as<ops::LionAttrs>();
+  UpdateScalars scalars = updateScalars(a, attrs, 3);
+  double lr = scalars.lr, scale = scalars.scale;
+  double b1 = attrs.beta1, b2 = attrs.beta2,
+         decay = 1.0 - lr * attrs.weight_decay;
+  const float *p = a.in(0), *g = a.in(1), *m = a.in(2);
+  float *np = a.out(0), *nm = a.out(1);
+  parallelFor(a.n(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      double gi = scale * g[i];
+      double c = b1 * m[i] + (1.0 - b1) * gi;
+      double sign = double(c > 0) - double(c < 0);
+      np[i] = float(p[i] * decay - lr * sign);
+      nm[i] = float(b2 * m[i] + (1.0 - b2) * gi);
+    }
+  });
+}
+
 bool isMean(ops::LossReduction r) { return r == ops::LossReduction::Mean; }
 
 /// The kernel of every compute op, by opcode.
@@ -779,6 +799,8 @@ void run(const Args &a) {
     return sgd(a);
   case Opcode::AdamW:
     return adamw(a);
+  case Opcode::Lion:
+    return lion(a);
     BRAID_CASE_NON_KERNEL_OPCODES
     throw KernelError(instr.describe() + ": is not a kernel");
   }

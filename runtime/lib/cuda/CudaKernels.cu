@@ -317,6 +317,22 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     });
     return;
   }
+  case Opcode::Lion: {
+    const auto &attrs = instr.as<ops::LionAttrs>();
+    UpdateScalars scalars = updateScalars(attrs.lr, 3);
+    double b1 = attrs.beta1, b2 = attrs.beta2, wd = attrs.weight_decay;
+    const float *p = args.in(0), *g = args.in(1), *m = args.in(2);
+    float *np = args.out(0), *nm = args.out(1);
+    forEach(n, stream, [=] __device__(int64_t i) {
+      double lr = scalars.lr();
+      double gi = scalars.scale() * g[i];
+      double c = b1 * m[i] + (1.0 - b1) * gi;
+      double sign = double(c > 0) - double(c < 0);
+      np[i] = float(p[i] * (1.0 - lr * wd) - lr * sign);
+      nm[i] = float(b2 * m[i] + (1.0 - b2) * gi);
+    });
+    return;
+  }
     BRAID_CASE_NON_KERNEL_OPCODES
     break;
   }

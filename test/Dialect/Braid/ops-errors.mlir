@@ -708,6 +708,38 @@ func.func @clip_max_norm(%s: tensor<f32>) {
 
 // -----
 
+func.func @lion_beta1(%p: tensor<4xf32>) {
+  // expected-error @below {{beta1 must be in [0, 1], but is 1.5}}
+  %0:2 = braid.lion %p, %p, %p lr = 1.0e-4 beta1 = 1.5 beta2 = 0.99 weight_decay = 0.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @lion_beta2(%p: tensor<4xf32>) {
+  // expected-error @below {{beta2 must be in [0, 1], but is -1}}
+  %0:2 = braid.lion %p, %p, %p lr = 1.0e-4 beta1 = 0.9 beta2 = -1.0 weight_decay = 0.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @lion_weight_decay(%p: tensor<4xf32>) {
+  // expected-error @below {{weight_decay must be non-negative, but is -1}}
+  %0:2 = braid.lion %p, %p, %p lr = 1.0e-4 beta1 = 0.9 beta2 = 0.99 weight_decay = -1.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @lion_lr(%p: tensor<4xf32>) {
+  // expected-error @below {{lr must be non-negative, but is -1}}
+  %0:2 = braid.lion %p, %p, %p lr = -1.0 beta1 = 0.9 beta2 = 0.99 weight_decay = 0.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @adamw_beta1(%p: tensor<4xf32>, %s: tensor<f32>) {
   // expected-error @below {{beta1 must be in [0, 1), but is 1}}
   %0:3 = braid.adamw %p, %p, %p, %p, %s lr = 1.0e-3 beta1 = 1.0 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.0 : tensor<4xf32>, tensor<f32>

@@ -250,6 +250,8 @@ func.func @optimizers(%p: tensor<16x16xf32>, %g: tensor<16x16xf32>,
   %1:2 = braid.sgd %p, %g, %m lr = 0.01 momentum = 0.9 weight_decay = 1.0e-4 {nesterov} : tensor<16x16xf32>
   // CHECK: braid.adamw %[[V_P]], %[[V_G]], %[[V_M]], %[[V_V]], %[[V_STEP]] lr = 3.000000e-04 beta1 = 9.000000e-01 beta2 = 0.99899999999999999 eps = 1.000000e-08 weight_decay = 1.000000e-01 : tensor<16x16xf32>, tensor<f32>
   %2:3 = braid.adamw %p, %g, %m, %v, %step lr = 3.0e-4 beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.1 : tensor<16x16xf32>, tensor<f32>
+  // CHECK: braid.lion %[[V_P]], %[[V_G]], %[[V_M]] lr = 1.000000e-04 beta1 = 9.000000e-01 beta2 = 0.98999999999999999 weight_decay = 1.000000e+00 : tensor<16x16xf32>
+  %3:2 = braid.lion %p, %g, %m lr = 1.0e-4 beta1 = 0.9 beta2 = 0.99 weight_decay = 1.0 : tensor<16x16xf32>
   return
 }
 
@@ -279,6 +281,8 @@ func.func @scheduled_lr(%lr: tensor<f32> {braid.role = #braid.role<hyperparamete
   %1:3 = braid.adamw %p, %g, %m, %v, %step lr = %lr beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.1 : tensor<16x16xf32>, tensor<f32>
   // CHECK: braid.adamw {{.*}} lr = %[[V_LR]] grad_scale = %[[V_LR]] beta1
   %2:3 = braid.adamw %p, %g, %m, %v, %step lr = %lr grad_scale = %lr beta1 = 0.9 beta2 = 0.999 eps = 1.0e-8 weight_decay = 0.1 : tensor<16x16xf32>, tensor<f32>
+  // CHECK: braid.lion {{.*}} lr = %[[V_LR]] grad_scale = %[[V_LR]] beta1 = 9.000000e-01
+  %3:2 = braid.lion %p, %g, %m lr = %lr grad_scale = %lr beta1 = 0.9 beta2 = 0.99 weight_decay = 0.0 : tensor<16x16xf32>
   return
 }
 

@@ -1,6 +1,6 @@
 //===- BraidOptimizerOps.td - optimizers and clipping ------*- tablegen -*-===//
 //
-// The optimizer updates (braid.sgd, braid.adamw) and gradient clipping's
+// The optimizer updates (braid.sgd, braid.adamw, braid.lion) and gradient clipping's
 // ops (braid.sum_squares, braid.clip_coefficient). Included by BraidOps.td.
 //
 //===----------------------------------------------------------------------===//
@@ -97,6 +97,41 @@ def Braid_AdamWOp : Braid_UpdateOp<"adamw", [0, 2, 3], [AttrSizedOperandSegments
     `lr` `=` ($scheduled_lr^):($lr)? (`grad_scale` `=` $grad_scale^)?
     `beta1` `=` $beta1 `beta2` `=` $beta2 `eps` `=` $eps
     `weight_decay` `=` $weight_decay attr-dict `:` type($param) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_LionOp : Braid_UpdateOp<"lion", [0, 2], [AttrSizedOperandSegments,
+    AllTypesMatch<["param", "grad", "exp_avg", "new_param", "new_exp_avg"]>]> {
+  let opcode = 84;
+  let summary = "one Lion step (Chen et al. 2023), as braid.optimizers.Lion";
+  let description = [{
+    The sign of an interpolation of the momentum and the gradient:
+    `param -= lr * weight_decay * param`,
+    `param' = param - lr * sign(beta1 * m + (1 - beta1) * grad)`,
+    `m' = beta2 * m + (1 - beta2) * grad` (sign(0) = 0, as torch.sign). Every
+    entry moves by exactly lr (or not at all) besides the decay. The
+    learning rate is a constant or a scalar f32 operand, and `grad_scale`
+    scales the gradient, as for `braid.sgd`.
+
+    ```mlir
+    %w2, %m2 = braid.lion %w, %dw, %m lr = 1.000000e-04 beta1 = 9.000000e-01
+        beta2 = 9.900000e-01 weight_decay = 1.000000e+00 : tensor<768x768xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$param, Braid_FloatTensor:$grad,
+                       Braid_FloatTensor:$exp_avg,
+                       Optional<Braid_F32ScalarTensor>:$scheduled_lr,
+                       Optional<Braid_F32ScalarTensor>:$grad_scale,
+                       OptionalAttr<F64Attr>:$lr, F64Attr:$beta1,
+                       F64Attr:$beta2, F64Attr:$weight_decay);
+  let results = (outs Braid_FloatTensor:$new_param,
+                      Braid_FloatTensor:$new_exp_avg);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg
+    `lr` `=` ($scheduled_lr^):($lr)? (`grad_scale` `=` $grad_scale^)?
+    `beta1` `=` $beta1 `beta2` `=` $beta2
+    `weight_decay` `=` $weight_decay attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }

@@ -76,6 +76,25 @@ LogicalResult AdamWOp::verify() {
 }
 uint64_t AdamWOp::getFlops() { return 12 * numElements(getParam()); }
 
+LogicalResult LionOp::verify() {
+  if (failed(verifyLearningRate(*this)))
+    return failure();
+  double beta1 = getBeta1().convertToDouble();
+  double beta2 = getBeta2().convertToDouble();
+  double weightDecay = getWeightDecay().convertToDouble();
+  if (!(beta1 >= 0 && beta1 <= 1))
+    return emitOpError() << "beta1 must be in [0, 1], but is " << beta1;
+  if (!(beta2 >= 0 && beta2 <= 1))
+    return emitOpError() << "beta2 must be in [0, 1], but is " << beta2;
+  if (!(weightDecay >= 0))
+    return emitOpError() << "weight_decay must be non-negative, but is "
+                         << weightDecay;
+  return success();
+}
+// The decay (2), the interpolation (3), its sign and step (2), the momentum
+// (3).
+uint64_t LionOp::getFlops() { return 10 * numElements(getParam()); }
+
 LogicalResult SumSquaresOp::verify() {
   if (getInputs().empty())
     return emitOpError() << "needs at least one input";
