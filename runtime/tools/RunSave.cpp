@@ -7,6 +7,7 @@
 #include "RunSave.h"
 
 #include "RunDeadline.h"
+#include "RunStartup.h"
 
 #include "braid-runtime/HalfFloat.h"
 
@@ -147,4 +148,99 @@ void braid::rt::gatherStages(const Plan &plan, int rank, int world,
              MPI_STATUS_IGNORE);
     unpackArrays(bytes, out);
   }
+}
+
+// --save: rank 0 writes OUT.npz; a path with {rank} is written by every
+// rank, {rank} replaced by its number. A tensor-parallel value is
+// gathered from the ranks of its group first, so files hold global values
+// (every rank takes part in the gathers, writing or not).
+void braid::rt::saveState(const Options &o, const Plan &plan, Backend &backend,
+                          const Inputs &inputs, int rank, int world) {
+  if (o.save.empty())
+    return;
+  bool writes = rank == 0 || o.save.find("{rank}") != std::string::npos;
+  RankPlace place = placeRank(plan, rank);
+  MPI_Comm tpComm = MPI_COMM_NULL;
+  // One communicator per tensor-parallel group: the ranks of one
+  // data-parallel replica and one pipeline stage.
+  endPhase("saving: making the tensor-parallel groups' communicators");
+  if (plan.tpAxis >= 0)
+    MPI_Comm_split(MPI_COMM_WORLD,
+                   int(place.dpIndex * place.ppSize + place.ppIndex),
+                   int(place.tpIndex), &tpComm);
+  std::string savePath = savePathOf(o.save, rank);
+  try {
+    std::map<std::string, NpyArray> out;
+    auto save = [&](const Binding &b) {
+      const Buffer &buffer = plan.buffers[b.buffer];
+      NpyArray &array = out[b.name];
+      array.descr = descrOf(buffer.dtype);
+      array.shape = buffer.shape;
+      array.data.resize(buffer.bytes);
+      backend.read(buffer, array.data.data());
+      if (b.splitDim < 0)
+        return widenSaved(array, buffer.dtype);
+      if (buffer.bytes > uint64_t(std::numeric_limits<int>::max()))
+        throw std::runtime_error("cannot gather '" + b.name + "' for --save: " +
+                                 std::to_string(buffer.bytes) +
+                                 " bytes per rank, more than MPI_Allgather "
+                                 "counts");
+      std::vector<uint8_t> pieces(buffer.bytes * uint64_t(place.tpSize));
+      endPhase("saving: gathering '" + b.name +
+               "' from its tensor-parallel group");
+      MPI_Allgather(array.data.data(), int(buffer.bytes), MPI_BYTE,
+                    pieces.data(), int(buffer.bytes), MPI_BYTE, tpComm);
+      array.shape = globalShape(plan, b);
+      array.data.assign(pieces.size(), 0);
+      for (int64_t r = 0; r < place.tpSize; ++r)
+        copyPiece(pieces.data() + uint64_t(r) * buffer.bytes, array.data.data(),
+                  array.shape, dtypeBytes(buffer.dtype), b.splitDim,
+                  b.splitBlocks, place.tpSize, r,
+                  /*toPiece=*/false);
+      widenSaved(array, buffer.dtype);
+    };
+    auto isState = [](const Binding &b) {
+      return b.role == Role::Parameter || b.role == Role::OptimizerState;
+    };
+    for (const Binding &b : plan.arguments)
+      if (isState(b))
+        save(b);
+    // The schedules and the steps taken, so that the file resumes the
+    // run at the next step of its schedule.
+    if (!inputs.schedules.empty()) {
+      for (const Binding &b : plan.arguments) {
+        auto it = inputs.schedules.find(b.buffer);
+        if (b.role != Role::Hyperparameter || it == inputs.schedules.end())
+          continue;
+        NpyArray &array = out[b.name];
+        array.descr = "<f4";
+        array.shape = {int64_t(it->second.size())};
+        array.data.resize(it->second.size() * sizeof(float));
+        std::memcpy(array.data.data(), it->second.data(), array.data.size());
+      }
+      NpyArray &done = out[kStepsDoneName];
+      done.descr = "<i8";
+      done.shape = {};
+      int64_t count = inputs.stepsDone + o.steps;
+      done.data.resize(sizeof(count));
+      std::memcpy(done.data.data(), &count, sizeof(count));
+    }
+    // The other results of the last step (the loss, unnamed results).
+    for (const Binding &b : plan.results)
+      if (!isState(b) && !out.count(b.name))
+        save(b);
+    if (plan.ppAxis >= 0 && o.save.find("{rank}") == std::string::npos)
+      gatherStages(plan, rank, world, out);
+    if (writes) {
+      // writeNpz writes a temporary file and renames it: a rank stopped
+      // meanwhile leaves no partial file.
+      endPhase("saving: writing '" + savePath + "'");
+      writeNpz(savePath, out);
+    }
+  } catch (const std::exception &e) {
+    rankError(rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (tpComm != MPI_COMM_NULL)
+    MPI_Comm_free(&tpComm);
 }

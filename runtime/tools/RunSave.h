@@ -1,14 +1,19 @@
 //===- RunSave.h - what braid-run writes for --save -------------*- C++ -*-===//
 //
-// The --save path of each rank, checked before the first step; half
-// tensors widened for numpy; a pipeline's stages gathered on rank 0 (every
-// phase under the deadline, RunDeadline.h).
+// The --save path of each rank, checked before the first step; the state
+// written after the last, half tensors widened for numpy, tensor-parallel
+// values and a pipeline's stages gathered (every phase under the deadline,
+// RunDeadline.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_RUNTIME_TOOLS_RUNSAVE_H
 #define BRAID_RUNTIME_TOOLS_RUNSAVE_H
 
+#include "RunInputs.h"
+#include "RunOptions.h"
+
+#include "braid-runtime/Executor.h"
 #include "braid-runtime/Npz.h"
 #include "braid-runtime/Plan.h"
 
@@ -34,6 +39,14 @@ void widenSaved(NpyArray &array, DType dtype);
 /// it.
 void gatherStages(const Plan &plan, int rank, int world,
                   std::map<std::string, NpyArray> &out);
+
+/// --save after the last step: rank 0 writes the state (and the loss, the
+/// schedules and the steps taken) to OUT.npz, or every rank its own where
+/// the path has {rank}; tensor-parallel values gathered from their groups
+/// and a pipeline's stages from their ranks first (every rank calls it). An
+/// error stops every rank (MPI_Abort).
+void saveState(const Options &o, const Plan &plan, Backend &backend,
+               const Inputs &inputs, int rank, int world);
 
 } // namespace braid::rt
 
