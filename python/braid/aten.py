@@ -15,6 +15,7 @@ torch, at export time.
 """
 
 import collections
+import enum
 
 import torch
 
@@ -32,6 +33,15 @@ DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
 # Ops whose result depends on a random generator: never evaluated at export
 # time, since the value would be frozen into the step.
 _RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "poisson")
+
+
+class Binary(enum.Enum):
+    """The elementwise binary ops aten's add, sub, mul and div lower to;
+    each value names the braid op and StepBuilder's method for it."""
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
 
 
 def op_name(target):
@@ -488,6 +498,8 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
 
     # -- elementwise ------------------------------------------------------------------------
     def _binary(self, op, a, b, alpha=1):
+        """`op` a Binary: the braid op (and builder) of aten's add, sub, mul
+        and div."""
         ra, rb = self.ref(a), self.ref(b)
         shape = self.out_shape()
         sa, sb = self.scalar_of(ra), self.scalar_of(rb)
@@ -497,18 +509,19 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
             sb, alpha = sb * alpha, 1
         if sb is not None:
             x = self.broadcast_to(ra, shape)
-            if op == "mul":
+            if op is Binary.MUL:
                 return x if sb == 1 else self.b.scale(x, sb, hint="scaled")
-            if op == "div":
+            if op is Binary.DIV:
                 return x if sb == 1 else self.b.scale(x, 1.0 / sb, hint="scaled")
             if sb == 0:
                 return x
             c = self.b.fill(sb, shape, x.dtype, hint="cst") if shape else \
                 self.b.constant(sb, x.dtype, hint="cst")
-            return self.b.add(x, c, hint="add") if op == "add" else self.b.sub(x, c, hint="sub")
-        if sa is not None and op == "mul" and not isinstance(rb, Scalar):
-            return self._binary("mul", b, a)
-        if op == "add" and alpha == 1:
+            return self.b.add(x, c, hint="add") if op is Binary.ADD else \
+                self.b.sub(x, c, hint="sub")
+        if sa is not None and op is Binary.MUL and not isinstance(rb, Scalar):
+            return self._binary(Binary.MUL, b, a)
+        if op is Binary.ADD and alpha == 1:
             for x, m in ((ra, rb), (rb, ra)):
                 if self._is_additive_causal(m, shape) and not isinstance(x, torch.Tensor):
                     return self.b.causal_mask(self.broadcast_to(x, shape), float("-inf"),
@@ -524,14 +537,14 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
             if want is None or not all(d.startswith(("f", "b")) for d in (xa.dtype, xb.dtype)):
                 self.fail("operands of types %s and %s" % (xa.dtype, xb.dtype))
             xa, xb = self.as_dtype(xa, want, "promoted"), self.as_dtype(xb, want, "promoted")
-        if op == "add":
+        if op is Binary.ADD:
             for x, y in ((xa, xb), (xb, xa)):
                 if x.shape == shape and len(y.shape) == 1 and shape and \
                         y.shape[0] == shape[-1] and shape[-1] != 1:
                     return self.b.bias_add(x, y, hint="add")
         xa = self.broadcast_to(xa, shape)
         xb = self.broadcast_to(xb, shape)
-        return getattr(self.b, op)(xa, xb, hint=op)
+        return getattr(self.b, op.value)(xa, xb, hint=op.value)
 
     @staticmethod
     def _is_additive_causal(m, shape):
@@ -549,18 +562,18 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         return bool((full[above] == float("-inf")).all()) and bool((full[~above] == 0).all())
 
     def add(self, a, b, alpha=1):
-        return self._binary("add", a, b, alpha)
+        return self._binary(Binary.ADD, a, b, alpha)
 
     def sub(self, a, b, alpha=1):
-        return self._binary("sub", a, b, alpha)
+        return self._binary(Binary.SUB, a, b, alpha)
 
     def mul(self, a, b):
-        return self._binary("mul", a, b)
+        return self._binary(Binary.MUL, a, b)
 
     def div(self, a, b, rounding_mode=None):
         if rounding_mode is not None:
             self.fail("division with rounding_mode=%r" % rounding_mode)
-        return self._binary("div", a, b)
+        return self._binary(Binary.DIV, a, b)
 
     def neg(self, x):
         return self.b.scale(self.value(x), -1.0, hint="neg")
