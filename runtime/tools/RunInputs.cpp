@@ -293,12 +293,7 @@ void braid::rt::collectInputNames(const Plan &plan,
                                   std::set<std::string> &paramNames,
                                   std::set<std::string> &dataNames) {
   paramNames.insert(kStepsDoneName);
-  std::vector<const Plan *> programs;
-  for (const Plan &stage : plan.stages)
-    programs.push_back(&stage);
-  if (programs.empty())
-    programs.push_back(&plan);
-  for (const Plan *program : programs) {
+  for (const Plan *program : programsOf(plan)) {
     for (const Binding &b : program->arguments)
       (b.role == Role::Batch || b.role == Role::Temporary ? dataNames
                                                           : paramNames)

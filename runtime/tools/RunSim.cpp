@@ -52,12 +52,7 @@ int braid::rt::simulate(const Options &o) {
     SimBackend sim(cluster);
     // A pipeline's stage programs are recorded one after the other; each
     // rank plays its stage's.
-    std::vector<const Plan *> programs;
-    for (const Plan &stage : plan.stages)
-      programs.push_back(&stage);
-    if (programs.empty())
-      programs.push_back(&plan);
-    for (const Plan *program : programs) {
+    for (const Plan *program : programsOf(plan)) {
       sim.prepare(*program);
       Executor executor(*program, sim);
       executor.runStep();

@@ -181,6 +181,17 @@ struct Plan {
   bool isPipelined() const { return !stages.empty(); }
 };
 
+/// Every program of `plan`: a pipelined plan's stage programs in order, or
+/// the plan itself.
+inline std::vector<const Plan *> programsOf(const Plan &plan) {
+  std::vector<const Plan *> programs;
+  for (const Plan &stage : plan.stages)
+    programs.push_back(&stage);
+  if (programs.empty())
+    programs.push_back(&plan);
+  return programs;
+}
+
 /// The program world rank `rank` runs: a pipelined plan's stage program
 /// for it (taken out of `plan`), or the plan itself; either with
 /// `communicators` set from the whole plan.
