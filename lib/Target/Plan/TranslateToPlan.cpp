@@ -28,6 +28,7 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/InterleavedRange.h"
 
 #include <map>
 
@@ -408,7 +409,33 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
              << "'" << BraidDialect::kTensorParallelAttrName << "' names axis "
              << tpAxis << " of grid @" << grid.getSymName() << " of rank "
              << tpGrid.size();
+    if (!tp.getInnerAxes().empty())
+      return func.emitError()
+             << "@" << func.getName() << " is partitioned over grid axes "
+             << llvm::interleaved_array(tp.getAllAxes()) << " (its '"
+             << BraidDialect::kTensorParallelAttrName << "' is " << tp
+             << "), but the runtime places "
+                "tensor parallelism on one axis";
   }
+  // A binding's sharding over the tensor-parallel axis: a one-axis form, or
+  // grid axes that name that axis only (any other is not partitioned).
+  auto overTpAxis = [&](ShardingAttr s,
+                        const std::string &name) -> FailureOr<ShardingAttr> {
+    if (!s || !s.hasGridAxes())
+      return s;
+    for (int16_t a : s.getAllAxes())
+      if (a != tpAxis)
+        return func.emitError()
+               << "'" << name << "' is " << s.str() << ", but grid axis " << a
+               << " is not partitioned (run braid-tensor-parallel with "
+                  "axis="
+               << a << ")";
+    for (auto [d, axes] : llvm::enumerate(s.getSplitAxes()))
+      if (!axes.empty())
+        return ShardingAttr::getSplit(func.getContext(), int64_t(d),
+                                      s.getBlocks());
+    return ShardingAttr::getReplicated(func.getContext());
+  };
   auto createBinding = [&](RoleAttr role, const std::string &name,
                            uint32_t buffer, ShardingAttr sharding) {
     int32_t dim = -1;
@@ -440,9 +467,13 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
                             : "arg" + std::to_string(arg.getArgNumber());
     if (failed(addBuffer(arg, offset.getInt(), name)))
       return failure();
-    auto sharding = func.getArgAttrOfType<ShardingAttr>(
-        arg.getArgNumber(), BraidDialect::kShardingAttrName);
-    arguments.push_back(createBinding(role, name, bufferIds[arg], sharding));
+    FailureOr<ShardingAttr> sharding =
+        overTpAxis(func.getArgAttrOfType<ShardingAttr>(
+                       arg.getArgNumber(), BraidDialect::kShardingAttrName),
+                   name);
+    if (failed(sharding))
+      return failure();
+    arguments.push_back(createBinding(role, name, bufferIds[arg], *sharding));
   }
 
   // Buffers of op results, named by their SSA names.
@@ -562,9 +593,13 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
         func.getResultAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
     std::string name =
         role ? role.getName().str() : "result" + std::to_string(i);
-    auto sharding = func.getResultAttrOfType<ShardingAttr>(
-        i, BraidDialect::kShardingAttrName);
-    results.push_back(createBinding(role, name, it->second, sharding));
+    FailureOr<ShardingAttr> sharding =
+        overTpAxis(func.getResultAttrOfType<ShardingAttr>(
+                       i, BraidDialect::kShardingAttrName),
+                   name);
+    if (failed(sharding))
+      return failure();
+    results.push_back(createBinding(role, name, it->second, *sharding));
   }
 
   std::vector<fb::Offset<plan::Stream>> streamTables;

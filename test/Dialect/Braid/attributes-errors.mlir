@@ -268,8 +268,59 @@ func.func @sharding_zero_block(%w: tensor<4xf32> {braid.sharding = #braid.shardi
 
 // -----
 
-// expected-error @below {{expected 'replicated', 'split' or 'partial', not 'sharded'}}
+// expected-error @below {{expected 'replicated', 'split', 'partial' or 'split_axes', not 'sharded'}}
 func.func @sharding_keyword(%w: tensor<4xf32> {braid.sharding = #braid.sharding<sharded>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{a grid axis is non-negative, not -2}}
+func.func @sharding_negative_axis(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split_axes = [[-2]]>}) {
+  return
+}
+
+// -----
+
+// Grid axes and the one-axis forms (the tensor-parallel axis, whichever
+// it is) cannot be told apart in one value.
+// expected-error @below {{a sharding names grid axes or is one of the one-axis forms (over the tensor-parallel axis), not both}}
+func.func @sharding_mixed(%w: tensor<4x4xf32> {braid.sharding = #braid.sharding<split_axes = [[0], [-1]]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{grid axis 1 appears twice in a sharding}}
+func.func @sharding_axis_twice(%w: tensor<4x4xf32> {braid.sharding = #braid.sharding<split_axes = [[1], [0, 1]]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{grid axis 0 appears twice in a sharding}}
+func.func @sharding_split_and_partial(%w: tensor<4x4xf32> {braid.sharding = #braid.sharding<split_axes = [[0]], partial = sum [0]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{braid's partial values are sums, not 'max'}}
+func.func @sharding_partial_max(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split_axes = [], partial = max [0]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{expected a reduction kind, not 'mean'}}
+func.func @sharding_partial_kind(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split_axes = [], partial = mean [0]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{sharding blocks divide the one split dimension, but 2 dimensions are split}}
+func.func @sharding_blocks_two_dims(%w: tensor<4x4xf32> {braid.sharding = #braid.sharding<split_axes = [[0], [1]] blocks [2, 2]>}) {
   return
 }
 
@@ -482,4 +533,25 @@ shard.grid @world(shape = 1x4)
 func.func @block_not_cut(%w: tensor<3x4xf32>) -> (tensor<3x4xf32> {braid.sharding = #braid.sharding<split 0 blocks [6, 6]>})
     attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
   return %w : tensor<3x4xf32>
+}
+
+// -----
+
+// expected-error @below {{argument #0 is split_axes = [[], [], [1]], which splits 3 dimensions, but has type 'tensor<4x4xf32>'}}
+func.func @sharding_axes_rank(%w: tensor<4x4xf32> {braid.sharding = #braid.sharding<split_axes = [[], [], [1]]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{argument #0 cannot be partial: a step's arguments and results, and the values its transfers carry, are replicated or split}}
+func.func @sharding_axes_partial(%w: tensor<4x4xf32> {braid.sharding = #braid.sharding<split_axes = [[1]], partial = sum [0]>}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{a tensor-parallel step's inner axes are non-negative and each partitioned once, but axis 1 is not}}
+func.func @inner_axis_twice() attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1, inner_axes = [1]>} {
+  return
 }

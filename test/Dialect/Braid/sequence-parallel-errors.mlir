@@ -47,3 +47,12 @@ func.func @no_tokens(%q: tensor<1x1x4xf32>) -> tensor<1x1x4xf32>
   %t = braid.all_reduce %q on @world grid_axes = [1] reduction = sum : tensor<1x1x4xf32>
   return %t : tensor<1x1x4xf32>
 }
+
+// -----
+
+shard.grid @world(shape = 2x2)
+// expected-error @below {{braid-sequence-parallel splits the tokens over the one tensor-parallel axis, but @two_axes is partitioned over grid axes [1, 0]}}
+func.func @two_axes(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1, inner_axes = [0]>} {
+  return %x : tensor<4xf32>
+}

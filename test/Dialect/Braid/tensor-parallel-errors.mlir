@@ -202,3 +202,11 @@ func.func @sum_squares_mixed(%a: tensor<4x4xf32> {braid.sharding = #braid.shardi
   %s = braid.sum_squares %a, %b : tensor<4x4xf32>, tensor<4xf32> -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// expected-error @below {{@gone is partitioned over @mesh, which the module does not declare}}
+func.func @gone(%x: tensor<4x4xf32> {braid.sharding = #braid.sharding<split_axes = [[1, 0]]>})
+    attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @mesh, axis = 1>} {
+  return
+}

@@ -169,3 +169,24 @@ func.func @s0() attributes {braid.arena_bytes = 0 : i64, braid.stage = #braid.st
 func.func @s1() attributes {braid.stage = #braid.stage<grid = @world, axis = 0, index = 1>} {
   return
 }
+
+// -----
+
+// Partitioned over two axes (sharding-multi-axis.mlir): the runtime places
+// one tensor-parallel axis.
+shard.grid @world(shape = 2x2)
+// expected-error @below {{@two_axes is partitioned over grid axes [1, 0] (its 'braid.tensor_parallel' is #braid.tensor_parallel<grid = @world, axis = 1, inner_axes = [0]>), but the runtime places tensor parallelism on one axis}}
+func.func @two_axes(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32>
+    attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1, inner_axes = [0]>} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// A sharding over an axis no pass partitioned.
+shard.grid @world(shape = 2x2)
+// expected-error @below {{'w' is split_axes = [[1, 0]], but grid axis 0 is not partitioned (run braid-tensor-parallel with axis=0)}}
+func.func @not_partitioned(%x: tensor<2xf32> {braid.offset = 0 : i64, braid.role = #braid.role<parameter "w">, braid.sharding = #braid.sharding<split_axes = [[1, 0]]>}) -> tensor<2xf32>
+    attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
+  return %x : tensor<2xf32>
+}

@@ -3,6 +3,7 @@
 #ifndef BRAID_DIALECT_BRAID_BRAIDATTRIBUTES_H
 #define BRAID_DIALECT_BRAID_BRAIDATTRIBUTES_H
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -10,6 +11,7 @@
 
 namespace mlir {
 class AsmParser;
+class AsmPrinter;
 } // namespace mlir
 
 namespace braid {
@@ -17,6 +19,11 @@ namespace braid {
 /// spells its schedule; an unknown name is an error listing the known ones.
 mlir::FailureOr<PipelineScheduleKind>
 parsePipelineScheduleName(mlir::AsmParser &parser);
+
+/// A bracketed list of grid axes, `[0, 2]` (an attribute parameter).
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+parseAxisList(mlir::AsmParser &parser);
+void printAxisList(mlir::AsmPrinter &printer, llvm::ArrayRef<int64_t> axes);
 
 /// The pipeline schedules' names, in ODS order, for messages:
 /// "gpipe, 1f1b, zb-h1, interleaved".

@@ -232,6 +232,13 @@ def Braid_PipelineAttr : Braid_Attr<"Pipeline", "pipeline"> {
   let genVerifyDecl = 1;
 }
 
+/// A list of grid axes, in brackets: `[0, 2]`.
+class Braid_AxisListParameter<string desc>
+    : OptionalArrayRefParameter<"int64_t", desc> {
+  let parser = [{ ::braid::parseAxisList($_parser) }];
+  let printer = [{ ::braid::printAxisList($_printer, $_self) }];
+}
+
 def Braid_TensorParallelAttr : Braid_Attr<"TensorParallel", "tensor_parallel"> {
   let summary = "the grid axis a partitioned function's tensor parallelism spans";
   let description = [{
@@ -244,13 +251,34 @@ def Braid_TensorParallelAttr : Braid_Attr<"TensorParallel", "tensor_parallel"> {
     ```mlir
     func.func @step(...) attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>}
     ```
+
+    A step whose shardings name grid axes (`#braid.sharding<split_axes =
+    ...>`) can be partitioned again over another axis of the same grid:
+    `inner_axes` lists those, in the order they were partitioned, each
+    cutting the pieces of the ones before (2D tensor parallelism). The
+    runtime places one tensor-parallel axis: braid-translate-to-plan
+    refuses a step with inner axes.
+
+    ```mlir
+    #braid.tensor_parallel<grid = @world, axis = 1, inner_axes = [0]>
+    ```
   }];
   let parameters = (ins
     "::mlir::FlatSymbolRefAttr":$grid,
-    "int64_t":$axis
+    "int64_t":$axis,
+    Braid_AxisListParameter<"the axes partitioned after `axis`">:$inner_axes
   );
+  let builders = [
+    AttrBuilder<(ins "::mlir::FlatSymbolRefAttr":$grid, "int64_t":$axis), [{
+      return $_get($_ctxt, grid, axis, ::llvm::ArrayRef<int64_t>{});
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Every partitioned axis: `axis`, then `inner_axes`.
+    ::llvm::SmallVector<int64_t> getAllAxes() const;
+  }];
 }
 
 def Braid_ActionAttr : Braid_Attr<"Action", "action"> {
@@ -305,20 +333,41 @@ def Braid_TransferAttr : Braid_Attr<"Transfer", "transfer"> {
 }
 
 def Braid_ShardingAttr : Braid_Attr<"Sharding", "sharding"> {
-  let summary = "how a tensor-parallel value is spread over the tensor-parallel ranks";
+  let summary = "how a value is spread over the ranks of a grid's axes";
   let description = [{
-    One of three states, over the ranks of the tensor-parallel grid axis
-    (docs/TensorParallel.md):
+    The shape of upstream `shard`'s sharding (docs/TensorParallel.md,
+    docs/Dialect.md on why braid keeps its own attribute): for each tensor
+    dimension, the list of grid axes it is split over, major to minor, and
+    the grid axes over which the value is partial (each rank holds a value
+    of the full shape and the value is their reduction; braid's partial
+    values are sums, `shard::ReductionKind::Sum`). A dimension split over
+    axes `[a, b]` is cut into `size(a) * size(b)` equal pieces, the rank at
+    `(i, j)` of those axes holding piece `i * size(b) + j`: axis `a`'s
+    pieces, each cut again over `b`. With `blocks [b0, b1, ...]` (global
+    sizes summing to the one split dimension), each block is cut so and a
+    rank holds its piece of every block, in block order: a fused q/k/v
+    projection split so that each rank holds whole heads of q, of k and of
+    v. Trailing dimensions split over no axis are left out.
 
-    - `replicated`: every rank holds the whole value;
-    - `split D`: dimension `D` is cut into as many equal pieces as the axis
-      has ranks, rank `i` holding piece `i`. With `blocks [b0, b1, ...]`
-      (global sizes summing to the dimension), each block is cut so, and a
-      rank holds its piece of every block, in block order: a fused q/k/v
-      projection split so that each rank holds whole heads of q, of k and
-      of v;
-    - `partial`: every rank holds a value of the full shape, and the value
-      is their sum (the output of a row-parallel matmul).
+    ```mlir
+    // Rows over grid axis 1 (tensor parallel), each piece again over axis 0.
+    #braid.sharding<split_axes = [[1, 0], []]>
+    // The sequence over axis 0, the heads over axis 1.
+    #braid.sharding<split_axes = [[0], [1]]>
+    // Partial over axis 1, columns over axis 0.
+    #braid.sharding<split_axes = [[], [0]], partial = sum [1]>
+    ```
+
+    The one-axis forms name no axis: they are over the tensor-parallel
+    axis, the one braid-tensor-parallel partitions (its `axis` option), so
+    that a step exported once can be partitioned over any axis of any grid.
+    They are the special case of one axis; grid axes and the one-axis forms
+    do not mix in one attribute:
+
+    - `replicated`: every rank holds the whole value (no axis at all);
+    - `split D` (and `split D blocks [...]`): dimension `D` split over the
+      tensor-parallel axis;
+    - `partial`: partial over the tensor-parallel axis.
 
     A parameter or optimizer state argument of a global step names its
     sharding with the argument attribute `braid.sharding`;
@@ -331,17 +380,42 @@ def Braid_ShardingAttr : Braid_Attr<"Sharding", "sharding"> {
     ```
   }];
   let parameters = (ins
-    EnumParameter<Braid_ShardingKind>:$kind,
-    DefaultValuedParameter<"int64_t", "-1">:$dim,
+    OptionalArrayRefParameter<"::mlir::shard::GridAxesAttr">:$splitAxes,
+    OptionalArrayRefParameter<"int16_t">:$partialAxes,
+    DefaultValuedParameter<"::mlir::shard::ReductionKind",
+                           "::mlir::shard::ReductionKind::Sum">:$partialType,
     OptionalArrayRefParameter<"int64_t">:$blocks
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
+    /// The axis the one-axis forms stand for: the tensor-parallel axis,
+    /// whichever braid-tensor-parallel partitions.
+    static constexpr int16_t kTensorParallelAxis = -1;
+
     static ShardingAttr getReplicated(::mlir::MLIRContext *context);
     static ShardingAttr getPartial(::mlir::MLIRContext *context);
     static ShardingAttr getSplit(::mlir::MLIRContext *context, int64_t dim,
                                  ::llvm::ArrayRef<int64_t> blocks = {});
+    /// Over grid axes: `splitAxes[d]` the axes dimension `d` is split over
+    /// (trailing empty lists dropped), `partialAxes` those it is partial
+    /// over.
+    static ShardingAttr getOnAxes(::mlir::MLIRContext *context,
+                                  ::llvm::ArrayRef<::llvm::SmallVector<int16_t>> splitAxes,
+                                  ::llvm::ArrayRef<int16_t> partialAxes = {},
+                                  ::llvm::ArrayRef<int64_t> blocks = {});
+
+    /// True if it names grid axes (not one of the one-axis forms).
+    bool hasGridAxes() const;
+    /// The axes dimension `d` is split over, major to minor.
+    ::llvm::ArrayRef<int16_t> getAxesOf(int64_t d) const;
+    /// Every grid axis it names.
+    ::llvm::SmallVector<int16_t> getAllAxes() const;
+
+    // The one-axis view (over the tensor-parallel axis).
+    ShardingKind getKind() const;
+    /// The split dimension, or -1.
+    int64_t getDim() const;
     bool isReplicated() const { return getKind() == ShardingKind::Replicated; }
     bool isSplit() const { return getKind() == ShardingKind::Split; }
     bool isPartial() const { return getKind() == ShardingKind::Partial; }
@@ -352,7 +426,8 @@ def Braid_ShardingAttr : Braid_Attr<"Sharding", "sharding"> {
     /// The global sizes of the blocks along the split dimension of a value
     /// of global shape `shape`: `blocks`, or the whole dimension.
     ::llvm::SmallVector<int64_t> getBlockSizes(::llvm::ArrayRef<int64_t> shape) const;
-    /// `replicated`, `partial`, `split 1` or `split 0 blocks [64, 16, 16]`.
+    /// `replicated`, `partial`, `split 1`, `split 0 blocks [64, 16, 16]` or
+    /// `split_axes = [[1, 0], []], partial = sum [2]`.
     std::string str() const;
   }];
 }

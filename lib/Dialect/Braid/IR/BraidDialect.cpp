@@ -67,14 +67,26 @@ static LogicalResult verifyShardingOf(Operation *op, const Twine &what,
     return op->emitError() << what << ": '" << BraidDialect::kShardingAttrName
                            << "' must be a #braid.sharding attribute, but is "
                            << attr;
-  if (sharding.isPartial())
+  if (sharding.isPartial() || !sharding.getPartialAxes().empty())
     return op->emitError() << what
                            << " cannot be partial: a step's arguments and "
                               "results, and the values its transfers carry, "
                               "are replicated or split";
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (sharding.hasGridAxes()) {
+    // Over grid axes: each split dimension in range; the blocks, global
+    // sizes, checked by braid-tensor-parallel against the grid it
+    // partitions.
+    int64_t rank = tensor ? tensor.getRank() : 0;
+    if (!tensor || int64_t(sharding.getSplitAxes().size()) > rank)
+      return op->emitError()
+             << what << " is " << sharding.str() << ", which splits "
+             << sharding.getSplitAxes().size() << " dimensions, but has type "
+             << type;
+    return success();
+  }
   if (!sharding.isSplit())
     return success();
-  auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || sharding.getDim() >= tensor.getRank())
     return op->emitError() << what << " is split along dimension "
                            << sharding.getDim() << ", but has type " << type;

@@ -20,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/InterleavedRange.h"
 
 #define DEBUG_TYPE "braid-sequence-parallel"
 
@@ -371,6 +372,13 @@ void SequenceParallelPass::runOnOperation() {
       func.emitError() << "braid-sequence-parallel: '"
                        << BraidDialect::kTensorParallelAttrName
                        << "' names no static axis of a grid of the module";
+      return signalPassFailure();
+    }
+    if (!tp.getInnerAxes().empty()) {
+      func.emitError() << "braid-sequence-parallel splits the tokens over the "
+                          "one tensor-parallel axis, but @"
+                       << func.getName() << " is partitioned over grid axes "
+                       << llvm::interleaved_array(tp.getAllAxes());
       return signalPassFailure();
     }
     if (!llvm::hasSingleElement(func.getBody())) {

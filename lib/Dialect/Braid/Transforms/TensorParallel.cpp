@@ -20,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/InterleavedRange.h"
 
 #define DEBUG_TYPE "braid-tensor-parallel"
 
@@ -42,9 +43,12 @@ struct TensorParallelPass
 /// The partitioning of one function.
 class Partitioner : public LocalizeContext {
 public:
-  Partitioner(func::FuncOp func, shard::GridOp grid, int64_t axis, int64_t size)
+  /// `partitioned`: the axes of `grid` the function is already
+  /// partitioned over (its types are their pieces), major first.
+  Partitioner(func::FuncOp func, shard::GridOp grid, int64_t axis, int64_t size,
+              ArrayRef<int64_t> partitioned = {})
       : func(func), grid(grid), axis(axis), size(size),
-        builder(func.getContext()) {}
+        partitioned(partitioned), builder(func.getContext()) {}
 
   /// Propagates the shardings and, unless `localizing` is false (an
   /// analysis of a copy: inferShardings), makes every value local.
@@ -80,6 +84,11 @@ private:
   /// divide by the axis size; `what` names the value.
   LogicalResult checkDivides(Value v, ShardingAttr s, Operation *where,
                              const Twine &what);
+  /// What sharding `s` (of `v`, named `what`) is over this axis: itself
+  /// for a one-axis form, else its split or partial over `axis` with the
+  /// blocks of the pieces the partitioned axes left.
+  FailureOr<ShardingAttr> overAxis(ShardingAttr s, Operation *where,
+                                   const Twine &what);
   LogicalResult propagate(Operation *op);
   LogicalResult propagateTransfer(Operation *op,
                                   ArrayRef<ShardingAttr> carried);
@@ -90,6 +99,9 @@ private:
   func::FuncOp func;
   shard::GridOp grid;
   int64_t axis, size;
+  SmallVector<int64_t> partitioned;
+  /// The arguments' shardings name grid axes: the results' marks do too.
+  bool onGridAxes = false;
   OpBuilder builder;
   DenseMap<Value, ShardingAttr> sharding;
   DenseMap<Value, Value> reducedOf;
@@ -224,6 +236,45 @@ LogicalResult Partitioner::checkDivides(Value v, ShardingAttr s,
   return success();
 }
 
+FailureOr<ShardingAttr> Partitioner::overAxis(ShardingAttr s, Operation *where,
+                                              const Twine &what) {
+  if (!s.hasGridAxes())
+    return s;
+  MLIRContext *context = func.getContext();
+  ArrayRef<int64_t> shape = grid.getShape();
+  for (int16_t a : s.getAllAxes())
+    if (a >= int64_t(shape.size()))
+      return where->emitError()
+             << what << " is " << s.str() << ", but grid @" << grid.getSymName()
+             << " has " << shape.size() << " axes";
+  if (llvm::is_contained(s.getPartialAxes(), axis))
+    return ShardingAttr::getPartial(context);
+  for (auto [d, axes] : llvm::enumerate(s.getSplitAxes())) {
+    ArrayRef<int16_t> list = axes.asArrayRef();
+    auto at = llvm::find(list, axis);
+    if (at == list.end())
+      continue;
+    // The axes before this one cut the dimension first: the function's
+    // type holds their piece, this axis cuts it again.
+    int64_t before = 1;
+    for (int16_t major : ArrayRef(list.begin(), at)) {
+      if (!llvm::is_contained(partitioned, int64_t(major)))
+        return where->emitError()
+               << what << " is " << s.str() << ": dimension " << d
+               << " is split over grid axes " << llvm::interleaved_array(list)
+               << " major to minor, so axis " << major
+               << " is partitioned before axis " << axis;
+      before *= shape[major];
+    }
+    // Each block divides by them: their runs checked it.
+    SmallVector<int64_t> blocks;
+    for (int64_t block : s.getBlocks())
+      blocks.push_back(block / before);
+    return ShardingAttr::getSplit(context, int64_t(d), blocks);
+  }
+  return ShardingAttr::getReplicated(context);
+}
+
 /// A transfer of a pipeline stage's program (braid.send, braid.recv,
 /// braid.send_recv) whose values braid-pipeline gave shardings (a shared
 /// parameter's update or gradient part; one for a send or a receive, an
@@ -234,12 +285,16 @@ LogicalResult Partitioner::checkDivides(Value v, ShardingAttr s,
 LogicalResult Partitioner::propagateTransfer(Operation *op,
                                              ArrayRef<ShardingAttr> carried) {
   unsigned sent = op->getNumOperands();
+  SmallVector<ShardingAttr> overThisAxis;
   for (auto [i, c] : llvm::enumerate(carried)) {
     Value v = i < sent ? op->getOperand(i) : op->getResult(i - sent);
-    if (failed(checkDivides(
-            v, c, op, i < sent ? "the value sent" : "the value received")))
+    const char *what = i < sent ? "the value sent" : "the value received";
+    FailureOr<ShardingAttr> over = overAxis(c, op, what);
+    if (failed(over) || failed(checkDivides(v, *over, op, what)))
       return failure();
+    overThisAxis.push_back(*over);
   }
+  carried = overThisAxis;
   op->removeAttr(BraidDialect::kShardingAttrName);
   for (auto [i, c] : llvm::enumerate(carried)) {
     if (i >= sent) {
@@ -363,7 +418,26 @@ LogicalResult Partitioner::finishResults(func::ReturnOp ret) {
                << role.getName() << "' (result #" << i << ") comes out "
                << s.str() << ", but its argument is " << want.str();
     }
-    if (s.isSplit())
+    if (onGridAxes) {
+      // The axes partitioned before, and this one's split.
+      auto before = func.getResultAttrOfType<ShardingAttr>(
+          i, BraidDialect::kShardingAttrName);
+      SmallVector<SmallVector<int16_t>> axes;
+      SmallVector<int64_t> blocks;
+      if (before) {
+        for (shard::GridAxesAttr a : before.getSplitAxes())
+          axes.push_back(llvm::to_vector(a.asArrayRef()));
+        blocks = llvm::to_vector(before.getBlocks());
+      }
+      if (s.isSplit()) {
+        axes.resize(std::max<size_t>(axes.size(), s.getDim() + 1));
+        axes[s.getDim()].push_back(int16_t(axis));
+        if (blocks.empty())
+          blocks = llvm::to_vector(s.getBlocks());
+      }
+      s = ShardingAttr::getOnAxes(context, axes, {}, blocks);
+    }
+    if (s.isSplit() || s.hasGridAxes())
       func.setResultAttr(i, BraidDialect::kShardingAttrName, s);
     else
       func.removeResultAttr(
@@ -403,9 +477,13 @@ void Partitioner::localize() {
   func.setFunctionType(
       FunctionType::get(func.getContext(), body.getArgumentTypes(),
                         body.getTerminator()->getOperandTypes()));
-  func->setAttr(BraidDialect::kTensorParallelAttrName,
-                TensorParallelAttr::get(func.getContext(),
-                                        FlatSymbolRefAttr::get(grid), axis));
+  // The axes partitioned before, then this one.
+  SmallVector<int64_t> inner(partitioned.begin(), partitioned.end());
+  inner.push_back(axis);
+  func->setAttr(
+      BraidDialect::kTensorParallelAttrName,
+      TensorParallelAttr::get(func.getContext(), FlatSymbolRefAttr::get(grid),
+                              inner.front(), ArrayRef(inner).drop_front()));
 }
 
 /// The log-softmax over the classes of `[N, C]` logits that `v` is, if it is
@@ -466,13 +544,15 @@ LogicalResult Partitioner::run(bool localizing) {
   Block &body = func.getBody().front();
   // Arguments: their declared sharding, checked against their types.
   for (BlockArgument arg : body.getArguments()) {
-    auto s = func.getArgAttrOfType<ShardingAttr>(
+    auto declared = func.getArgAttrOfType<ShardingAttr>(
         arg.getArgNumber(), BraidDialect::kShardingAttrName);
-    if (!s)
+    if (!declared)
       continue;
-    if (failed(checkDivides(arg, s, func, nameOf(arg))))
+    onGridAxes |= declared.hasGridAxes();
+    FailureOr<ShardingAttr> s = overAxis(declared, func, nameOf(arg));
+    if (failed(s) || failed(checkDivides(arg, *s, func, nameOf(arg))))
       return failure();
-    sharding[arg] = s;
+    sharding[arg] = *s;
   }
   // A graph-level step that does not yet talk over the axis.
   for (Operation &op : body) {
@@ -555,12 +635,28 @@ void TensorParallelPass::runOnOperation() {
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
-    bool sharded = false;
+    // Its arguments' shardings: the one-axis forms, or over grid axes.
+    unsigned oneAxis = 0, onGridAxes = 0;
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      sharded |= bool(func.getArgAttr(i, BraidDialect::kShardingAttrName));
-    if (!sharded)
+      if (auto s = func.getArgAttrOfType<ShardingAttr>(
+              i, BraidDialect::kShardingAttrName))
+        ++(s.hasGridAxes() ? onGridAxes : oneAxis);
+    if (!oneAxis && !onGridAxes)
       continue;
-    if (func->hasAttr(BraidDialect::kTensorParallelAttrName)) {
+    if (oneAxis && onGridAxes) {
+      func.emitError() << "@" << func.getName() << " has " << oneAxis
+                       << " arguments sharded over the tensor-parallel axis "
+                          "(split D) and "
+                       << onGridAxes
+                       << " over grid axes (split_axes = ...); name the grid "
+                          "axes in all of them";
+      return signalPassFailure();
+    }
+    // Partitioned before: again only over another axis of the same grid,
+    // which the arguments' shardings name.
+    auto before = func->getAttrOfType<TensorParallelAttr>(
+        BraidDialect::kTensorParallelAttrName);
+    if (before && !onGridAxes) {
       func.emitError() << "@" << func.getName()
                        << " is already partitioned (it has '"
                        << BraidDialect::kTensorParallelAttrName << "')";
@@ -573,9 +669,19 @@ void TensorParallelPass::runOnOperation() {
                        << func.getBody().getBlocks().size();
       return signalPassFailure();
     }
-    // The grid: named, or the module's only one.
+    // The grid: named, the one it is partitioned over, or the module's
+    // only one.
     shard::GridOp grid;
-    if (!gridName.empty()) {
+    if (gridName.empty() && before) {
+      grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+          func, before.getGrid());
+      if (!grid) {
+        func.emitError() << "@" << func.getName() << " is partitioned over "
+                         << before.getGrid()
+                         << ", which the module does not declare";
+        return signalPassFailure();
+      }
+    } else if (!gridName.empty()) {
       grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
           func, StringAttr::get(&getContext(), gridName));
       if (!grid) {
@@ -595,6 +701,14 @@ void TensorParallelPass::runOnOperation() {
       }
       grid = grids.front();
     }
+    if (before && before.getGrid().getAttr() != grid.getSymNameAttr()) {
+      func.emitError() << "@" << func.getName() << " is partitioned over @"
+                       << before.getGrid().getValue()
+                       << "; it can be partitioned again over another axis of "
+                          "that grid only, not of @"
+                       << grid.getSymName();
+      return signalPassFailure();
+    }
     ArrayRef<int64_t> shape = grid.getShape();
     int64_t a = axis < 0 ? int64_t(shape.size()) - 1 : int64_t(axis);
     if (a < 0 || a >= int64_t(shape.size())) {
@@ -608,7 +722,18 @@ void TensorParallelPass::runOnOperation() {
                        << grid.getSymName() << " has no static size";
       return signalPassFailure();
     }
-    Partitioner partitioner(func, grid, a, shape[a]);
+    SmallVector<int64_t> partitioned;
+    if (before)
+      partitioned = before.getAllAxes();
+    if (llvm::is_contained(partitioned, a)) {
+      func.emitError() << "@" << func.getName()
+                       << " is already partitioned over grid axis " << a
+                       << " of @" << grid.getSymName() << " (its '"
+                       << BraidDialect::kTensorParallelAttrName << "' is "
+                       << before << ")";
+      return signalPassFailure();
+    }
+    Partitioner partitioner(func, grid, a, shape[a], partitioned);
     if (failed(partitioner.run()))
       return signalPassFailure();
     numReduces += partitioner.numReduces;
