@@ -3,8 +3,9 @@
 `Lowering` walks the joint forward+backward graph that `braid.export`
 captures and emits one braid op (or none) per aten op through
 `braid.ir.StepBuilder`. The mapping is a table, `LOWERINGS`, from the aten
-op's name (`aten.addmm.default`) to a method; an op missing from it is an
-`ExportError` naming the op and the module it came from.
+op overload (`torch.ops.aten.addmm.default`, the graph node's target) to a
+method; an op missing from it is an `ExportError` naming the op and the
+module it came from.
 
 Values are kept lazy where that saves ops: a transpose is only written when
 a user other than a matmul needs it (a matmul takes it as `transpose_a` or
@@ -15,6 +16,7 @@ torch, at export time.
 """
 
 import collections
+import operator
 import enum
 
 import torch
@@ -32,7 +34,10 @@ DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
 
 # Ops whose result depends on a random generator: never evaluated at export
 # time, since the value would be frozen into the step.
-_RANDOM = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "poisson")
+def draws_random(target):
+    """Whether aten op `target` draws random numbers (torch tags it
+    nondeterministic_seeded): never computed at export time."""
+    return torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
 
 
 class Binary(enum.Enum):
@@ -285,11 +290,11 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         self.node = node
         target = node.target
         name = op_name(target)
-        if name in ("getitem", "operator.getitem"):
+        if target is operator.getitem:
             return self.ref(node.args[0])[node.args[1]]
         if self._foldable(node):
             return self._fold(node)
-        lowering = LOWERINGS.get(name)
+        lowering = LOWERINGS.get(target)
         if lowering is None:  # check_supported() reports these first
             raise ExportError("%s (%s) has no braid lowering" % (name, self.describe(node)))
         try:
@@ -304,8 +309,7 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         return result
 
     def _foldable(self, node, is_constant=None):
-        name = op_name(node.target)
-        if any(r in name for r in _RANDOM):
+        if draws_random(node.target):
             return False
         if is_constant is None:
             def is_constant(n):
@@ -318,19 +322,21 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         `constants` holds the placeholders whose values are known."""
         known = set(constants)
         missing = {}
+        random = False
         for node in graph.nodes:
             if node.op != "call_function":
                 continue
-            name = op_name(node.target)
-            if name in ("getitem", "operator.getitem"):
+            if node.target is operator.getitem:
                 if node.args[0] in known:
                     known.add(node)
                 continue
             if self._foldable(node, lambda n: n in known):
                 known.add(node)
-            elif name not in LOWERINGS:
-                missing.setdefault((name, self.describe(node)), 0)
-                missing[(name, self.describe(node))] += 1
+            elif node.target not in LOWERINGS:
+                key = (op_name(node.target), self.describe(node))
+                missing.setdefault(key, 0)
+                missing[key] += 1
+                random |= draws_random(node.target)
         if not missing:
             return
         # An op without a lowering in the forward usually brings some in its
@@ -350,7 +356,7 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
                 ", ".join("%s%s" % (name, " x%d" % n if n > 1 else "")
                           for name, n in uses.items())))
         hint = ""
-        if any(r in name for name, _ in shown for r in _RANDOM):
+        if random:
             hint = ("; random ops other than dropout are not supported (braid draws "
                     "dropout's masks with braid.dropout_mask; other draws would need a "
                     "generator of their own)")
@@ -641,90 +647,104 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
     # -- softmax, norms, losses, embeddings --------------------------------------------------
 
 
-# aten op -> lowering. Aliases (detach, clone, ...) return their operand.
+# aten op overload -> lowering, keyed by the torch.ops.aten objects (a key
+# torch does not have fails here, at import). Aliases (detach, clone, ...)
+# return their operand.
+_aten = torch.ops.aten
 LOWERINGS = {
-    "aten.addmm.default": Lowering.addmm,
-    "aten.mm.default": Lowering.mm,
-    "aten.bmm.default": Lowering.bmm,
-    "aten.t.default": Lowering.t,
-    "aten.transpose.int": Lowering.transpose,
-    "aten.permute.default": Lowering.permute_op,
-    "aten.view.default": Lowering.view,
-    "aten._unsafe_view.default": Lowering.view,
-    "aten._reshape_alias.default": Lowering.view,
-    "aten.reshape.default": Lowering.view,
-    "aten.unsqueeze.default": Lowering.unsqueeze,
-    "aten.squeeze.dim": Lowering.unsqueeze,
-    "aten.squeeze.default": Lowering.unsqueeze,
-    "aten.expand.default": Lowering.expand,
-    "aten.clone.default": Lowering.alias,
-    "aten._to_copy.default": Lowering._to_copy,
-    "aten.detach.default": Lowering.alias,
-    "aten.alias.default": Lowering.alias,
-    "aten.split.Tensor": Lowering.split,
-    "aten.split_with_sizes.default": Lowering.split_with_sizes,
-    "aten.slice.Tensor": Lowering.slice,
-    "aten.slice_backward.default": Lowering.slice_backward,
-    "aten.cat.default": Lowering.cat,
-    "aten.relu.default": Lowering.relu,
-    "aten.threshold_backward.default": Lowering.threshold_backward,
-    "aten.gelu.default": Lowering.gelu,
-    "aten.gelu_backward.default": Lowering.gelu_backward,
-    "aten._softmax.default": Lowering._softmax,
-    "aten._safe_softmax.default": Lowering._safe_softmax,
-    "aten._softmax_backward_data.default": Lowering._softmax_backward_data,
-    "aten._log_softmax.default": Lowering._log_softmax,
-    "aten._log_softmax_backward_data.default": Lowering._log_softmax_backward_data,
-    "aten.nll_loss_forward.default": Lowering.nll_loss_forward,
-    "aten.nll_loss_backward.default": Lowering.nll_loss_backward,
-    "aten.native_layer_norm.default": Lowering.native_layer_norm,
-    "aten.native_layer_norm_backward.default": Lowering.native_layer_norm_backward,
-    "aten.embedding.default": Lowering.embedding,
-    "aten.embedding_dense_backward.default": Lowering.embedding_dense_backward,
-    "aten.sum.dim_IntList": Lowering.sum_dims,
-    "aten.sum.default": Lowering.sum_all,
-    "aten.mean.dim": Lowering.mean_dims,
-    "aten.mean.default": Lowering.mean_all,
-    "aten.add.Tensor": Lowering.add,
-    "aten.add.Scalar": Lowering.add,
-    "aten.sub.Tensor": Lowering.sub,
-    "aten.sub.Scalar": Lowering.sub,
-    "aten.mul.Tensor": Lowering.mul,
-    "aten.mul.Scalar": Lowering.mul,
-    "aten.div.Tensor": Lowering.div,
-    "aten.div.Scalar": Lowering.div,
-    "aten.neg.default": Lowering.neg,
-    "aten.masked_fill.Scalar": Lowering.masked_fill,
-    "aten.where.self": Lowering.where,
-    "aten.exp.default": Lowering.exp,
-    "aten.log.default": Lowering.log,
-    "aten.sqrt.default": Lowering.sqrt,
-    "aten.rsqrt.default": Lowering.rsqrt,
-    "aten.tanh.default": Lowering.tanh,
-    "aten.tanh_backward.default": Lowering.tanh_backward,
-    "aten.sigmoid.default": Lowering.sigmoid,
-    "aten.sigmoid_backward.default": Lowering.sigmoid_backward,
-    "aten.silu.default": Lowering.silu,
-    "aten.silu_backward.default": Lowering.silu_backward,
-    "aten.pow.Tensor_Scalar": Lowering.pow_scalar,
-    "aten.empty_like.default": Lowering.empty_like,
-    "aten.zeros_like.default": Lowering.zeros_like,
-    "aten.ones_like.default": Lowering.ones_like,
-    "aten.fill.Scalar": Lowering.fill_scalar,
-    "aten.select.int": Lowering.select,
-    "aten.select_backward.default": Lowering.select_backward,
-    "aten.stack.default": Lowering.stack,
-    "aten.constant_pad_nd.default": Lowering.constant_pad_nd,
-    "aten.native_dropout.default": Lowering.native_dropout,
-    "aten.native_dropout_backward.default": Lowering.native_dropout_backward,
-    "aten.bernoulli_.float": Lowering.bernoulli,
-    "aten.bernoulli.p": Lowering.bernoulli,
-    "aten.index.Tensor": Lowering.index,
-    "aten.index_put.default": Lowering.index_put,
-    "aten.new_zeros.default": Lowering.new_zeros,
-    "aten.unbind.int": Lowering.unbind,
-    "aten._scaled_dot_product_flash_attention_for_cpu.default":
+    _aten.addmm.default: Lowering.addmm,
+    _aten.mm.default: Lowering.mm,
+    _aten.bmm.default: Lowering.bmm,
+    _aten.t.default: Lowering.t,
+    _aten.transpose.int: Lowering.transpose,
+    _aten.permute.default: Lowering.permute_op,
+    _aten.view.default: Lowering.view,
+    _aten._unsafe_view.default: Lowering.view,
+    _aten._reshape_alias.default: Lowering.view,
+    _aten.reshape.default: Lowering.view,
+    _aten.unsqueeze.default: Lowering.unsqueeze,
+    _aten.squeeze.dim: Lowering.unsqueeze,
+    _aten.squeeze.default: Lowering.unsqueeze,
+    _aten.expand.default: Lowering.expand,
+    _aten.clone.default: Lowering.alias,
+    _aten._to_copy.default: Lowering._to_copy,
+    _aten.detach.default: Lowering.alias,
+    _aten.alias.default: Lowering.alias,
+    _aten.split.Tensor: Lowering.split,
+    _aten.split_with_sizes.default: Lowering.split_with_sizes,
+    _aten.slice.Tensor: Lowering.slice,
+    _aten.slice_backward.default: Lowering.slice_backward,
+    _aten.cat.default: Lowering.cat,
+    _aten.relu.default: Lowering.relu,
+    _aten.threshold_backward.default: Lowering.threshold_backward,
+    _aten.gelu.default: Lowering.gelu,
+    _aten.gelu_backward.default: Lowering.gelu_backward,
+    _aten._softmax.default: Lowering._softmax,
+    _aten._softmax_backward_data.default: Lowering._softmax_backward_data,
+    _aten._log_softmax.default: Lowering._log_softmax,
+    _aten._log_softmax_backward_data.default: Lowering._log_softmax_backward_data,
+    _aten.nll_loss_forward.default: Lowering.nll_loss_forward,
+    _aten.nll_loss_backward.default: Lowering.nll_loss_backward,
+    _aten.native_layer_norm.default: Lowering.native_layer_norm,
+    _aten.native_layer_norm_backward.default: Lowering.native_layer_norm_backward,
+    _aten.embedding.default: Lowering.embedding,
+    _aten.embedding_dense_backward.default: Lowering.embedding_dense_backward,
+    _aten.sum.dim_IntList: Lowering.sum_dims,
+    _aten.sum.default: Lowering.sum_all,
+    _aten.mean.dim: Lowering.mean_dims,
+    _aten.mean.default: Lowering.mean_all,
+    _aten.add.Tensor: Lowering.add,
+    _aten.add.Scalar: Lowering.add,
+    _aten.sub.Tensor: Lowering.sub,
+    _aten.sub.Scalar: Lowering.sub,
+    _aten.mul.Tensor: Lowering.mul,
+    _aten.mul.Scalar: Lowering.mul,
+    _aten.div.Tensor: Lowering.div,
+    _aten.div.Scalar: Lowering.div,
+    _aten.neg.default: Lowering.neg,
+    _aten.masked_fill.Scalar: Lowering.masked_fill,
+    _aten.where.self: Lowering.where,
+    _aten.exp.default: Lowering.exp,
+    _aten.log.default: Lowering.log,
+    _aten.sqrt.default: Lowering.sqrt,
+    _aten.rsqrt.default: Lowering.rsqrt,
+    _aten.tanh.default: Lowering.tanh,
+    _aten.tanh_backward.default: Lowering.tanh_backward,
+    _aten.sigmoid.default: Lowering.sigmoid,
+    _aten.sigmoid_backward.default: Lowering.sigmoid_backward,
+    _aten.silu.default: Lowering.silu,
+    _aten.silu_backward.default: Lowering.silu_backward,
+    _aten.pow.Tensor_Scalar: Lowering.pow_scalar,
+    _aten.empty_like.default: Lowering.empty_like,
+    _aten.zeros_like.default: Lowering.zeros_like,
+    _aten.ones_like.default: Lowering.ones_like,
+    _aten.fill.Scalar: Lowering.fill_scalar,
+    _aten.select.int: Lowering.select,
+    _aten.select_backward.default: Lowering.select_backward,
+    _aten.stack.default: Lowering.stack,
+    _aten.constant_pad_nd.default: Lowering.constant_pad_nd,
+    _aten.native_dropout.default: Lowering.native_dropout,
+    _aten.native_dropout_backward.default: Lowering.native_dropout_backward,
+    _aten.bernoulli_.float: Lowering.bernoulli,
+    _aten.bernoulli.p: Lowering.bernoulli,
+    _aten.index.Tensor: Lowering.index,
+    _aten.index_put.default: Lowering.index_put,
+    _aten.new_zeros.default: Lowering.new_zeros,
+    _aten.unbind.int: Lowering.unbind,
+}
+# Ops of torch 2.x that torch 1.13 does not have, by overload packet (the
+# .default overload): lowered where the installed torch has them, and a
+# name torch 2.x does not know fails at import there.
+TORCH2_LOWERINGS = {
+    "_safe_softmax": Lowering._safe_softmax,
+    "_scaled_dot_product_flash_attention_for_cpu":
         Lowering._scaled_dot_product_flash_attention_for_cpu,
-    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default":
+    "_scaled_dot_product_flash_attention_for_cpu_backward":
         Lowering._scaled_dot_product_flash_attention_for_cpu_backward,
 }
+for _packet, _lowering in TORCH2_LOWERINGS.items():
+    if hasattr(_aten, _packet):
+        LOWERINGS[getattr(_aten, _packet).default] = _lowering
+    elif int(torch.__version__.split(".")[0]) >= 2:
+        raise ImportError("braid.aten: torch %s has no aten.%s" % (torch.__version__, _packet))
+

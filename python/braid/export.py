@@ -52,7 +52,7 @@ from braid.tensor_parallel import shardings as tensor_parallel_shardings
 __all__ = ["export", "Exported", "ExportError", "SUPPORTED_OPS", "load_spec",
            "torch_reference"]
 
-SUPPORTED_OPS = sorted(LOWERINGS)
+SUPPORTED_OPS = sorted(op_name(op) for op in LOWERINGS)
 
 class Exported:
     """The result of braid.export: the IR text, the arrays, what was written."""
@@ -587,12 +587,12 @@ def _draws_dropout(node):
     """Whether an fx node draws a dropout mask (train mode, 0 < p)."""
     if node.op != "call_function":
         return False
-    name = op_name(node.target)
-    if name == "aten.native_dropout.default":
+    aten = torch.ops.aten
+    if node.target is aten.native_dropout.default:
         p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p")
         train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
         return bool(train) and p != 0
-    return name in ("aten.bernoulli_.float", "aten.bernoulli.p")
+    return node.target in (aten.bernoulli_.float, aten.bernoulli.p)
 
 
 def _attribute(module, node):
