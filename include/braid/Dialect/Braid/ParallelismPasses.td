@@ -211,11 +211,12 @@ def TensorParallel : Pass<"braid-tensor-parallel", "mlir::ModuleOp"> {
   ];
 }
 
-def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::ModuleOp"> {
+def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::func::FuncOp"> {
   let summary = "Split the tokens between tensor-parallel collectives (Megatron-LM sequence parallelism)";
   let description = [{
-    Runs on a step partitioned by `braid-tensor-parallel` (its
-    `braid.tensor_parallel` attribute names the axis). Each tensor-parallel
+    Runs on each function partitioned by `braid-tensor-parallel` (its
+    `braid.tensor_parallel` attribute names the axis), one function at a
+    time: stage programs can be rewritten in parallel. Each tensor-parallel
     all-reduce becomes a reduce-scatter along the token dimension: the
     outermost of size above 1 before the features (the tokens of
     `[tokens, hidden]`, the sequences of `[batch, seq, hidden]`, the

@@ -84,7 +84,7 @@ void braid::buildCompilePipeline(OpPassManager &pm,
   // without is not changed.
   pm.addPass(createTensorParallel());
   if (options.sequenceParallel)
-    pm.addPass(createSequenceParallel());
+    pm.addNestedPass<func::FuncOp>(createSequenceParallel());
   // Folded before the scheduler and the memory plan see the ops.
   if (options.fuse)
     pm.addNestedPass<func::FuncOp>(createFuseKernels());

@@ -358,50 +358,48 @@ LogicalResult TokenSplitter::run() {
 }
 
 void SequenceParallelPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    auto tp = func->getAttrOfType<TensorParallelAttr>(
-        BraidDialect::kTensorParallelAttrName);
-    if (!tp || func.isExternal())
-      continue;
-    auto grid =
-        SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(func, tp.getGrid());
-    int64_t axis = tp.getAxis();
-    if (!grid || axis >= int64_t(grid.getShape().size()) ||
-        ShapedType::isDynamic(grid.getShape()[axis])) {
-      func.emitError() << "braid-sequence-parallel: '"
-                       << BraidDialect::kTensorParallelAttrName
-                       << "' names no static axis of a grid of the module";
-      return signalPassFailure();
-    }
-    if (!tp.getInnerAxes().empty()) {
-      func.emitError() << "braid-sequence-parallel splits the tokens over the "
-                          "one tensor-parallel axis, but @"
-                       << func.getName() << " is partitioned over grid axes "
-                       << llvm::interleaved_array(tp.getAllAxes());
-      return signalPassFailure();
-    }
-    if (!llvm::hasSingleElement(func.getBody())) {
-      func.emitError() << "braid-sequence-parallel needs a function body of "
-                          "one block, but @"
-                       << func.getName() << " has "
-                       << func.getBody().getBlocks().size();
-      return signalPassFailure();
-    }
-    for (Operation &op : func.getBody().front())
-      if (isa<WaitOp>(op)) {
-        op.emitError() << "braid-sequence-parallel rewrites graph-level "
-                          "steps; '"
-                       << op.getName()
-                       << "' is already scheduled (run it before the overlap "
-                          "passes)";
-        return signalPassFailure();
-      }
-    TokenSplitter splitter(func, grid, axis, grid.getShape()[axis]);
-    if (failed(splitter.run()))
-      return signalPassFailure();
-    numReduceScatters += splitter.numReduceScatters;
-    numAllGathers += splitter.numAllGathers;
-    numScatters += splitter.numScatters;
+  func::FuncOp func = getOperation();
+  auto tp = func->getAttrOfType<TensorParallelAttr>(
+      BraidDialect::kTensorParallelAttrName);
+  if (!tp || func.isExternal())
+    return;
+  auto grid =
+      SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(func, tp.getGrid());
+  int64_t axis = tp.getAxis();
+  if (!grid || axis >= int64_t(grid.getShape().size()) ||
+      ShapedType::isDynamic(grid.getShape()[axis])) {
+    func.emitError() << "braid-sequence-parallel: '"
+                     << BraidDialect::kTensorParallelAttrName
+                     << "' names no static axis of a grid of the module";
+    return signalPassFailure();
   }
+  if (!tp.getInnerAxes().empty()) {
+    func.emitError() << "braid-sequence-parallel splits the tokens over the "
+                        "one tensor-parallel axis, but @"
+                     << func.getName() << " is partitioned over grid axes "
+                     << llvm::interleaved_array(tp.getAllAxes());
+    return signalPassFailure();
+  }
+  if (!llvm::hasSingleElement(func.getBody())) {
+    func.emitError() << "braid-sequence-parallel needs a function body of "
+                        "one block, but @"
+                     << func.getName() << " has "
+                     << func.getBody().getBlocks().size();
+    return signalPassFailure();
+  }
+  for (Operation &op : func.getBody().front())
+    if (isa<WaitOp>(op)) {
+      op.emitError() << "braid-sequence-parallel rewrites graph-level "
+                        "steps; '"
+                     << op.getName()
+                     << "' is already scheduled (run it before the overlap "
+                        "passes)";
+      return signalPassFailure();
+    }
+  TokenSplitter splitter(func, grid, axis, grid.getShape()[axis]);
+  if (failed(splitter.run()))
+    return signalPassFailure();
+  numReduceScatters += splitter.numReduceScatters;
+  numAllGathers += splitter.numAllGathers;
+  numScatters += splitter.numScatters;
 }
