@@ -295,6 +295,28 @@ def main():
     cli("tp-cli-no-plan", [SPECS + ":ops", "--tensor-parallel", "2"],
         "tensor_parallel 2 needs a tensor_parallel_plan")
 
+    # torch 2.x's ParallelStyle objects stand for the strings (recognised by
+    # class, a subclass too); any other style object is refused.
+    try:
+        from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                       SequenceParallel)
+    except ImportError:  # torch 1.13 has no torch.distributed.tensor
+        ColwiseParallel = None
+    if ColwiseParallel is not None:
+        from braid.tensor_parallel import shardings
+
+        class MyColwise(ColwiseParallel):
+            pass
+
+        model = specs.Net()
+        by_string = shardings(model, {"blocks.0.fc": "colwise", "head": "rowwise"}, 2, {})
+        by_class = shardings(model, {"blocks.0.fc": MyColwise(), "head": RowwiseParallel()},
+                             2, {})
+        check(by_string == by_class and by_class,
+              "torch's ColwiseParallel and RowwiseParallel shard as 'colwise' and 'rowwise': "
+              "%s" % by_class)
+        api("tp-style-object", "maps to SequenceParallel", **tp({"head": SequenceParallel()}))
+
     p = subprocess.run([sys.executable, "-m", "braid.export", "--list-ops"],
                        stdout=subprocess.PIPE, text=True)
     listed = p.stdout.split()

@@ -30,25 +30,41 @@ strings. Everything not named stays replicated. braid-tensor-parallel
 propagates the shardings and inserts the collectives (docs/TensorParallel.md).
 """
 
+import enum
 import fnmatch
 
 import torch
 
 from braid.aten import ExportError
 
-STYLES = ("colwise", "rowwise")
+class Style(enum.Enum):
+    """A plan entry's style, named as torch's ParallelStyle classes are."""
+    COLWISE = "colwise"
+    ROWWISE = "rowwise"
+
+
+STYLES = tuple(s.value for s in Style)
+
+
+def _torch_styles():
+    """{torch's ParallelStyle class: Style}, where torch has them (2.x)."""
+    try:
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+    except ImportError:  # torch 1.13
+        return {}
+    return {ColwiseParallel: Style.COLWISE, RowwiseParallel: Style.ROWWISE}
 
 
 def _style(style, pattern):
-    """(kind, fused) of one plan entry: fused is None, a count or sizes."""
-    name = type(style).__name__
-    if name in ("ColwiseParallel", "RowwiseParallel"):
-        return ("colwise" if name == "ColwiseParallel" else "rowwise"), None
+    """(Style, fused) of one plan entry: fused is None, a count or sizes."""
+    for cls, kind in _torch_styles().items():
+        if isinstance(style, cls):
+            return kind, None
     if isinstance(style, str) and style in STYLES:
-        return style, None
-    if isinstance(style, dict) and style.get("style") == "colwise" and "fused" in style \
+        return Style(style), None
+    if isinstance(style, dict) and style.get("style") == Style.COLWISE.value and "fused" in style \
             and set(style) == {"style", "fused"}:
-        return "colwise", style["fused"]
+        return Style.COLWISE, style["fused"]
     raise ExportError("tensor-parallel plan: %r maps to %r; a style is 'colwise', 'rowwise' or "
                       "{'style': 'colwise', 'fused': N or [sizes]}" % (pattern, style))
 
@@ -121,7 +137,7 @@ def shardings(model, plan, size, aliases):
                 if fused is not None:
                     raise ExportError("tensor-parallel plan: %s is an nn.Embedding, which has "
                                       "no fused parts" % where)
-                if kind == "rowwise":
+                if kind is Style.ROWWISE:
                     divides(mod.num_embeddings, "the vocabulary (rows)", where)
                     put(weight, "split 0", where)
                 else:
@@ -132,7 +148,7 @@ def shardings(model, plan, size, aliases):
                 raise ExportError("tensor-parallel plan: %s is a %s; 'colwise' and 'rowwise' "
                                   "split an nn.Linear or an nn.Embedding"
                                   % (where, type(mod).__name__))
-            if kind == "colwise":
+            if kind is Style.COLWISE:
                 blocks = _blocks(fused, mod.out_features, where)
                 for b in blocks:
                     if b % size:
