@@ -41,15 +41,27 @@ T = "tensor<%dx%dxf32>" % (B, D)
 W = "tensor<%dx%dxf32>" % (D, D)
 
 
-def stage_function(i, x_type, w_type, lines, result):
+def batch_args(m, x_type):
+    """Stage 0's micro-batches %x0, %x1, ...: one argument each, so that no
+    two micro-batches compute the same values (braid-compile's cse would
+    run the first stage's forward once for all of them)."""
+    return ["%%x%d: %s {braid.role = #braid.role<batch \"x%d\">}" % (k, x_type, k)
+            for k in range(m)]
+
+
+def stage_function(i, m, x_type, w_type, lines, result, kept=()):
     """Stage i's program of `lines`: its weight %w and accumulator %acc,
-    the batch %x on stage 0, the accumulated gradient returned."""
+    the micro-batches %x0... on stage 0, the accumulated gradient
+    returned, and the `kept` values (stage 0's input gradients, which no
+    stage receives: returned so that braid-compile's canonicalizer keeps
+    them, as every stage computes the same)."""
     args = "%%w: %s {braid.role = #braid.role<parameter \"w%d\">}, %%acc: %s" % (w_type, i, w_type)
     if i == 0:
-        args += ", %%x: %s {braid.role = #braid.role<batch \"x\">}" % x_type
-    return ("func.func @stage%d(%s) -> %s\n    attributes {braid.stage = #braid.stage<grid = @pipe, "
+        args += ", " + ", ".join(batch_args(m, x_type))
+    types = ", ".join([w_type] + [x_type] * len(kept))
+    return ("func.func @stage%d(%s) -> (%s)\n    attributes {braid.stage = #braid.stage<grid = @pipe, "
             "axis = 0, index = %d>} {\n%s\n  return %s : %s\n}\n" % (
-                i, args, w_type, i, "\n".join(lines), result, w_type))
+                i, args, types, i, "\n".join(lines), ", ".join([result] + list(kept)), types))
 
 
 def stage_program(p, i, m, schedule="gpipe"):
@@ -80,7 +92,7 @@ def stage_program(p, i, m, schedule="gpipe"):
                   "%s -> %s" % (v, peer, peer, T, T))
 
     first, last = i == 0, i + 1 == p
-    inputs, outputs, acc = [], [], ["%acc"]
+    inputs, outputs, acc, kept = [], [], ["%acc"], []
 
     def forward(x):
         inputs.append(x)
@@ -98,24 +110,29 @@ def stage_program(p, i, m, schedule="gpipe"):
 
     if schedule == "gpipe":
         for k in range(m):
-            y = forward("%x" if first else recv(i - 1))
+            y = forward("%%x%d" % k if first else recv(i - 1))
             if not last:
                 send(y, i + 1)
         for k in range(m):
             dx = backward(k, outputs[k] if last else recv(i + 1))
             if not first:
                 send(dx, i - 1)
+            else:
+                kept.append(dx)
     else:
         warmup = min(p - i - 1, m)
         for k in range(warmup):
-            y = forward("%x" if first else recv(i - 1))
+            y = forward("%%x%d" % k if first else recv(i - 1))
             send(y, i + 1)
         x = "%x" if first or warmup == m else recv(i - 1)
         for j in range(m - warmup):
+            if first:
+                x = "%%x%d" % (warmup + j)
             y = forward(x)
             g = y if last else send_recv(y, i + 1)
             dx = backward(j, g)
             if first:
+                kept.append(dx)
                 continue
             if j + 1 == m - warmup:
                 send(dx, i - 1)
@@ -125,7 +142,9 @@ def stage_program(p, i, m, schedule="gpipe"):
             dx = backward(k, recv(i + 1))
             if not first:
                 send(dx, i - 1)
-    return stage_function(i, T, W, lines, acc[0])
+            else:
+                kept.append(dx)
+    return stage_function(i, m, T, W, lines, acc[0], kept)
 
 
 N = 1024  # rows of a micro-batch of the uniform stages, as wide as a layer
@@ -161,7 +180,7 @@ def uniform_program(p, i, m, schedule):
         return "%%u%d" % n[0]
 
     first, last = i == 0, i + 1 == p
-    inputs, outputs, grads, acc = {}, {}, {}, ["%acc"]
+    inputs, outputs, grads, acc, kept = {}, {}, {}, ["%acc"], []
 
     def weight(k):
         dw = mm(inputs[k], grads[k], " {transpose_a}")
@@ -171,7 +190,7 @@ def uniform_program(p, i, m, schedule):
     for j, (kind, k) in enumerate(acts):
         if kind == "F":
             if k not in inputs:
-                inputs[k] = "%x" if first else recv(i - 1)
+                inputs[k] = "%%x%d" % k if first else recv(i - 1)
             outputs[k] = double(mm(inputs[k], "%w", " {transpose_b}"))
             if not last:
                 items.append(("send", outputs[k], i + 1))
@@ -183,6 +202,8 @@ def uniform_program(p, i, m, schedule):
             dx = double(mm(grads[k], "%w"))
             if not first:
                 items.append(("send", dx, i - 1))
+            else:
+                kept.append(dx)
         else:
             # After a B's sends, the next action's receives go before the W
             # (braid-pipeline's order: one send-receive with those sends).
@@ -220,7 +241,7 @@ def uniform_program(p, i, m, schedule):
         else:
             run.append(x)
     flush()
-    return stage_function(i, U, U, lines, acc[0])
+    return stage_function(i, m, U, U, lines, acc[0], kept)
 
 
 def interleaved_program(p, r, m, v):
@@ -229,7 +250,7 @@ def interleaved_program(p, r, m, v):
     forward one product and its double, its backward the weight's gradient
     (a product and its sum into the chunk's accumulator) and the input's (a
     product and its double), on every chunk alike (the first's input
-    gradient is computed and not sent; the last's forward output is its own
+    gradient is computed and not sent, but returned; the last's forward output is its own
     backward's input). Transfers as braid-pipeline posts them for this
     schedule (Megatron-LM's units): after each unit (a warm-up forward, a
     forward and a backward, a drain backward) its sends and the next
@@ -256,7 +277,7 @@ def interleaved_program(p, r, m, v):
         kind, k, c = a
         s = stage(a)
         if kind == "F":
-            x = "%x" if s == 0 else inputs[(k, s)]
+            x = "%%x%d" % k if s == 0 else inputs[(k, s)]
             inputs[(k, s)] = x
             y = mm(x, "%%w%d" % c, " {transpose_b}")
             outputs[(k, s)] = op("braid.add %s, %s : %s" % (y, y, U))
@@ -315,11 +336,14 @@ def interleaved_program(p, r, m, v):
         group(unit, units[u + 1] if u + 1 < len(units) else [])
     args = ", ".join(["%%w%d: %s {braid.role = #braid.role<parameter \"w%d\">}" % (c, U, c * p + r)
                       for c in range(v)] + ["%%acc%d: %s" % (c, U) for c in range(v)] +
-                     (["%%x: %s {braid.role = #braid.role<batch \"x\">}" % U] if r == 0 else []))
+                     (batch_args(m, U) if r == 0 else []))
+    # Stage 0's input gradients, which no stage receives, returned (as
+    # stage_function's `kept`).
+    kept = [dxs[(k, 0)] for k in range(m)] if r == 0 else []
+    types = ", ".join([U] * (v + len(kept)))
     return ("func.func @stage%d(%s) -> (%s)\n    attributes {braid.stage = #braid.stage<grid = "
             "@pipe, axis = 0, index = %d>} {\n%s\n  return %s : %s\n}\n" % (
-                r, args, ", ".join([U] * v), r, "\n".join(lines),
-                ", ".join(acc), ", ".join([U] * v)))
+                r, args, types, r, "\n".join(lines), ", ".join(acc + kept), types))
 
 
 def pipeline(p, m, schedule):

@@ -22,6 +22,9 @@ def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [Braid_View],
   let results = (outs Braid_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  // A reshape to its input's type is its input; a reshape of a reshape
+  // reads the first one's input.
+  let hasFolder = 1;
 }
 
 def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
@@ -42,6 +45,9 @@ def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
     $input `permutation` `=` $permutation attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+  // The identity permutation is its input; a transpose of a transpose is
+  // one transpose of the first one's input, by the composed permutation.
+  let hasFolder = 1;
 }
 
 def Braid_BroadcastOp : Braid_ComputeOp<"broadcast"> {

@@ -52,6 +52,16 @@ LogicalResult ReshapeOp::verify() {
                          << numElements(getResult());
   return success();
 }
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
 uint64_t ReshapeOp::getFlops() { return 0; }
 uint64_t ReshapeOp::getBytesRead() { return 0; }
 uint64_t ReshapeOp::getBytesWritten() { return 0; }
@@ -76,6 +86,25 @@ LogicalResult TransposeOp::verify() {
                                    getResult())))
     return failure();
   return verifyShape(*this, "result", getResult(), expected);
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPermutation();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, int64_t(perm.size()))))
+    return getInput();
+  auto inner = getInput().getDefiningOp<TransposeOp>();
+  if (!inner)
+    return {};
+  // Result dimension i is this input's perm[i], the inner input's
+  // innerPerm[perm[i]].
+  SmallVector<int64_t> composed;
+  for (int64_t p : perm)
+    composed.push_back(inner.getPermutation()[p]);
+  if (llvm::equal(composed, llvm::seq<int64_t>(0, int64_t(composed.size()))))
+    return inner.getInput();
+  getInputMutable().assign(inner.getInput());
+  setPermutation(composed);
+  return getResult();
 }
 uint64_t TransposeOp::getFlops() { return 0; }
 

@@ -2,8 +2,8 @@
 //
 // braid-compile's pipeline starts with braid-tensor-parallel and
 // braid-sequence-parallel (a step without sharded parameters is not
-// changed), then braid-fuse-kernels. braid-overlap runs
-// bucket-gradients, async-collectives, schedule, assign-streams and
+// changed), then canonicalize and cse, then braid-fuse-kernels. braid-overlap
+// runs bucket-gradients, async-collectives, schedule, assign-streams and
 // verify-schedule; its schedule option picks the kind (docs/Overlap.md
 // shows the MLP step before and after, docs/Benchmarks.md compares the
 // three). The pipeline is idempotent.
@@ -14,6 +14,8 @@
 #include "braid/Dialect/Braid/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
 
 #include <cmath>
 
@@ -85,6 +87,14 @@ void braid::buildCompilePipeline(OpPassManager &pm,
   pm.addPass(createTensorParallel());
   if (options.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createSequenceParallel());
+  // The ops' folders and canonicalization patterns, then one op for each
+  // repeated computation, on the per-rank program. Constants stay where
+  // they are (moving them all to the top would keep them alive the whole
+  // step in the memory plan).
+  GreedyRewriteConfig canonicalize;
+  canonicalize.enableConstantCSE(false);
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass(canonicalize));
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Folded before the scheduler and the memory plan see the ops.
   if (options.fuse)
     pm.addNestedPass<func::FuncOp>(createFuseKernels());
