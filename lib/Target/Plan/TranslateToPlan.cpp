@@ -430,11 +430,7 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
                << " is not partitioned (run braid-tensor-parallel with "
                   "axis="
                << a << ")";
-    for (auto [d, axes] : llvm::enumerate(s.getSplitAxes()))
-      if (!axes.empty())
-        return ShardingAttr::getSplit(func.getContext(), int64_t(d),
-                                      s.getBlocks());
-    return ShardingAttr::getReplicated(func.getContext());
+    return s.onAxis(tpAxis);
   };
   auto createBinding = [&](RoleAttr role, const std::string &name,
                            uint32_t buffer, ShardingAttr sharding) {

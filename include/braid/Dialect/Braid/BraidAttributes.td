@@ -411,6 +411,11 @@ def Braid_ShardingAttr : Braid_Attr<"Sharding", "sharding"> {
     ::llvm::ArrayRef<int16_t> getAxesOf(int64_t d) const;
     /// Every grid axis it names.
     ::llvm::SmallVector<int16_t> getAllAxes() const;
+    /// Its state over grid axis `axis` alone, in the one-axis form: partial
+    /// if `axis` is a partial axis, split along the dimension whose axes
+    /// list it (blocks kept as they are), replicated if it names `axis`
+    /// nowhere. A one-axis form is returned as it is.
+    ShardingAttr onAxis(int16_t axis) const;
 
     // The one-axis view (over the tensor-parallel axis).
     ShardingKind getKind() const;

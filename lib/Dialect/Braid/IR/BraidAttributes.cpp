@@ -386,6 +386,17 @@ SmallVector<int16_t> ShardingAttr::getAllAxes() const {
   return all;
 }
 
+ShardingAttr ShardingAttr::onAxis(int16_t axis) const {
+  if (!hasGridAxes())
+    return *this;
+  if (llvm::is_contained(getPartialAxes(), axis))
+    return getPartial(getContext());
+  for (auto [d, axes] : llvm::enumerate(getSplitAxes()))
+    if (llvm::is_contained(axes.asArrayRef(), axis))
+      return getSplit(getContext(), int64_t(d), getBlocks());
+  return getReplicated(getContext());
+}
+
 ShardingKind ShardingAttr::getKind() const {
   if (llvm::is_contained(getPartialAxes(), kTensorParallelAxis))
     return ShardingKind::Partial;

@@ -247,32 +247,30 @@ FailureOr<ShardingAttr> Partitioner::overAxis(ShardingAttr s, Operation *where,
       return where->emitError()
              << what << " is " << s.str() << ", but grid @" << grid.getSymName()
              << " has " << shape.size() << " axes";
-  if (llvm::is_contained(s.getPartialAxes(), axis))
-    return ShardingAttr::getPartial(context);
-  for (auto [d, axes] : llvm::enumerate(s.getSplitAxes())) {
-    ArrayRef<int16_t> list = axes.asArrayRef();
-    auto at = llvm::find(list, axis);
-    if (at == list.end())
-      continue;
-    // The axes before this one cut the dimension first: the function's
-    // type holds their piece, this axis cuts it again.
-    int64_t before = 1;
-    for (int16_t major : ArrayRef(list.begin(), at)) {
-      if (!llvm::is_contained(partitioned, int64_t(major)))
-        return where->emitError()
-               << what << " is " << s.str() << ": dimension " << d
-               << " is split over grid axes " << llvm::interleaved_array(list)
-               << " major to minor, so axis " << major
-               << " is partitioned before axis " << axis;
-      before *= shape[major];
-    }
-    // Each block divides by them: their runs checked it.
-    SmallVector<int64_t> blocks;
-    for (int64_t block : s.getBlocks())
-      blocks.push_back(block / before);
-    return ShardingAttr::getSplit(context, int64_t(d), blocks);
+  ShardingAttr over = s.onAxis(axis);
+  if (!over.isSplit())
+    return over;
+  // The axes before this one cut the dimension first: the function's type
+  // holds their piece, this axis cuts it again.
+  int64_t d = over.getDim();
+  ArrayRef<int16_t> list = s.getAxesOf(d);
+  int64_t before = 1;
+  for (int16_t major : ArrayRef(list.begin(), llvm::find(list, axis))) {
+    if (!llvm::is_contained(partitioned, int64_t(major)))
+      return where->emitError()
+             << what << " is " << s.str() << ": dimension " << d
+             << " is split over grid axes " << llvm::interleaved_array(list)
+             << " major to minor, so axis " << major
+             << " is partitioned before axis " << axis;
+    before *= shape[major];
   }
-  return ShardingAttr::getReplicated(context);
+  if (before == 1)
+    return over;
+  // Each block divides by them: their runs checked it.
+  SmallVector<int64_t> blocks;
+  for (int64_t block : over.getBlocks())
+    blocks.push_back(block / before);
+  return ShardingAttr::getSplit(context, d, blocks);
 }
 
 /// A transfer of a pipeline stage's program (braid.send, braid.recv,
