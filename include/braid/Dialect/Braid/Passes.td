@@ -234,7 +234,10 @@ def FuseKernels : Pass<"braid-fuse-kernels", "mlir::func::FuncOp"> {
     ```
     The product reads the same values in the same order: the same bits.
 
-    The options turn each kind of fold off.
+    Each fold is a rewrite pattern; the pass applies those its options
+    leave on with MLIR's greedy driver, without the driver's own folding
+    (braid-compile runs canonicalize just before). A transpose folds into
+    its readers before its writer.
     braid-compile runs it after the parallelism passes and before the
     overlap passes (`--fuse=false` turns it off).
   }];
