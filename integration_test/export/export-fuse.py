@@ -17,8 +17,12 @@
 # fused q/k/v projection fold into the attention matmuls that read them
 # (`lhs_slice`/`rhs_slice`: no copy of q, k or v) and change no bit: the
 # step folded without them (--braid-fuse-kernels=slices=false) trains to
-# the same losses and arrays, with more buffer bytes. export-train.py
-# compares the fused default with PyTorch.
+# the same losses and arrays, with more buffer bytes. The exporter writes
+# every aten `t` as a braid.transpose and leaves it to MLIR: after
+# braid-compile's canonicalize no transpose of the last two dimensions is
+# left, and the matmuls read the weights and gradients through
+# transpose_a/transpose_b. export-train.py compares the fused default with
+# PyTorch.
 #
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
@@ -52,14 +56,14 @@ def main():
                             global_batch=spec["global_batch"])
     layers = 2
     # The elementwise folds alone: braid-opt folds, braid-compile does not
-    # fold again.
+    # fold again (canonicalize first, as braid-compile does).
     elementwise = prefix + "-elementwise.mlir"
     braidtest.run([braidtest.tool("braid-opt"), exported.paths["mlir"],
-                   "--braid-fuse-kernels=transposes=false", "-o", elementwise])
+                   "--canonicalize", "--braid-fuse-kernels=transposes=false", "-o", elementwise])
     # Everything but the slices.
     copies = prefix + "-copies.mlir"
     braidtest.run([braidtest.tool("braid-opt"), exported.paths["mlir"],
-                   "--braid-fuse-kernels=slices=false", "-o", copies])
+                   "--canonicalize", "--braid-fuse-kernels=slices=false", "-o", copies])
     runs = {}
     for name, step, flags in (("fused", exported.paths["mlir"], []),
                               ("elementwise", elementwise, ["--fuse=false"]),
@@ -76,6 +80,13 @@ def main():
                           state=state)
 
     fused, unfused = runs["fused"], runs["unfused"]
+    swap = r"braid\.transpose [^\n]*permutation = \[1, 0\]"
+    written = count(open(exported.paths["mlir"]).read(), swap)
+    flagged = count(unfused["ir"], r"braid\.matmul [^\n]*transpose_[ab]")
+    check(written >= 4 * layers and count(unfused["ir"], swap) == 0
+          and flagged >= 4 * layers,
+          "exported: %d transposes of 2-d weights and gradients, which canonicalize folds "
+          "into %d matmuls' transpose_a/transpose_b" % (written, flagged))
     check(count(unfused["ir"], r"braid\.scale ") == 2 * layers
           and count(unfused["ir"], r"braid\.causal_mask ") == 2 * layers,
           "unfused: %d braid.scale and %d braid.causal_mask (a forward and a backward "

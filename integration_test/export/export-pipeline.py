@@ -237,8 +237,10 @@ def main():
         check("shard.grid @world(shape = 2x1x2)" in text and e.summary["split"].get(
               "wte.weight") == "split 0", "%s: a grid of 2 stages x 1 x 2 tensor-parallel ranks, "
               "the token table split by rows" % name)
-        stages = braidtest.run([braidtest.tool("braid-opt"), e.paths["mlir"], "--braid-pipeline",
-                                "--braid-tensor-parallel"]).stdout
+        # The stage programs braid-compile makes (canonicalize, braid-pipeline,
+        # braid-tensor-parallel and the rest).
+        stages = braidtest.run([braidtest.tool("braid-compile"), e.paths["mlir"],
+                                "--emit=mlir"]).stdout
         # The table's 64 rows: each rank sends and receives its 32.
         check("tensor<32x64xf32> {braid.role = #braid.role<parameter \"wte.weight\">" in stages
               and "braid.sharding = #braid.sharding<split 0>} :" not in stages,

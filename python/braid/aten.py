@@ -7,10 +7,10 @@ op overload (`torch.ops.aten.addmm.default`, the graph node's target) to a
 method; an op missing from it is an `ExportError` naming the op and the
 module it came from.
 
-Values are kept lazy where that saves ops: a transpose is only written when
-a user other than a matmul needs it (a matmul takes it as `transpose_a` or
-`transpose_b`), reshapes of reshapes collapse, and a slice or a constant is
-written when first used. Tensors computed from buffers and constants alone
+Views, slices and constants are written when first used. What MLIR does
+better is left to it: braid-compile's canonicalize folds a transpose into
+the matmuls that read it (`transpose_a`/`transpose_b`), composes
+transposes and collapses reshapes of reshapes. Tensors computed from buffers and constants alone
 (`arange`, a causal mask from a `tril` buffer) are evaluated here, with
 torch, at export time.
 """
@@ -74,21 +74,11 @@ def _arguments(node):
     return "(%s)" % ", ".join(word(a) for a in node.args)
 
 
-class Transposed:
-    """`base` with its dimensions permuted, not yet written."""
-
-    def __init__(self, base, perm):
-        self.base, self.perm = base, tuple(perm)
-        self.shape = tuple(base.shape[p] for p in perm)
-        self.dtype = base.dtype
-
-
 class Deferred:
     """A value written on first use: `emit()` returns the Value."""
 
-    def __init__(self, shape, dtype, emit, reshape_of=None):
+    def __init__(self, shape, dtype, emit):
         self.shape, self.dtype, self._emit = tuple(shape), dtype, emit
-        self.reshape_of = reshape_of
         self._value = None
 
     def get(self):
@@ -152,11 +142,6 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
     def materialize(self, r):
         if isinstance(r, Value):
             return r
-        if isinstance(r, Transposed):
-            key = ("t", r.base.name, r.perm)
-            if key not in self._cache:
-                self._cache[key] = self.b.transpose(r.base, list(r.perm), hint="t")
-            return self._cache[key]
         if isinstance(r, Deferred):
             return r.get()
         if isinstance(r, torch.Tensor):
@@ -205,15 +190,10 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         shape = tuple(shape)
         if tuple(r.shape) == shape:
             return r
-        if isinstance(r, Deferred) and r.reshape_of is not None:
-            r = r.reshape_of
-            if tuple(r.shape) == shape:
-                return r
         if isinstance(r, torch.Tensor):
             return r.reshape(shape)
         base = self.materialize(r)
-        return Deferred(shape, base.dtype, lambda: self.b.reshape(base, shape, hint="view"),
-                        reshape_of=base)
+        return Deferred(shape, base.dtype, lambda: self.b.reshape(base, shape, hint="view"))
 
     def permute(self, r, perm):
         perm = [p % len(r.shape) for p in perm] if r.shape else []
@@ -221,12 +201,9 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
             return r
         if isinstance(r, torch.Tensor):
             return r.permute(perm)
-        if isinstance(r, Transposed):
-            perm = [r.perm[p] for p in perm]
-            r = r.base
-            if perm == list(range(len(perm))):
-                return r
-        return Transposed(self.materialize(r), perm)
+        base = self.materialize(r)
+        return Deferred(tuple(base.shape[p] for p in perm), base.dtype,
+                        lambda: self.b.transpose(base, perm, hint="t"))
 
     def broadcast_to(self, r, shape):
         """numpy-style broadcast of a written value to `shape`."""
@@ -488,8 +465,6 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
             self.fail("a conversion to dtype %s" % dtype)
         if want == r.dtype:
             return r
-        if isinstance(r, Transposed):  # cast the base: the transpose stays lazy
-            return Transposed(self.as_dtype(r.base, want), r.perm)
         v = self.value(x)
         if v.dtype in ("bf16", "f16") and want in ("f32", "f64"):
             # A widening, written on first use: a gradient all-reduced in its
@@ -621,16 +596,8 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         return self._reduce("reduce_mean", x, dims, keepdim)
 
     # -- linear algebra -------------------------------------------------------------------
-    def _operand(self, arg):
-        r = self.ref(arg)
-        n = len(r.shape)
-        if isinstance(r, Transposed) and r.perm == tuple(range(n - 2)) + (n - 1, n - 2):
-            return r.base, True
-        return self.materialize(r), False
-
     def mm(self, a, b):
-        (x, ta), (y, tb) = self._operand(a), self._operand(b)
-        return self.b.matmul(x, y, ta=ta, tb=tb, hint="mm")
+        return self.b.matmul(self.value(a), self.value(b), hint="mm")
 
     def bmm(self, a, b):
         return self.mm(a, b)

@@ -21,3 +21,26 @@ func.func @views(%x: tensor<2x3x4xf32>)
   return %b, %c, %u, %v, %w : tensor<24xf32>, tensor<2x3x4xf32>, tensor<4x2x3xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
 }
 
+
+// braid.matmul reads a transpose of an operand's last two dimensions
+// through its transpose_a/transpose_b flag (toggling one already set); a
+// transpose another op reads stays for that op, and an operand read
+// through a permutation keeps its transpose.
+// CHECK-LABEL: func.func @matmul_transposes
+// CHECK-NEXT: %[[T:.*]] = braid.transpose %arg1 permutation = [1, 0]
+// CHECK-NEXT: %[[A:.*]] = braid.matmul %arg0, %arg1 {transpose_b} : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[B:.*]] = braid.matmul %arg3, %arg1 : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[P:.*]] = braid.transpose %arg2 permutation = [0, 2, 1]
+// CHECK-NEXT: %[[C:.*]] = braid.matmul %arg2, %arg2 {transpose_a} : tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+// CHECK-NEXT: %[[D:.*]] = braid.matmul %[[P]], %arg2 {lhs_permutation = array<i64: 0, 2, 1>, transpose_b} : tensor<2x4x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x8xf32>
+// CHECK-NEXT: return %[[A]], %[[B]], %[[T]], %[[C]], %[[D]]
+func.func @matmul_transposes(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %h: tensor<2x8x4xf32>, %y: tensor<4x16xf32>)
+    -> (tensor<4x16xf32>, tensor<4x8xf32>, tensor<8x16xf32>, tensor<2x4x4xf32>, tensor<2x8x8xf32>) {
+  %wt = braid.transpose %w permutation = [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>
+  %a = braid.matmul %x, %wt : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %b = braid.matmul %y, %wt {transpose_b} : tensor<4x16xf32>, tensor<8x16xf32> -> tensor<4x8xf32>
+  %ht = braid.transpose %h permutation = [0, 2, 1] : tensor<2x8x4xf32> -> tensor<2x4x8xf32>
+  %c = braid.matmul %ht, %h : tensor<2x4x8xf32>, tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+  %d = braid.matmul %ht, %ht {lhs_permutation = array<i64: 0, 2, 1>} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+  return %a, %b, %wt, %c, %d : tensor<4x16xf32>, tensor<4x8xf32>, tensor<8x16xf32>, tensor<2x4x4xf32>, tensor<2x8x8xf32>
+}

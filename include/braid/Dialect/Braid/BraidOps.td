@@ -155,6 +155,11 @@ def Braid_MatmulOp
         : tensor<64x784xf32>, tensor<1024x784xf32> -> tensor<64x1024xf32>
     ```
 
+    Canonicalization reads an operand that a `braid.transpose` of its last
+    two dimensions writes through the flag instead (toggling one already
+    set), where no permutation or slice reads that operand: the exporter
+    writes aten's `t` as a transpose and leaves the rest to it.
+
     `lhs_permutation` and `rhs_permutation` read an operand through a
     transpose (as braid.transpose's `permutation`: dimension d of what the
     product sees is dimension `permutation[d]` of the operand), before
@@ -199,6 +204,10 @@ def Braid_MatmulOp
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;
+  // An operand that is a braid.transpose of its last two dimensions is read
+  // through `transpose_a`/`transpose_b` instead (where no permutation or
+  // slice reads it).
+  let hasCanonicalizeMethod = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
@@ -193,6 +194,43 @@ LogicalResult MatmulOp::verify() {
     expected = permutedShape(expected, *perm);
   }
   return verifyShape(*this, "result", getResult(), expected);
+}
+
+/// Whether `perm` swaps the last two dimensions and keeps the others.
+static bool swapsLastTwo(ArrayRef<int64_t> perm) {
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  return llvm::equal(perm.drop_back(2), llvm::seq<int64_t>(0, rank - 2));
+}
+
+LogicalResult MatmulOp::canonicalize(MatmulOp op, PatternRewriter &rewriter) {
+  // The operand a transpose of its last two dimensions writes, where the
+  // product reads it without a permutation or a slice.
+  auto transposed = [&](unsigned i) -> Value {
+    bool lhs = i == 0;
+    if (lhs ? op.getLhsPermutation() || op.getLhsSlice()
+            : op.getRhsPermutation() || op.getRhsSlice())
+      return nullptr;
+    auto transpose = op->getOperand(i).getDefiningOp<TransposeOp>();
+    if (!transpose || !swapsLastTwo(transpose.getPermutation()))
+      return nullptr;
+    return transpose.getInput();
+  };
+  Value lhs = transposed(0), rhs = transposed(1);
+  if (!lhs && !rhs)
+    return failure();
+  rewriter.modifyOpInPlace(op, [&] {
+    if (lhs) {
+      op.getLhsMutable().assign(lhs);
+      op.setTransposeA(!op.getTransposeA());
+    }
+    if (rhs) {
+      op.getRhsMutable().assign(rhs);
+      op.setTransposeB(!op.getTransposeB());
+    }
+  });
+  return success();
 }
 
 cost::ProductShape MatmulOp::getProductShape() {

@@ -1,8 +1,9 @@
 //===- PassPipelines.cpp - braid-overlap and braid-compile's pipeline -----===//
 //
-// braid-compile's pipeline starts with braid-tensor-parallel and
-// braid-sequence-parallel (a step without sharded parameters is not
-// changed), then canonicalize and cse, then braid-fuse-kernels. braid-overlap
+// braid-compile's pipeline starts with canonicalize, braid-pipeline where
+// asked, braid-tensor-parallel and braid-sequence-parallel (a step without
+// sharded parameters is not changed), then canonicalize and cse, then
+// braid-fuse-kernels. braid-overlap
 // runs bucket-gradients, async-collectives, schedule, assign-streams and
 // verify-schedule; its schedule option picks the kind (docs/Overlap.md
 // shows the MLP step before and after, docs/Benchmarks.md compares the
@@ -69,6 +70,14 @@ void braid::buildOverlapPipeline(OpPassManager &pm,
 void braid::buildCompilePipeline(OpPassManager &pm,
                                  const OverlapPipelineOptions &overlapOptions,
                                  const CompilePipelineOptions &options) {
+  // The ops' folders and canonicalization patterns first (the exporter
+  // leaves transposes into matmuls and reshape chains to them), and again on
+  // the per-rank program below. Constants stay where they are (moving them
+  // all to the top would keep them alive the whole step in the memory
+  // plan).
+  GreedyRewriteConfig canonicalize;
+  canonicalize.enableConstantCSE(false);
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass(canonicalize));
   // A pipelined step becomes its stage programs first, each then compiled
   // as a step of its own.
   if (options.pipeline) {
@@ -87,12 +96,8 @@ void braid::buildCompilePipeline(OpPassManager &pm,
   pm.addPass(createTensorParallel());
   if (options.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createSequenceParallel());
-  // The ops' folders and canonicalization patterns, then one op for each
-  // repeated computation, on the per-rank program. Constants stay where
-  // they are (moving them all to the top would keep them alive the whole
-  // step in the memory plan).
-  GreedyRewriteConfig canonicalize;
-  canonicalize.enableConstantCSE(false);
+  // Canonicalize again, then one op for each repeated computation, on the
+  // per-rank program.
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass(canonicalize));
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Folded before the scheduler and the memory plan see the ops.
