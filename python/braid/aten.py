@@ -22,6 +22,10 @@ import enum
 import torch
 
 from braid._cli import module_command
+from braid.aten_attention import AttentionLowerings
+from braid.aten_functions import FunctionLowerings
+from braid.aten_nn import NNLowerings
+from braid.aten_values import Deferred, RandomState, Scalar
 from braid.ir import Value
 
 
@@ -55,10 +59,6 @@ def op_name(target):
         target, "__name__", str(target))
 
 
-# The mixin reads Deferred and Scalar from this module when its methods run.
-from braid.aten_attention import AttentionLowerings  # noqa: E402
-from braid.aten_functions import FunctionLowerings  # noqa: E402
-from braid.aten_nn import NNLowerings  # noqa: E402
 
 
 def _arguments(node):
@@ -72,39 +72,6 @@ def _arguments(node):
             return "[%s]" % ", ".join(word(x) for x in a)
         return repr(a)
     return "(%s)" % ", ".join(word(a) for a in node.args)
-
-
-class Deferred:
-    """A value written on first use: `emit()` returns the Value."""
-
-    def __init__(self, shape, dtype, emit):
-        self.shape, self.dtype, self._emit = tuple(shape), dtype, emit
-        self._value = None
-
-    def get(self):
-        if self._value is None:
-            self._value = self._emit()
-        return self._value
-
-
-class RandomState:
-    """What a step's dropout masks are drawn from: the step-count and rank
-    Values, the seed, and the next site's stream number (one per mask, in
-    graph order, across micro-batches)."""
-
-    def __init__(self, step, rank, seed):
-        self.step, self.rank, self.seed, self.sites = step, rank, seed, 0
-
-    def next_stream(self):
-        self.sites += 1
-        return self.sites - 1
-
-
-class Scalar:
-    """A Python number in an op's arguments."""
-
-    def __init__(self, value):
-        self.value = value
 
 
 class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):

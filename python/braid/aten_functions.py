@@ -9,9 +9,7 @@ onto them."""
 import numpy as np
 import torch
 
-# braid.aten defines Lowering with this mixin as a base: its names are
-# looked up when a method runs.
-import braid.aten as _aten
+from braid.aten_values import Deferred, Scalar
 
 
 class FunctionLowerings:
@@ -72,7 +70,7 @@ class FunctionLowerings:
             self.fail("a tensor of dtype %s (braid fills float tensors)" % dtype)
         # Written on first use: empty_like's values are overwritten by the
         # fill that follows it (silu's backward in torch 1.13).
-        d = _aten.Deferred(shape, dtype, lambda: self.b.fill(value, shape, dtype, hint="fill"))
+        d = Deferred(shape, dtype, lambda: self.b.fill(value, shape, dtype, hint="fill"))
         d.fill_value = value
         return d
 
@@ -129,7 +127,7 @@ class FunctionLowerings:
     def _operand_of(self, arg, shape):
         """A written value for where's operand: numbers become a fill."""
         r = self.ref(arg)
-        number = self.scalar_of(r) if isinstance(r, _aten.Scalar) else None
+        number = self.scalar_of(r) if isinstance(r, Scalar) else None
         if number is not None:
             dtype = self.out_dtype() or "f32"
             return self.b.fill(number, tuple(shape), dtype, hint="cst")

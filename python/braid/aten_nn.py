@@ -3,9 +3,7 @@ norm, the negative log-likelihood loss and the embedding, each with its
 backward. A mixin of braid.aten.Lowering: the methods use its value
 helpers, and braid.aten.LOWERINGS maps the aten ops onto them."""
 
-# braid.aten defines Lowering with this mixin as a base: its names are
-# looked up when a method runs.
-import braid.aten as _aten
+from braid.aten_values import Deferred
 
 
 class NNLowerings:
@@ -69,7 +67,7 @@ class NNLowerings:
         def total_weight():
             self.node = node
             self.fail("nll_loss_forward's total_weight is only read by its backward")
-        return (loss, _aten.Deferred((), loss.dtype, total_weight))
+        return (loss, Deferred((), loss.dtype, total_weight))
 
     def nll_loss_backward(self, grad, x, target, weight, reduction, ignore_index, total_weight):
         if weight is not None:

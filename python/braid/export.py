@@ -43,7 +43,8 @@ import torch
 from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_groups,
                           _parameters, _tensors, _trace)
 from braid import optimizers, recipe
-from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, RandomState, op_name
+from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, op_name
+from braid.aten_values import RandomState
 from braid.ir import (DEFAULT_PIPELINE_SCHEDULE, MAX_MICRO_BATCHES, PIPELINE_SCHEDULES,
                       StepBuilder, check_virtual_stages)
 from braid.spec import load_spec, torch_reference
