@@ -418,7 +418,11 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         return xs[0] if len(xs) == 1 else self.b.concat(xs, dim, hint="dslice")
 
     def cat(self, tensors, dim=0):
-        xs = [self.value(t) for t in tensors if 0 not in self.ref(t).shape]
+        # Each piece in the result's type (torch promotes: an f32 class token
+        # joined to bf16 patch embeddings under autocast is f32).
+        want = self.out_dtype()
+        xs = [self.as_dtype(self.value(t), want, "promoted") for t in tensors
+              if 0 not in self.ref(t).shape]
         if len(xs) == 1:
             return xs[0]
         return self.b.concat(xs, self.dim(dim, len(xs[0].shape)), hint="cat")
@@ -472,7 +476,10 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         if op is Binary.ADD and alpha == 1:
             for x, m in ((ra, rb), (rb, ra)):
                 if self._is_additive_causal(m, shape) and not isinstance(x, torch.Tensor):
-                    return self.b.causal_mask(self.broadcast_to(x, shape), float("-inf"),
+                    # In the sum's type: a bf16 score plus an f32 mask
+                    # buffer is f32 under autocast.
+                    v = self.as_dtype(self.materialize(x), self.out_dtype(), "promoted")
+                    return self.b.causal_mask(self.broadcast_to(v, shape), float("-inf"),
                                               hint="masked")
         xb = self.materialize(rb)
         if alpha != 1:
