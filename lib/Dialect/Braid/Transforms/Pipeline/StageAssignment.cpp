@@ -86,42 +86,31 @@ LogicalResult pipeline::assignOps(Step &step) {
     return step.argStage[arg.getArgNumber()] == s ||
            llvm::is_contained(step.sharedWith[arg.getArgNumber()], s);
   };
-  // The optimizer: a gradient all-reduce on its parameters' stage, an op
-  // reading a parameter or its state (an update) on theirs, the rest on the
-  // latest among its operands'.
+  // The gradient all-reduces, on their parameters' stage (the backward
+  // below follows them; the rest of the optimizer comes last).
   DenseMap<StringRef, int> stageOfParam;
   for (unsigned i = 0; i < step.func.getNumArguments(); ++i)
     if (RoleAttr role = step.argRole(i);
         role && role.getKind() == RoleKind::Parameter)
       stageOfParam[role.getName()] = step.argStage[i];
   DenseSet<Operation *> sinks(step.sinks.begin(), step.sinks.end());
-  for (Operation &op : step.body->without_terminator()) {
-    if (step.phase[&op] != Phase::Optimizer)
-      continue;
-    if (!sinks.count(&op)) {
-      int own = kFree;
-      for (Value v : op.getOperands())
-        if (isa<BlockArgument>(v))
-          own = std::max(own, step.stageOf(v));
-      step.stage[&op] = own != kFree ? own : latest(&op);
-      continue;
-    }
+  for (Operation *op : step.sinks) {
     auto names = *cast<GradientCollectiveOpInterface>(op).getGradOf();
     int s = kFree;
     for (Attribute name : names) {
       auto it = stageOfParam.find(cast<StringAttr>(name).getValue());
       if (it == stageOfParam.end())
         // grad_of's verifier checks the names: not reachable from input.
-        return op.emitOpError() << "carries the gradient of " << name
-                                << ", which is not a parameter of the step";
+        return op->emitOpError() << "carries the gradient of " << name
+                                 << ", which is not a parameter of the step";
       if (s != kFree && s != it->second)
-        return op.emitOpError()
+        return op->emitOpError()
                << "reduces gradients of parameters of stages " << s << " and "
                << it->second << "; braid-pipeline needs one all-reduce per "
                << "stage's gradients (bucketing comes after it)";
       s = it->second;
     }
-    step.stage[&op] = s;
+    step.stage[op] = s;
   }
   // The backward, from the gradients back; gradients flow down the stages.
   // An op reading a parameter runs on its stage (the gradient of a layer's
@@ -191,6 +180,19 @@ LogicalResult pipeline::assignOps(Step &step) {
     }
     if (gradientsOnly && lowest != int(p))
       s = std::max(s, lowest);
+  }
+  // The rest of the optimizer, once every value it may read has its stage
+  // (a constant shared with the backward, as CSE leaves the step count's
+  // 1.0 and the loss gradient's): an op reading a parameter or its state
+  // (an update) on theirs, the rest on the latest among its operands'.
+  for (Operation &op : step.body->without_terminator()) {
+    if (step.phase[&op] != Phase::Optimizer || sinks.count(&op))
+      continue;
+    int own = kFree;
+    for (Value v : op.getOperands())
+      if (isa<BlockArgument>(v))
+        own = std::max(own, step.stageOf(v));
+    step.stage[&op] = own != kFree ? own : latest(&op);
   }
   return success();
 }
