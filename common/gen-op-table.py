@@ -356,12 +356,26 @@ def write_encode(t, out):
 
 
 def write_python(t, out):
-    w = ['"""%s\n\nThe braid ops as the Python package knows them (braid.ir checks every op\nit writes against this table).\n"""\n\nimport enum\n\n' % HEADER.strip()[3:]]
-    w.append("# mnemonic -> (opcode, instruction kind, collective kind, operands, "
-             "results, attributes)\nOPS = {\n")
+    w = ['"""%s\n\nThe braid ops as the Python package knows them (braid.ir checks every op\nit writes against this table).\n"""\n\nimport collections\nimport enum\n' % HEADER.strip()[3:]]
+    # The instruction and collective kinds, one member a def of their
+    # TableGen class (Braid_InstrKind, Braid_CollectiveKind in Braid.td).
+    for cls, name, doc in (("Braid_InstrKind", "InstrKind",
+                            "What a plan instruction of an op is"),
+                           ("Braid_CollectiveKind", "CollectiveKind",
+                            "A collective's kind in the cost model")):
+        w.append("\n\nclass %s(enum.Enum):\n    %r\n" % (name, doc))
+        for kind in sorted(t.r[d]["name"] for d in t.r["!instanceof"][cls]):
+            w.append("    %s = %r\n" % (kind, kind))
+    w.append('\n\nOp = collections.namedtuple("Op", "opcode kind collective operands results '
+             'attributes")\nOp.__doc__ = "An op of the table: its opcode, InstrKind, '
+             'CollectiveKind (None but for\\na collective), operand and result counts (-1: '
+             'variadic) and attribute\\nnames."\n')
+    w.append("\n# mnemonic -> Op\nOPS = {\n")
     for o in t.ops:
-        w.append("    %r: (%d, %r, %r, %d, %d, %r),\n"
-                 % (o["mnemonic"], o["opcode"], o["instrKind"], o["collectiveKind"] or None,
+        collective = o["collectiveKind"]
+        w.append("    %r: Op(%d, InstrKind.%s, %s, %d, %d, %r),\n"
+                 % (o["mnemonic"], o["opcode"], o["instrKind"],
+                    "CollectiveKind." + collective if collective else None,
                     o["numOperands"], o["numResults"], tuple(a["name"] for a in o["attrs"])))
     w.append("}\n")
     # Every enum of the dialect, as a Python enum whose values are the names

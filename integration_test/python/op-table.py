@@ -13,7 +13,7 @@ import re
 import sys
 
 from braid import ir, models
-from braid.op_table import OPS
+from braid.op_table import OPS, InstrKind
 
 failures = 0
 
@@ -49,13 +49,18 @@ missing = sorted(u for u in used if u not in OPS)
 check(len(used) > 10 and not missing, "the generators' %d ops are in the table%s" % (
     len(used), "" if not missing else " (missing %s)" % missing))
 
-opcodes = [v[0] for v in OPS.values()]
+opcodes = [v.opcode for v in OPS.values()]
 check(len(set(opcodes)) == len(opcodes), "opcodes are unique")
-for name, (code, kind, collective, *_rest) in OPS.items():
-    if kind == "Collective":
+for name, op in OPS.items():
+    # A collective kind exactly where the op is one.
+    collective = op.kind in (InstrKind.Collective, InstrKind.CollectiveStart)
+    check((op.collective is not None) == collective,
+          "%s: %s, collective kind %s" % (name, op.kind.name, op.collective))
+    if op.kind is InstrKind.Collective:
         start = OPS.get(name + "_start")
-        check(start is not None and start[1] == "CollectiveStart" and start[2] == collective
-              and start[0] == code + 1,
-              "%s has its start form (opcode %d, kind %s)" % (name, code + 1, collective))
+        check(start is not None and start.kind is InstrKind.CollectiveStart
+              and start.collective is op.collective and start.opcode == op.opcode + 1,
+              "%s has its start form (opcode %d, kind %s)"
+              % (name, op.opcode + 1, op.collective.name))
 print("op-table: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -690,8 +690,8 @@ def main():
     # Every result of every seed was read, and every kernel of the op table
     # (generated from ODS) has a case: a new kernel cannot go untested, and
     # a backend that returns nothing cannot pass with zero checks.
-    from braid.op_table import OPS
-    kernels = {"braid." + n for n, info in OPS.items() if info[1] == "Kernel"}
+    from braid.op_table import OPS, InstrKind
+    kernels = {"braid." + n for n, op in OPS.items() if op.kind is InstrKind.Kernel}
     tested = {op for _, _, _, op in s.results}
     if checked != 3 * len(s.results) or checked == 0:
         failures.append("%d results checked, %d expected" % (checked, 3 * len(s.results)))

@@ -10,7 +10,7 @@ python3 runs it.
 
 import math
 
-from braid.op_table import OPS, PipelineScheduleKind
+from braid.op_table import OPS, InstrKind, PipelineScheduleKind
 
 # The schedules braid-pipeline knows, from the ODS (PipelineScheduleKind in
 # BraidAttributes.td), and its default.
@@ -70,9 +70,8 @@ def _check_op(text, results):
     entry = OPS.get(name[len("braid."):])
     if entry is None:
         raise ValueError("%s is not an op of the braid dialect" % name)
-    kind, count = entry[1], entry[4]
-    if kind == "Kernel" and count >= 0 and count != results:
-        raise ValueError("%s yields %d values, not %d" % (name, count, results))
+    if entry.kind is InstrKind.Kernel and entry.results >= 0 and entry.results != results:
+        raise ValueError("%s yields %d values, not %d" % (name, entry.results, results))
 
 
 class Value:

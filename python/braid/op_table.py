@@ -4,85 +4,114 @@ The braid ops as the Python package knows them (braid.ir checks every op
 it writes against this table).
 """
 
+import collections
 import enum
 
-# mnemonic -> (opcode, instruction kind, collective kind, operands, results, attributes)
+
+class InstrKind(enum.Enum):
+    'What a plan instruction of an op is'
+    Collective = 'Collective'
+    CollectiveStart = 'CollectiveStart'
+    Kernel = 'Kernel'
+    RecordEvent = 'RecordEvent'
+    Wait = 'Wait'
+    WaitEvent = 'WaitEvent'
+
+
+class CollectiveKind(enum.Enum):
+    "A collective's kind in the cost model"
+    AllGather = 'AllGather'
+    AllReduce = 'AllReduce'
+    AllToAll = 'AllToAll'
+    AxisIndex = 'AxisIndex'
+    Broadcast = 'Broadcast'
+    Permute = 'Permute'
+    Recv = 'Recv'
+    ReduceScatter = 'ReduceScatter'
+    Send = 'Send'
+    SendRecv = 'SendRecv'
+
+
+Op = collections.namedtuple("Op", "opcode kind collective operands results attributes")
+Op.__doc__ = "An op of the table: its opcode, InstrKind, CollectiveKind (None but for\na collective), operand and result counts (-1: variadic) and attribute\nnames."
+
+# mnemonic -> Op
 OPS = {
-    'matmul': (1, 'Kernel', None, 2, 1, ('transpose_a', 'transpose_b', 'lhs_permutation', 'rhs_permutation', 'result_permutation', 'lhs_slice', 'rhs_slice')),
-    'add': (10, 'Kernel', None, 2, 1, ()),
-    'sub': (11, 'Kernel', None, 2, 1, ()),
-    'mul': (12, 'Kernel', None, 2, 1, ()),
-    'div': (13, 'Kernel', None, 2, 1, ()),
-    'scale': (14, 'Kernel', None, 1, 1, ('factor',)),
-    'bias_add': (15, 'Kernel', None, 2, 1, ()),
-    'cast': (16, 'Kernel', None, 1, 1, ()),
-    'unary': (17, 'Kernel', None, 1, 1, ('kind',)),
-    'pow': (18, 'Kernel', None, 1, 1, ('exponent',)),
-    'where': (19, 'Kernel', None, 3, 1, ()),
-    'reduce_sum': (20, 'Kernel', None, 1, 1, ('dims', 'keep_dims')),
-    'reduce_mean': (21, 'Kernel', None, 1, 1, ('dims', 'keep_dims')),
-    'relu': (30, 'Kernel', None, 1, 1, ()),
-    'relu_backward': (31, 'Kernel', None, 2, 1, ()),
-    'gelu': (32, 'Kernel', None, -1, 1, ('approximate_tanh',)),
-    'gelu_backward': (33, 'Kernel', None, -1, 1, ('approximate_tanh',)),
-    'softmax': (34, 'Kernel', None, 1, 1, ('dim', 'safe', 'scale', 'causal')),
-    'softmax_backward': (35, 'Kernel', None, 2, 1, ('dim', 'scale', 'causal')),
-    'log_softmax': (36, 'Kernel', None, 1, 1, ('dim',)),
-    'log_softmax_backward': (37, 'Kernel', None, 2, 1, ('dim',)),
-    'causal_mask': (38, 'Kernel', None, 1, 1, ('fill',)),
-    'unary_backward': (39, 'Kernel', None, 2, 1, ('kind',)),
-    'layer_norm': (40, 'Kernel', None, 3, 3, ('epsilon',)),
-    'layer_norm_backward': (41, 'Kernel', None, 5, 3, ()),
-    'attention': (42, 'Kernel', None, 3, 2, ('causal', 'scale')),
-    'attention_backward': (43, 'Kernel', None, 6, 3, ('causal', 'scale')),
-    'dropout_mask': (44, 'Kernel', None, 2, 1, ('keep', 'seed', 'stream')),
-    'nll_loss': (50, 'Kernel', None, 2, 1, ('reduction', 'ignore_index')),
-    'nll_loss_backward': (51, 'Kernel', None, 3, 1, ('reduction', 'ignore_index')),
-    'cross_entropy': (52, 'Kernel', None, 2, 1, ('reduction', 'ignore_index')),
-    'cross_entropy_backward': (53, 'Kernel', None, 3, 1, ('reduction', 'ignore_index')),
-    'cross_entropy_shard_stats': (54, 'Kernel', None, 3, 1, ('parts', 'ignore_index')),
-    'cross_entropy_shard_loss': (55, 'Kernel', None, 1, 1, ('reduction',)),
-    'cross_entropy_shard_backward': (56, 'Kernel', None, 5, 1, ('reduction', 'ignore_index')),
-    'embedding': (60, 'Kernel', None, 2, 1, ()),
-    'embedding_backward': (61, 'Kernel', None, 2, 1, ('padding_idx',)),
-    'embedding_shard': (62, 'Kernel', None, 3, 1, ('parts',)),
-    'embedding_shard_backward': (63, 'Kernel', None, 3, 1, ('parts', 'padding_idx')),
-    'reshape': (70, 'Kernel', None, 1, 1, ()),
-    'transpose': (71, 'Kernel', None, 1, 1, ('permutation',)),
-    'broadcast': (72, 'Kernel', None, 1, 1, ('dims',)),
-    'slice': (73, 'Kernel', None, 1, 1, ('offsets', 'strides')),
-    'concat': (74, 'Kernel', None, -1, 1, ('dim',)),
-    'constant': (75, 'Kernel', None, 0, 1, ('value',)),
-    'fill': (76, 'Kernel', None, 0, 1, ('value',)),
-    'shard_slice': (77, 'Kernel', None, 2, 1, ('dim', 'parts')),
-    'sgd': (80, 'Kernel', None, -1, 2, ('lr', 'momentum', 'weight_decay', 'dampening', 'nesterov')),
-    'adamw': (81, 'Kernel', None, -1, 3, ('lr', 'beta1', 'beta2', 'eps', 'weight_decay')),
-    'sum_squares': (82, 'Kernel', None, -1, 1, ()),
-    'clip_coefficient': (83, 'Kernel', None, 1, 1, ('max_norm',)),
-    'lion': (84, 'Kernel', None, -1, 2, ('lr', 'beta1', 'beta2', 'weight_decay')),
-    'all_reduce': (100, 'Collective', 'AllReduce', -1, -1, ('reduction', 'grad_of', 'bucket_index', 'bucket_bytes')),
-    'all_reduce_start': (101, 'CollectiveStart', 'AllReduce', -1, -1, ('reduction', 'grad_of', 'bucket_index', 'bucket_bytes')),
-    'reduce_scatter': (102, 'Collective', 'ReduceScatter', 1, 1, ('reduction', 'scatter_dim', 'grad_of', 'bucket_index', 'bucket_bytes')),
-    'reduce_scatter_start': (103, 'CollectiveStart', 'ReduceScatter', 1, 1, ('reduction', 'scatter_dim', 'grad_of', 'bucket_index', 'bucket_bytes')),
-    'all_gather': (104, 'Collective', 'AllGather', 1, 1, ('gather_dim',)),
-    'all_gather_start': (105, 'CollectiveStart', 'AllGather', 1, 1, ('gather_dim',)),
-    'all_to_all': (106, 'Collective', 'AllToAll', 1, 1, ('split_dim', 'concat_dim')),
-    'all_to_all_start': (107, 'CollectiveStart', 'AllToAll', 1, 1, ('split_dim', 'concat_dim')),
-    'collective_broadcast': (108, 'Collective', 'Broadcast', 1, 1, ('root',)),
-    'collective_broadcast_start': (109, 'CollectiveStart', 'Broadcast', 1, 1, ('root',)),
-    'send': (110, 'Collective', 'Send', 1, 0, ('peer',)),
-    'send_start': (111, 'CollectiveStart', 'Send', 1, 0, ('peer',)),
-    'recv': (112, 'Collective', 'Recv', 0, 1, ('peer',)),
-    'recv_start': (113, 'CollectiveStart', 'Recv', 0, 1, ('peer',)),
-    'collective_permute': (114, 'Collective', 'Permute', 1, 1, ('offset',)),
-    'collective_permute_start': (115, 'CollectiveStart', 'Permute', 1, 1, ('offset',)),
-    'axis_index': (116, 'Collective', 'AxisIndex', 0, 1, ()),
-    'axis_index_start': (117, 'CollectiveStart', 'AxisIndex', 0, 1, ()),
-    'send_recv': (118, 'Collective', 'SendRecv', -1, -1, ('send_peer', 'recv_peer')),
-    'send_recv_start': (119, 'CollectiveStart', 'SendRecv', -1, -1, ('send_peer', 'recv_peer')),
-    'wait': (200, 'Wait', None, 0, -1, ()),
-    'record_event': (201, 'RecordEvent', None, 0, 0, ()),
-    'wait_event': (202, 'WaitEvent', None, 0, 0, ()),
+    'matmul': Op(1, InstrKind.Kernel, None, 2, 1, ('transpose_a', 'transpose_b', 'lhs_permutation', 'rhs_permutation', 'result_permutation', 'lhs_slice', 'rhs_slice')),
+    'add': Op(10, InstrKind.Kernel, None, 2, 1, ()),
+    'sub': Op(11, InstrKind.Kernel, None, 2, 1, ()),
+    'mul': Op(12, InstrKind.Kernel, None, 2, 1, ()),
+    'div': Op(13, InstrKind.Kernel, None, 2, 1, ()),
+    'scale': Op(14, InstrKind.Kernel, None, 1, 1, ('factor',)),
+    'bias_add': Op(15, InstrKind.Kernel, None, 2, 1, ()),
+    'cast': Op(16, InstrKind.Kernel, None, 1, 1, ()),
+    'unary': Op(17, InstrKind.Kernel, None, 1, 1, ('kind',)),
+    'pow': Op(18, InstrKind.Kernel, None, 1, 1, ('exponent',)),
+    'where': Op(19, InstrKind.Kernel, None, 3, 1, ()),
+    'reduce_sum': Op(20, InstrKind.Kernel, None, 1, 1, ('dims', 'keep_dims')),
+    'reduce_mean': Op(21, InstrKind.Kernel, None, 1, 1, ('dims', 'keep_dims')),
+    'relu': Op(30, InstrKind.Kernel, None, 1, 1, ()),
+    'relu_backward': Op(31, InstrKind.Kernel, None, 2, 1, ()),
+    'gelu': Op(32, InstrKind.Kernel, None, -1, 1, ('approximate_tanh',)),
+    'gelu_backward': Op(33, InstrKind.Kernel, None, -1, 1, ('approximate_tanh',)),
+    'softmax': Op(34, InstrKind.Kernel, None, 1, 1, ('dim', 'safe', 'scale', 'causal')),
+    'softmax_backward': Op(35, InstrKind.Kernel, None, 2, 1, ('dim', 'scale', 'causal')),
+    'log_softmax': Op(36, InstrKind.Kernel, None, 1, 1, ('dim',)),
+    'log_softmax_backward': Op(37, InstrKind.Kernel, None, 2, 1, ('dim',)),
+    'causal_mask': Op(38, InstrKind.Kernel, None, 1, 1, ('fill',)),
+    'unary_backward': Op(39, InstrKind.Kernel, None, 2, 1, ('kind',)),
+    'layer_norm': Op(40, InstrKind.Kernel, None, 3, 3, ('epsilon',)),
+    'layer_norm_backward': Op(41, InstrKind.Kernel, None, 5, 3, ()),
+    'attention': Op(42, InstrKind.Kernel, None, 3, 2, ('causal', 'scale')),
+    'attention_backward': Op(43, InstrKind.Kernel, None, 6, 3, ('causal', 'scale')),
+    'dropout_mask': Op(44, InstrKind.Kernel, None, 2, 1, ('keep', 'seed', 'stream')),
+    'nll_loss': Op(50, InstrKind.Kernel, None, 2, 1, ('reduction', 'ignore_index')),
+    'nll_loss_backward': Op(51, InstrKind.Kernel, None, 3, 1, ('reduction', 'ignore_index')),
+    'cross_entropy': Op(52, InstrKind.Kernel, None, 2, 1, ('reduction', 'ignore_index')),
+    'cross_entropy_backward': Op(53, InstrKind.Kernel, None, 3, 1, ('reduction', 'ignore_index')),
+    'cross_entropy_shard_stats': Op(54, InstrKind.Kernel, None, 3, 1, ('parts', 'ignore_index')),
+    'cross_entropy_shard_loss': Op(55, InstrKind.Kernel, None, 1, 1, ('reduction',)),
+    'cross_entropy_shard_backward': Op(56, InstrKind.Kernel, None, 5, 1, ('reduction', 'ignore_index')),
+    'embedding': Op(60, InstrKind.Kernel, None, 2, 1, ()),
+    'embedding_backward': Op(61, InstrKind.Kernel, None, 2, 1, ('padding_idx',)),
+    'embedding_shard': Op(62, InstrKind.Kernel, None, 3, 1, ('parts',)),
+    'embedding_shard_backward': Op(63, InstrKind.Kernel, None, 3, 1, ('parts', 'padding_idx')),
+    'reshape': Op(70, InstrKind.Kernel, None, 1, 1, ()),
+    'transpose': Op(71, InstrKind.Kernel, None, 1, 1, ('permutation',)),
+    'broadcast': Op(72, InstrKind.Kernel, None, 1, 1, ('dims',)),
+    'slice': Op(73, InstrKind.Kernel, None, 1, 1, ('offsets', 'strides')),
+    'concat': Op(74, InstrKind.Kernel, None, -1, 1, ('dim',)),
+    'constant': Op(75, InstrKind.Kernel, None, 0, 1, ('value',)),
+    'fill': Op(76, InstrKind.Kernel, None, 0, 1, ('value',)),
+    'shard_slice': Op(77, InstrKind.Kernel, None, 2, 1, ('dim', 'parts')),
+    'sgd': Op(80, InstrKind.Kernel, None, -1, 2, ('lr', 'momentum', 'weight_decay', 'dampening', 'nesterov')),
+    'adamw': Op(81, InstrKind.Kernel, None, -1, 3, ('lr', 'beta1', 'beta2', 'eps', 'weight_decay')),
+    'sum_squares': Op(82, InstrKind.Kernel, None, -1, 1, ()),
+    'clip_coefficient': Op(83, InstrKind.Kernel, None, 1, 1, ('max_norm',)),
+    'lion': Op(84, InstrKind.Kernel, None, -1, 2, ('lr', 'beta1', 'beta2', 'weight_decay')),
+    'all_reduce': Op(100, InstrKind.Collective, CollectiveKind.AllReduce, -1, -1, ('reduction', 'grad_of', 'bucket_index', 'bucket_bytes')),
+    'all_reduce_start': Op(101, InstrKind.CollectiveStart, CollectiveKind.AllReduce, -1, -1, ('reduction', 'grad_of', 'bucket_index', 'bucket_bytes')),
+    'reduce_scatter': Op(102, InstrKind.Collective, CollectiveKind.ReduceScatter, 1, 1, ('reduction', 'scatter_dim', 'grad_of', 'bucket_index', 'bucket_bytes')),
+    'reduce_scatter_start': Op(103, InstrKind.CollectiveStart, CollectiveKind.ReduceScatter, 1, 1, ('reduction', 'scatter_dim', 'grad_of', 'bucket_index', 'bucket_bytes')),
+    'all_gather': Op(104, InstrKind.Collective, CollectiveKind.AllGather, 1, 1, ('gather_dim',)),
+    'all_gather_start': Op(105, InstrKind.CollectiveStart, CollectiveKind.AllGather, 1, 1, ('gather_dim',)),
+    'all_to_all': Op(106, InstrKind.Collective, CollectiveKind.AllToAll, 1, 1, ('split_dim', 'concat_dim')),
+    'all_to_all_start': Op(107, InstrKind.CollectiveStart, CollectiveKind.AllToAll, 1, 1, ('split_dim', 'concat_dim')),
+    'collective_broadcast': Op(108, InstrKind.Collective, CollectiveKind.Broadcast, 1, 1, ('root',)),
+    'collective_broadcast_start': Op(109, InstrKind.CollectiveStart, CollectiveKind.Broadcast, 1, 1, ('root',)),
+    'send': Op(110, InstrKind.Collective, CollectiveKind.Send, 1, 0, ('peer',)),
+    'send_start': Op(111, InstrKind.CollectiveStart, CollectiveKind.Send, 1, 0, ('peer',)),
+    'recv': Op(112, InstrKind.Collective, CollectiveKind.Recv, 0, 1, ('peer',)),
+    'recv_start': Op(113, InstrKind.CollectiveStart, CollectiveKind.Recv, 0, 1, ('peer',)),
+    'collective_permute': Op(114, InstrKind.Collective, CollectiveKind.Permute, 1, 1, ('offset',)),
+    'collective_permute_start': Op(115, InstrKind.CollectiveStart, CollectiveKind.Permute, 1, 1, ('offset',)),
+    'axis_index': Op(116, InstrKind.Collective, CollectiveKind.AxisIndex, 0, 1, ()),
+    'axis_index_start': Op(117, InstrKind.CollectiveStart, CollectiveKind.AxisIndex, 0, 1, ()),
+    'send_recv': Op(118, InstrKind.Collective, CollectiveKind.SendRecv, -1, -1, ('send_peer', 'recv_peer')),
+    'send_recv_start': Op(119, InstrKind.CollectiveStart, CollectiveKind.SendRecv, -1, -1, ('send_peer', 'recv_peer')),
+    'wait': Op(200, InstrKind.Wait, None, 0, -1, ()),
+    'record_event': Op(201, InstrKind.RecordEvent, None, 0, 0, ()),
+    'wait_event': Op(202, InstrKind.WaitEvent, None, 0, 0, ()),
 }
 
 
