@@ -292,7 +292,7 @@ static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage) {
           for (const plan::Binding *b : *v)
             out.push_back({static_cast<Role>(b->role()), toString(b->name()),
                            b->buffer(), b->split_dim(),
-                           toVector(b->split_blocks())});
+                           toVector(b->split_blocks()), b->step_count()});
         return out;
       };
   p.arguments = bindings(fb->arguments());

@@ -54,7 +54,8 @@ std::string rt::dumpPlan(const Plan &plan) {
     for (const Binding &b : list) {
       const Buffer &buf = plan.buffers[b.buffer];
       os << "  " << roleName(b.role) << " '" << b.name << "' "
-         << shapeString(buf) << " @" << buf.offset << "\n";
+         << shapeString(buf) << " @" << buf.offset
+         << (b.stepCount ? " (step count)" : "") << "\n";
     }
   };
   bindings("arguments", plan.arguments);

@@ -358,13 +358,10 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
       inputs.state[b.buffer] =
           convert(array, buffer, o.params + ": '" + b.name + "'");
       // An optimizer's step count (AdamW's bias correction takes its
-      // power; dropout its counter): the steps taken, a whole number that
-      // float32 holds exactly. -5 or NaN would train on silently.
-      bool stepCount = b.name == "step" ||
-                       (b.name.size() > 5 &&
-                        b.name.compare(b.name.size() - 5, 5, ".step") == 0);
-      if (stepCount && b.role == Role::OptimizerState && buffer.shape.empty() &&
-          buffer.dtype == DType::F32) {
+      // power; dropout its counter), as the compiler marks it: the steps
+      // taken, a whole number that float32 holds exactly. -5 or NaN would
+      // train on silently.
+      if (b.stepCount && buffer.shape.empty() && buffer.dtype == DType::F32) {
         float count = 0;
         std::memcpy(&count, inputs.state[b.buffer].data(), sizeof(count));
         if (!(count >= 0 && count <= float(1 << 24) &&

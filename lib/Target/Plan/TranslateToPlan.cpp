@@ -27,6 +27,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/InterleavedRange.h"
 
@@ -432,8 +433,25 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
                << a << ")";
     return s.onAxis(tpAxis);
   };
+  // The optimizer state a step count is computed from (AdamW's `step` is
+  // the argument plus one, dropout's the argument itself).
+  DenseSet<BlockArgument> stepCounts;
+  func.walk([&](StepCountOpInterface op) {
+    SmallVector<Value> work{op.getStepCount()};
+    DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!seen.insert(v).second)
+        continue;
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        stepCounts.insert(arg);
+      else
+        llvm::append_range(work, v.getDefiningOp()->getOperands());
+    }
+  });
   auto createBinding = [&](RoleAttr role, const std::string &name,
-                           uint32_t buffer, ShardingAttr sharding) {
+                           uint32_t buffer, ShardingAttr sharding,
+                           bool stepCount = false) {
     int32_t dim = -1;
     fb::Offset<fb::Vector<int64_t>> blocks = 0;
     if (sharding && sharding.isSplit()) {
@@ -442,7 +460,8 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
                                     sharding.getBlocks().size());
     }
     return plan::CreateBinding(builder, getRole(role),
-                               builder.CreateString(name), buffer, dim, blocks);
+                               builder.CreateString(name), buffer, dim, blocks,
+                               stepCount);
   };
 
   Block &body = func.getBody().front();
@@ -469,7 +488,10 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
                    name);
     if (failed(sharding))
       return failure();
-    arguments.push_back(createBinding(role, name, bufferIds[arg], *sharding));
+    bool stepCount = role && role.getKind() == RoleKind::OptimizerState &&
+                     stepCounts.contains(arg);
+    arguments.push_back(
+        createBinding(role, name, bufferIds[arg], *sharding, stepCount));
   }
 
   // Buffers of op results, named by their SSA names.

@@ -118,6 +118,9 @@ struct Binding {
   /// piece per rank of the tensor-parallel axis.
   int32_t splitDim = -1;
   std::vector<int64_t> splitBlocks;
+  /// An argument holding a training step's count (plan.fbs's step_count):
+  /// a whole number of steps taken.
+  bool stepCount = false;
 };
 
 /// A communicator a plan's ranks create: a device group, named by its grid

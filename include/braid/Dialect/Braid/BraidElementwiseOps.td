@@ -188,7 +188,8 @@ def Braid_WhereOp : Braid_ComputeOp<"where", [Braid_PerToken, Braid_ShardElement
 
 // A mask drawn for the whole tensor: a split one would draw each rank's part
 // with the first elements' numbers.
-def Braid_DropoutMaskOp : Braid_ComputeOp<"dropout_mask", [Braid_ShardReplicated]> {
+def Braid_DropoutMaskOp : Braid_ComputeOp<"dropout_mask", [Braid_ShardReplicated,
+    Braid_StepCountOpInterface]> {
   let kernelTables = ["cuda_elementwise"];
   let opcode = 44;
   let summary = "a seeded random keep-mask, the same on every backend";

@@ -110,6 +110,21 @@ def Braid_GradientCollectiveOpInterface
   ];
 }
 
+def Braid_StepCountOpInterface : OpInterface<"StepCountOpInterface"> {
+  let cppNamespace = "::braid";
+  let description = [{
+    An op that reads the training step's count, `step`: a scalar f32 that
+    an optimizer-state argument holds and the step increments (AdamW's bias
+    correction takes its power, dropout draws its mask from it). The plan
+    marks the arguments it is computed from (a binding's `step_count`), and
+    braid-run refuses one that is not a whole number of steps.
+  }];
+  let methods = [
+    InterfaceMethod<"The step count the op reads.", "::mlir::Value",
+      "getStepCount", (ins), [{ return $_op.getStep(); }]>
+  ];
+}
+
 def Braid_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
   let cppNamespace = "::braid";
   let description = [{

@@ -59,6 +59,7 @@ def Braid_SgdOp : Braid_UpdateOp<"sgd", [0, 2], [AttrSizedOperandSegments,
 }
 
 def Braid_AdamWOp : Braid_UpdateOp<"adamw", [0, 2, 3], [AttrSizedOperandSegments,
+    Braid_StepCountOpInterface,
     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>]> {
   let opcode = 81;
