@@ -302,7 +302,7 @@ def build(rng):
     bias = randn(rng, shape[-1])
     s.op("%%r = braid.bias_add %s, %s : %s, %s" % (s.input(x), s.input(bias), t, ttype(bias.shape)), [x + bias])
     # A bias over the last two dimensions (a positional embedding, as
-    # braid-fuse-kernels folds a broadcast into the sum).
+    # braid.add's canonicalizer folds a broadcast into the sum).
     pos = randn(rng, *shape[1:])
     s.op("%%r = braid.bias_add %s, %s : %s, %s" % (s.input(x), s.input(pos), t, ttype(pos.shape)), [x + pos])
 

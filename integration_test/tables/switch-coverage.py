@@ -32,6 +32,7 @@ CASES = [
     # the simulator's point-to-point switches list every collective kind;
     # the unary kinds' functions and derivatives list every kind.
     ("runtime/lib/cpu/CpuNorm.cpp", "  case Opcode::LayerNormBackward:", "LayerNormBackward"),
+    ("runtime/lib/cpu/CpuLosses.cpp", "  case Opcode::CrossEntropyShardLoss:", "CrossEntropyShardLoss"),
     ("runtime/lib/sim/SimBackend.cpp", "  case CollectiveKind::SendRecv:", "SendRecv"),
     ("runtime/lib/sim/SimPlayer.cpp", "  case CollectiveKind::Recv:", "Recv"),
     ("runtime/lib/cpu/CpuMath.h", "  case ops::UnaryKind::Rsqrt:", "Rsqrt",

@@ -10,9 +10,10 @@ module it came from.
 Views, slices and constants are written when first used. What MLIR does
 better is left to it: braid-compile's canonicalize folds a transpose into
 the matmuls that read it (`transpose_a`/`transpose_b`), composes
-transposes and collapses reshapes of reshapes. Tensors computed from buffers and constants alone
-(`arange`, a causal mask from a `tril` buffer) are evaluated here, with
-torch, at export time.
+transposes, collapses reshapes of reshapes and adds a bias broadcast along
+the leading dimensions as a `braid.bias_add`. Tensors computed from
+buffers and constants alone (`arange`, a causal mask from a `tril` buffer)
+are evaluated here, with torch, at export time.
 """
 
 import collections
@@ -492,11 +493,8 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
             if want is None or not all(d.startswith(("f", "b")) for d in (xa.dtype, xb.dtype)):
                 self.fail("operands of types %s and %s" % (xa.dtype, xb.dtype))
             xa, xb = self.as_dtype(xa, want, "promoted"), self.as_dtype(xb, want, "promoted")
-        if op is Binary.ADD:
-            for x, y in ((xa, xb), (xb, xa)):
-                if x.shape == shape and len(y.shape) == 1 and shape and \
-                        y.shape[0] == shape[-1] and shape[-1] != 1:
-                    return self.b.bias_add(x, y, hint="add")
+        # A bias broadcast along the leading dimensions becomes a bias_add in
+        # braid-compile's canonicalize (braid.add's canonicalizer).
         xa = self.broadcast_to(xa, shape)
         xb = self.broadcast_to(xb, shape)
         return getattr(self.b, op.value)(xa, xb, hint=op.value)
@@ -580,10 +578,7 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         if beta != 1 or alpha != 1:
             self.fail("beta=%r, alpha=%r (only 1 is supported)" % (beta, alpha))
         y = self.mm(a, b)
-        r = self.ref(bias)
-        if len(r.shape) == 1 and r.shape[0] == y.shape[-1]:
-            return self.b.bias_add(y, self.materialize(r), hint="addmm")
-        return self.b.add(y, self.broadcast_to(r, y.shape), hint="addmm")
+        return self.b.add(y, self.broadcast_to(self.ref(bias), y.shape), hint="addmm")
 
     # -- softmax, norms, losses, embeddings --------------------------------------------------
 

@@ -1,7 +1,8 @@
 //===- CpuArgs.h - one instruction's buffers, for the cpu kernels -*- C++
 //-*-===//
 //
-// Shared by the kernel files of the cpu backend (CpuKernels.cpp, CpuNorm.cpp).
+// Shared by the kernel files of the cpu backend (CpuKernels.cpp, CpuNorm.cpp,
+// CpuLosses.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +50,17 @@ struct Args {
                         std::to_string(limit) + ")");
     return v;
   }
+  /// A shard op's rank index (operand `i`, a tensor<i64>), checked against
+  /// `parts`.
+  int64_t rankIndex(size_t i, int64_t parts) const {
+    int64_t index =
+        reinterpret_cast<const int64_t *>(arena + inBuf(i).offset)[0];
+    if (index < 0 || index >= parts)
+      throw KernelError(instr.describe() + ": rank index " +
+                        std::to_string(index) + " is out of range [0, " +
+                        std::to_string(parts) + ")");
+    return index;
+  }
   /// Whether label `k` of operand `i` is the loss's `ignore_index`.
   bool ignored(size_t i, int64_t k, std::optional<int64_t> ignore) const {
     if (!ignore)
@@ -63,6 +75,10 @@ struct Args {
 
 /// Softmax, log-softmax, layer norm and their backward (CpuNorm.cpp).
 void runCpuNormKernel(const Args &a);
+
+/// The losses, their backward and the vocabulary-parallel cross-entropy's
+/// three parts (CpuLosses.cpp).
+void runCpuLossKernel(const Args &a);
 
 } // namespace braid::rt
 

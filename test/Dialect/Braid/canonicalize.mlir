@@ -44,3 +44,58 @@ func.func @matmul_transposes(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %h: tens
   %d = braid.matmul %ht, %ht {lhs_permutation = array<i64: 0, 2, 1>} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x8x8xf32>
   return %a, %b, %wt, %c, %d : tensor<4x16xf32>, tensor<4x8xf32>, tensor<8x16xf32>, tensor<2x4x4xf32>, tensor<2x8x8xf32>
 }
+
+// braid.add's canonicalizer: a tensor broadcast along the sum's leading
+// dimensions (a positional embedding added to every sequence, on either
+// side of the sum) is added as a braid.bias_add's bias, read once per row;
+// the broadcast, read by nothing else, goes, and the sums keep their
+// stream.
+// CHECK-LABEL: func.func @broadcast_bias
+// CHECK-NEXT: %[[A:.*]] = braid.bias_add %arg0, %arg1 : tensor<2x8x16xf32>, tensor<8x16xf32>
+// CHECK-NEXT: %[[B:.*]] = braid.bias_add %arg2, %arg1 : tensor<2x8x16xf32>, tensor<8x16xf32>
+// CHECK-NEXT: %[[C:.*]] = braid.bias_add %arg3, %arg1 {braid.stream = #braid.stream<comm, 0>} : tensor<4x2x8x16xf32>, tensor<8x16xf32>
+// CHECK-NEXT: return %[[A]], %[[B]], %[[C]]
+func.func @broadcast_bias(%tok: tensor<2x8x16xf32>, %pos: tensor<8x16xf32>, %tok2: tensor<2x8x16xf32>,
+                          %tok3: tensor<4x2x8x16xf32>)
+    -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4x2x8x16xf32>) {
+  %p = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
+  %a = braid.add %tok, %p : tensor<2x8x16xf32>
+  %b = braid.add %p, %tok2 : tensor<2x8x16xf32>
+  %q = braid.broadcast %pos dims = [0, 1] {braid.stream = #braid.stream<comm, 0>} : tensor<8x16xf32> -> tensor<4x2x8x16xf32>
+  %c = braid.add %q, %tok3 {braid.stream = #braid.stream<comm, 0>} : tensor<4x2x8x16xf32>
+  return %a, %b, %c : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4x2x8x16xf32>
+}
+
+// Sums kept: with a broadcast along an inner dimension, one added to
+// itself, one written on another stream than the sum's, and a scalar's. A
+// broadcast another op reads as well stays for that reader; the sum reads
+// its input.
+// CHECK-LABEL: func.func @broadcast_kept
+// CHECK: %[[R:.*]] = braid.broadcast %arg1 dims = [1]
+// CHECK-NEXT: braid.add %arg0, %[[R]]
+// CHECK-NEXT: %[[P:.*]] = braid.broadcast %arg2 dims = [0]
+// CHECK-NEXT: braid.bias_add %arg0, %arg2
+// CHECK-NEXT: %[[P2:.*]] = braid.broadcast %arg2 dims = [0]
+// CHECK-NEXT: braid.add %[[P2]], %[[P2]]
+// CHECK-NEXT: %[[P3:.*]] = braid.broadcast %arg2 dims = [0]
+// CHECK-NEXT: braid.add %arg0, %[[P3]] {braid.stream
+// CHECK-NEXT: %[[T:.*]] = braid.broadcast %arg3 dims = [0]
+// CHECK-NEXT: braid.add %arg4, %[[T]]
+// CHECK-NEXT: return
+func.func @broadcast_kept(%x: tensor<2x8x16xf32>, %row: tensor<2x16xf32>, %pos: tensor<8x16xf32>,
+                          %s: tensor<f32>, %v: tensor<4xf32>)
+    -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>,
+        tensor<2x8x16xf32>, tensor<4xf32>) {
+  %r = braid.broadcast %row dims = [1] : tensor<2x16xf32> -> tensor<2x8x16xf32>
+  %a = braid.add %x, %r : tensor<2x8x16xf32>
+  %p = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
+  %b = braid.add %x, %p : tensor<2x8x16xf32>
+  %p2 = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
+  %c = braid.add %p2, %p2 : tensor<2x8x16xf32>
+  %p3 = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
+  %d = braid.add %x, %p3 {braid.stream = #braid.stream<comm, 0>} : tensor<2x8x16xf32>
+  %t = braid.broadcast %s dims = [0] : tensor<f32> -> tensor<4xf32>
+  %e = braid.add %v, %t : tensor<4xf32>
+  return %a, %b, %p, %c, %d, %e : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>,
+      tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4xf32>
+}

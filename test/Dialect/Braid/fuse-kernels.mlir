@@ -1,6 +1,6 @@
 // RUN: braid-opt --braid-fuse-kernels --split-input-file %s | FileCheck %s
 // RUN: braid-opt --braid-fuse-kernels --split-input-file %s | braid-opt --braid-fuse-kernels --split-input-file | FileCheck %s
-// RUN: braid-opt --braid-fuse-kernels="softmax=false bias-gelu=false transposes=false slices=false broadcasts=false" --split-input-file %s | FileCheck %s --check-prefix=NONE
+// RUN: braid-opt --braid-fuse-kernels="softmax=false bias-gelu=false transposes=false slices=false" --split-input-file %s | FileCheck %s --check-prefix=NONE
 // RUN: braid-opt --braid-fuse-kernels="transposes=false" --split-input-file %s | FileCheck %s --check-prefix=NOTRANSPOSE
 
 // Each option turns its folds off.
@@ -286,55 +286,4 @@ func.func @slices_kept(%qkv: tensor<2x8x48xf32>, %w: tensor<2x8x16x8xf32>)
   %v4 = braid.reshape %v : tensor<2x8x16xf32> -> tensor<2x8x16x1xf32>
   %vv = braid.matmul %w, %v4 {transpose_a} : tensor<2x8x16x8xf32>, tensor<2x8x16x1xf32> -> tensor<2x8x8x1xf32>
   return %q, %qq, %vv : tensor<2x8x16xf32>, tensor<2x8x4x4xf32>, tensor<2x8x8x1xf32>
-}
-
-// -----
-
-// A broadcast along the leading dimensions that only adds read (a
-// positional embedding added to every sequence, on either side of the sum)
-// becomes their bias; the broadcast's copy goes, and the sums keep their
-// stream.
-// CHECK-LABEL: func.func @broadcast_bias
-// CHECK-NEXT: %[[A:.*]] = braid.bias_add %arg0, %arg1 : tensor<2x8x16xf32>, tensor<8x16xf32>
-// CHECK-NEXT: %[[B:.*]] = braid.bias_add %arg2, %arg1 : tensor<2x8x16xf32>, tensor<8x16xf32>
-// CHECK-NEXT: %[[C:.*]] = braid.bias_add %arg3, %arg1 {braid.stream = #braid.stream<comm, 0>} : tensor<4x2x8x16xf32>, tensor<8x16xf32>
-// CHECK-NEXT: return %[[A]], %[[B]], %[[C]]
-// NONE-LABEL: func.func @broadcast_bias
-// NONE-COUNT-2: braid.broadcast
-// NONE-NOT: braid.bias_add
-func.func @broadcast_bias(%tok: tensor<2x8x16xf32>, %pos: tensor<8x16xf32>, %tok2: tensor<2x8x16xf32>,
-                          %tok3: tensor<4x2x8x16xf32>)
-    -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4x2x8x16xf32>) {
-  %p = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
-  %a = braid.add %tok, %p : tensor<2x8x16xf32>
-  %b = braid.add %p, %tok2 : tensor<2x8x16xf32>
-  %q = braid.broadcast %pos dims = [0, 1] {braid.stream = #braid.stream<comm, 0>} : tensor<8x16xf32> -> tensor<4x2x8x16xf32>
-  %c = braid.add %q, %tok3 {braid.stream = #braid.stream<comm, 0>} : tensor<4x2x8x16xf32>
-  return %a, %b, %c : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4x2x8x16xf32>
-}
-
-// -----
-
-// Broadcasts kept: one along an inner dimension, one another op reads as
-// well, one added to itself, one whose sum runs on another stream, and a
-// scalar's.
-// CHECK-LABEL: func.func @broadcast_kept
-// CHECK-COUNT-5: braid.broadcast
-// CHECK-NOT: braid.bias_add
-func.func @broadcast_kept(%x: tensor<2x8x16xf32>, %row: tensor<2x16xf32>, %pos: tensor<8x16xf32>,
-                          %s: tensor<f32>, %v: tensor<4xf32>)
-    -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>,
-        tensor<2x8x16xf32>, tensor<4xf32>) {
-  %r = braid.broadcast %row dims = [1] : tensor<2x16xf32> -> tensor<2x8x16xf32>
-  %a = braid.add %x, %r : tensor<2x8x16xf32>
-  %p = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
-  %b = braid.add %x, %p : tensor<2x8x16xf32>
-  %p2 = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
-  %c = braid.add %p2, %p2 : tensor<2x8x16xf32>
-  %p3 = braid.broadcast %pos dims = [0] : tensor<8x16xf32> -> tensor<2x8x16xf32>
-  %d = braid.add %x, %p3 {braid.stream = #braid.stream<comm, 0>} : tensor<2x8x16xf32>
-  %t = braid.broadcast %s dims = [0] : tensor<f32> -> tensor<4xf32>
-  %e = braid.add %v, %t : tensor<4xf32>
-  return %a, %b, %p, %c, %d, %e : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>,
-      tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4xf32>
 }

@@ -219,6 +219,10 @@ def Braid_AddOp : Braid_BinaryOp<"add", [Commutative, Braid_ShardSum],
   let kernelTables = ["cuda_elementwise"];
   let opcode = 10;
   let summary = "elementwise sum of two tensors of one type";
+  // A tensor broadcast along the sum's leading dimensions (a positional
+  // embedding over a batch's sequences) is added as a braid.bias_add's bias
+  // instead, read once per row: the sums are the same.
+  let hasCanonicalizeMethod = 1;
 }
 def Braid_SubOp : Braid_BinaryOp<"sub", [Braid_ShardSum]> {
   let kernelTables = ["cuda_elementwise"];
@@ -260,7 +264,7 @@ def Braid_BiasAddOp : Braid_ComputeOp<"bias_add", [
     `result[..., j] = input[..., j] + bias[j]`, where `j` runs over the
     bias's dimensions, which are the input's last ones: a linear layer's
     bias (rank 1), or a positional embedding added to every sequence of a
-    batch (braid-fuse-kernels folds a braid.broadcast into it).
+    batch (braid.add's canonicalizer folds a braid.broadcast into it).
 
     ```mlir
     %y = braid.bias_add %x, %b : tensor<64x1024xf32>, tensor<1024xf32>
@@ -538,7 +542,7 @@ class Braid_LossBackwardOp<string mnemonic, list<Trait> traits = [],
 }
 
 def Braid_NllLossOp : Braid_LossOp<"nll_loss", [Braid_ShardReplicated]> {
-  let kernelTables = ["cuda_reduction"];
+  let kernelTables = ["cuda_reduction", "cpu_loss"];
   let opcode = 50;
   let summary = "negative log-likelihood of labels under log-probabilities";
   let description = [{
@@ -555,14 +559,14 @@ def Braid_NllLossOp : Braid_LossOp<"nll_loss", [Braid_ShardReplicated]> {
 
 def Braid_NllLossBackwardOp
     : Braid_LossBackwardOp<"nll_loss_backward", [Braid_ShardReplicated]> {
-  let kernelTables = ["cuda_reduction"];
+  let kernelTables = ["cuda_reduction", "cpu_loss"];
   let opcode = 51;
   let summary = "gradient of nll_loss with respect to the log-probabilities";
 }
 
 def Braid_CrossEntropyOp
     : Braid_LossOp<"cross_entropy", [], ["localizeForSharding"]> {
-  let kernelTables = ["cuda_reduction"];
+  let kernelTables = ["cuda_reduction", "cpu_loss"];
   let opcode = 52;
   let summary = "cross-entropy of labels under logits (log_softmax + nll_loss)";
   let description = [{
@@ -575,7 +579,7 @@ def Braid_CrossEntropyOp
 
 def Braid_CrossEntropyBackwardOp
     : Braid_LossBackwardOp<"cross_entropy_backward", [], ["localizeForSharding"]> {
-  let kernelTables = ["cuda_reduction"];
+  let kernelTables = ["cuda_reduction", "cpu_loss"];
   let opcode = 53;
   let summary = "gradient of cross_entropy with respect to the logits";
   let description = [{
@@ -595,7 +599,7 @@ def Braid_CrossEntropyBackwardOp
 // (Braid_ShardReplicated).
 def Braid_CrossEntropyShardStatsOp
     : Braid_ComputeOp<"cross_entropy_shard_stats", [Braid_ShardReplicated]> {
-  let kernelTables = ["cuda_reduction"];
+  let kernelTables = ["cuda_reduction", "cpu_loss"];
   let opcode = 54;
   let summary = "per-row summary of one shard of the logits";
   let description = [{
@@ -626,7 +630,7 @@ def Braid_CrossEntropyShardStatsOp
 
 def Braid_CrossEntropyShardLossOp
     : Braid_ComputeOp<"cross_entropy_shard_loss", [Braid_ShardReplicated]> {
-  let kernelTables = ["cuda_reduction"];
+  let kernelTables = ["cuda_reduction", "cpu_loss"];
   let opcode = 55;
   let summary = "cross-entropy from every shard's summary";
   let description = [{
@@ -656,7 +660,7 @@ def Braid_CrossEntropyShardLossOp
 def Braid_CrossEntropyShardBackwardOp
     : Braid_ComputeOp<"cross_entropy_shard_backward",
                       [AllTypesMatch<["logits", "result"]>, Braid_ShardReplicated]> {
-  let kernelTables = ["cuda_reduction"];
+  let kernelTables = ["cuda_reduction", "cpu_loss"];
   let opcode = 56;
   let summary = "gradient of the cross-entropy for one shard of the logits";
   let description = [{

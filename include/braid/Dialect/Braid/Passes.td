@@ -187,11 +187,9 @@ def FuseKernels : Pass<"braid-fuse-kernels", "mlir::func::FuncOp"> {
     %dv = braid.gelu_backward %dy, %v, %b {approximate_tanh} : tensor<8x64x1024xf32>, tensor<1024xf32>
     ```
     The bias's own gradient (a braid.reduce_sum of the gelu_backward's
-    result) is unchanged. Before that, a `braid.broadcast` along its
-    result's leading dimensions that only `braid.add`s read (a positional
-    embedding added to each sequence of a batch) becomes a multi-dimension
-    bias: `braid.add %tok, (braid.broadcast %pos dims = [0])` is
-    `braid.bias_add %tok, %pos`, and the broadcast's copy goes.
+    result) is unchanged. (A positional embedding broadcast over a batch
+    and added to it is a multi-dimension `braid.bias_add` already:
+    braid.add's canonicalizer folds the broadcast.)
 
     A `braid.transpose` that only matmuls read folds into their
     `lhs_permutation`/`rhs_permutation`, and one that is a matmul's only
@@ -246,8 +244,6 @@ def FuseKernels : Pass<"braid-fuse-kernels", "mlir::func::FuncOp"> {
            "Fold scales and causal masks into softmax and its backward">,
     Option<"biasGelu", "bias-gelu", "bool", /*default=*/"true",
            "Fold a bias_add into the gelu and gelu_backward that read it">,
-    Option<"broadcasts", "broadcasts", "bool", /*default=*/"true",
-           "Fold a broadcast that adds read into bias_adds">,
     Option<"transposes", "transposes", "bool", /*default=*/"true",
            "Fold transposes into the matmuls that read or write them">,
     Option<"slices", "slices", "bool", /*default=*/"true",

@@ -264,6 +264,40 @@ uint64_t MatmulOp::getFlops() {
 // Elementwise ops
 //===----------------------------------------------------------------------===//
 
+/// The input of `value` where a braid.broadcast along its leading
+/// dimensions writes it from a float tensor of rank 1 or more, on
+/// `reader`'s stream.
+static Value broadcastAlongLeadingDims(Value value, Operation *reader) {
+  auto broadcast = value.getDefiningOp<BroadcastOp>();
+  if (!broadcast || broadcast->getAttr(BraidDialect::kStreamAttrName) !=
+                        reader->getAttr(BraidDialect::kStreamAttrName))
+    return nullptr;
+  auto input = cast<RankedTensorType>(broadcast.getInput().getType());
+  if (input.getRank() < 1 || !isa<FloatType>(input.getElementType()) ||
+      !llvm::equal(broadcast.getDims(),
+                   llvm::seq<int64_t>(0, broadcast.getDims().size())))
+    return nullptr;
+  return broadcast.getInput();
+}
+
+LogicalResult AddOp::canonicalize(AddOp op, PatternRewriter &rewriter) {
+  // x + broadcast(b) (either side) adds b as a bias; x + x stays.
+  if (op.getLhs() == op.getRhs())
+    return failure();
+  Value input = op.getLhs(), bias = broadcastAlongLeadingDims(op.getRhs(), op);
+  if (!bias) {
+    input = op.getRhs();
+    bias = broadcastAlongLeadingDims(op.getLhs(), op);
+  }
+  if (!bias)
+    return failure();
+  auto biasAdd =
+      BiasAddOp::create(rewriter, op.getLoc(), op.getType(), input, bias);
+  biasAdd->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  rewriter.replaceOp(op, biasAdd.getResult());
+  return success();
+}
+
 // One flop an element for the simple elementwise ops. Transcendental and
 // multi-pass ops count the arithmetic of their usual formulation; these
 // constants are documented in docs/Dialect.md.

@@ -1,10 +1,9 @@
 //===- FuseKernels.cpp - fold ops into the kernels that can run them -----===//
 //
 // Folds attention's score scaling and causal mask into braid.softmax, their
-// gradients into braid.softmax_backward, a broadcast added to a tensor into
-// a bias_add, a bias_add into the gelu and gelu_backward that read it, and
-// transposes and slices of heads into the matmuls that read them (Passes.td
-// shows the IR before and after). A
+// gradients into braid.softmax_backward, a bias_add into the gelu and
+// gelu_backward that read it, and transposes and slices of heads into the
+// matmuls that read them (Passes.td shows the IR before and after). A
 // folded op's result must have no reader but the ops it folds into, all on
 // its stream. Each fold is a rewrite pattern; the options pick which run
 // under the greedy driver.
@@ -322,46 +321,6 @@ struct FoldTransposeIntoMatmulResult : public Fold<TransposeOp> {
   }
 };
 
-/// broadcast -> add: a tensor broadcast along its result's leading
-/// dimensions (a positional embedding over a batch's sequences) that only
-/// adds read becomes the bias of a braid.bias_add instead, which reads it
-/// once per row: the broadcast's copy goes. The sums are the same.
-struct FoldBroadcastIntoAdds : public Fold<BroadcastOp> {
-  using Fold::Fold;
-
-  LogicalResult matchAndRewrite(BroadcastOp broadcast,
-                                PatternRewriter &rewriter) const override {
-    ArrayRef<int64_t> dims = broadcast.getDims();
-    auto input = cast<RankedTensorType>(broadcast.getInput().getType());
-    if (input.getRank() < 1 || !isa<FloatType>(input.getElementType()))
-      return failure();
-    for (size_t i = 0; i < dims.size(); ++i)
-      if (dims[i] != int64_t(i))
-        return failure();
-    Value spread = broadcast.getResult();
-    SmallVector<AddOp> adds;
-    for (Operation *user : spread.getUsers()) {
-      auto add = dyn_cast<AddOp>(user);
-      if (!add || !sameStream(add, broadcast) || add.getLhs() == add.getRhs())
-        return failure();
-      adds.push_back(add);
-    }
-    if (adds.empty())
-      return failure();
-    for (AddOp add : adds) {
-      Value other = add.getLhs() == spread ? add.getRhs() : add.getLhs();
-      rewriter.setInsertionPoint(add);
-      auto biasAdd = BiasAddOp::create(rewriter, add.getLoc(), add.getType(),
-                                       other, broadcast.getInput());
-      biasAdd->setDiscardableAttrs(add->getDiscardableAttrDictionary());
-      rewriter.replaceOp(add, biasAdd.getResult());
-    }
-    rewriter.eraseOp(broadcast);
-    ++folded;
-    return success();
-  }
-};
-
 /// bias_add -> (reshape ->) gelu and gelu_backward: the sum's only
 /// readers are gelus (and their backward, as the saved input), which
 /// then add the bias themselves; a reshape between keeps the bias's
@@ -521,8 +480,6 @@ struct FuseKernelsPass : public braid::impl::FuseKernelsBase<FuseKernelsPass> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
-    if (broadcasts)
-      patterns.add<FoldBroadcastIntoAdds>(context, foldedOps);
     if (softmax)
       patterns.add<FoldIntoSoftmax, FoldIntoSoftmaxBackward>(context,
                                                              foldedOps);
