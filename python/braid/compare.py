@@ -105,7 +105,8 @@ def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floo
                     ranks=None, reordered_draw=True):
     """Compares braid's `losses` (one per step) and final `state` (parameters
     and optimizer state, as braid-run --save writes them) with PyTorch
-    training spec's model on `batch` = (inputs, targets) for `steps` steps
+    training spec's model on `batch` = (inputs, targets), or on batch(k) at
+    step k (1-based) where `batch` is a function, for `steps` steps
     (as DDP on `ranks` data-parallel ranks when given: torch_reference).
     Returns a dict: `ok`, `problems` (what failed, in words), `loss_diff`
     (braid vs float64, worst step), `torch_loss_diff` (float32 PyTorch vs
@@ -127,17 +128,23 @@ def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floo
     kernels and vector width.
     """
     from braid.spec import torch_reference
-    inputs, targets = batch
-    ref32_losses, ref32 = torch_reference(spec, inputs, targets, steps, ranks=ranks)
-    ref64_losses, ref64 = torch_reference(spec, inputs, targets, steps, double=True,
-                                          ranks=ranks)
+    # A batch for every step (a token file's windows), or one for all.
+    batches = batch if callable(batch) else (lambda k: batch)
+    ref32_losses, ref32 = torch_reference(spec, None, None, steps, ranks=ranks,
+                                          batches=batches)
+    ref64_losses, ref64 = torch_reference(spec, None, None, steps, double=True,
+                                          ranks=ranks, batches=batches)
     draws = [ref32]
     reorder_loss_diff = None
     if reordered_draw:
         parts = (ranks or 1) * int(spec.get("micro_batches", 1) or 1)
-        flipped = _rows_reversed(inputs, parts), _rows_reversed(targets, parts)
-        if flipped[0] is not None and flipped[1] is not None:
-            losses2, state2 = torch_reference(spec, flipped[0], flipped[1], steps, ranks=ranks)
+
+        def flipped(k):
+            inputs, targets = batches(k)
+            return _rows_reversed(inputs, parts), _rows_reversed(targets, parts)
+        if None not in flipped(1):
+            losses2, state2 = torch_reference(spec, None, None, steps, ranks=ranks,
+                                              batches=flipped)
             rounding = max(loss_tol, 10 * max_rel_diff(ref32_losses, ref64_losses))
             reorder_loss_diff = max_rel_diff(losses2, ref64_losses)
             if reorder_loss_diff <= rounding:

@@ -48,10 +48,13 @@ def load_spec(spec, data_parallel=None, **kwargs):
     return result
 
 
-def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norms=None):
+def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norms=None,
+                    batches=None):
     """PyTorch's own training, to compare braid with: a copy of spec's model
     and an optimizer of the same class, param groups and state train on
-    (inputs, targets) for `steps` steps (in float64 with `double`), under the
+    (inputs, targets) for `steps` steps (or, with `batches`, on the
+    (inputs, targets) that batches(k) returns for step k, 1-based: a token
+    file's windows, braid.data.batch) (in float64 with `double`), under the
     spec's lr_scheduler when it has one, its gradients clipped by
     torch.nn.utils.clip_grad_norm_ to its max_grad_norm when it has one (the
     norm before clipping appended to `norms` each step, when given), the
@@ -71,7 +74,7 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
     would not do: a model whose code closes over its own modules, as a
     lambda attribute does, would run the original's)."""
     with _restored(spec["model"]) as model:
-        return _train(spec, model, inputs, targets, steps, double, ranks, norms)
+        return _train(spec, model, inputs, targets, steps, double, ranks, norms, batches)
 
 
 @contextlib.contextmanager
@@ -93,7 +96,7 @@ def _restored(model):
                 objects[k].data = d
 
 
-def _train(spec, model, inputs, targets, steps, double, ranks, norms):
+def _train(spec, model, inputs, targets, steps, double, ranks, norms, batches=None):
     """torch_reference's training of `model` (the spec's, restored after)."""
     # The original values are kept aside by _restored; train on copies.
     for p in model.parameters():
@@ -105,7 +108,6 @@ def _train(spec, model, inputs, targets, steps, double, ranks, norms):
                 m._buffers[k] = b.clone()
     if double:
         model = model.double()
-        inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
     opt = spec["optimizer"]
     # The same param groups over the same parameters, then the same state
     # if the optimizer has stepped.
@@ -130,6 +132,10 @@ def _train(spec, model, inputs, targets, steps, double, ranks, norms):
     compress = spec.get("reduce_dtype") == "bf16" and not double
     losses = []
     for k in range(steps):
+        if batches is not None:
+            inputs, targets = batches(k + 1)
+        if double:
+            inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
         if rates is not None:
             for g, lr in zip(ref_opt.param_groups, rates[k]):
                 g["lr"] = float(lr)

@@ -2,6 +2,8 @@
 
 #include "RunInputs.h"
 
+#include "RunData.h"
+
 #include "braid-runtime/HalfFloat.h"
 #include "braid-runtime/Npz.h"
 
@@ -22,13 +24,6 @@ namespace {
 
 /// The rank prepareInputs works for.
 int currentRank = 0;
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
 
 /// The coordinates of flat element `i` of `shape`, as "[a, b]".
 std::string positionText(const std::vector<int64_t> &shape, size_t i) {
@@ -117,57 +112,56 @@ std::vector<uint8_t> convert(const NpyArray &array, const Buffer &buffer,
                  "', but the plan holds " + dtypeName(buffer.dtype));
 }
 
-/// The largest valid index for a batch input that holds indices: the table
-/// size of an embedding or the class count of a loss that reads it,
-/// following reshapes and other data movement.
-int64_t indexLimit(const Plan &plan, uint32_t buffer,
-                   std::set<uint32_t> &visited) {
+/// indexUse of `buffer`, the buffers already visited left out.
+void addIndexUse(const Plan &plan, uint32_t buffer, std::set<uint32_t> &visited,
+                 IndexUse &use) {
   if (!visited.insert(buffer).second)
-    return INT64_MAX;
-  int64_t limit = INT64_MAX;
-  uint64_t offset = plan.buffers[buffer].offset;
+    return;
   for (const Stream &s : plan.streams)
     for (const Instr &i : s.instrs)
       for (size_t k = 0; k < i.operands.size(); ++k) {
-        if (plan.buffers[i.operands[k]].offset != offset ||
-            i.operands[k] != buffer)
+        if (i.operands[k] != buffer)
           continue;
         const auto &in = [&](size_t j) -> const Buffer & {
           return plan.buffers[i.operands[j]];
         };
+        auto ids = [&](int64_t limit) {
+          use.embedding = true;
+          use.limit = std::min(use.limit, limit);
+        };
+        auto labels = [&](int64_t limit) {
+          use.loss = true;
+          use.limit = std::min(use.limit, limit);
+        };
         Opcode op = i.opcode;
         if (op == Opcode::Embedding && k == 1)
-          limit = std::min(limit, in(0).shape[0]);
+          ids(in(0).shape[0]);
         else if (op == Opcode::EmbeddingBackward && k == 1)
-          limit = std::min(limit, plan.buffers[i.results[0]].shape[0]);
+          ids(plan.buffers[i.results[0]].shape[0]);
         else if ((op == Opcode::NllLoss || op == Opcode::CrossEntropy) &&
                  k == 1)
-          limit = std::min(limit, in(0).shape[1]);
+          labels(in(0).shape[1]);
         else if ((op == Opcode::NllLossBackward ||
                   op == Opcode::CrossEntropyBackward) &&
                  k == 2)
-          limit = std::min(limit, in(1).shape[1]);
+          labels(in(1).shape[1]);
         // One shard of a table or of the classes: `parts` of them.
         else if (op == Opcode::EmbeddingShard && k == 1)
-          limit = std::min(limit, in(0).shape[0] *
-                                      i.as<ops::EmbeddingShardAttrs>().parts);
+          ids(in(0).shape[0] * i.as<ops::EmbeddingShardAttrs>().parts);
         else if (op == Opcode::EmbeddingShardBackward && k == 1)
-          limit = std::min(limit,
-                           plan.buffers[i.results[0]].shape[0] *
-                               i.as<ops::EmbeddingShardBackwardAttrs>().parts);
+          ids(plan.buffers[i.results[0]].shape[0] *
+              i.as<ops::EmbeddingShardBackwardAttrs>().parts);
         else if (op == Opcode::CrossEntropyShardStats && k == 1)
-          limit = std::min(limit,
-                           in(0).shape[1] *
-                               i.as<ops::CrossEntropyShardStatsAttrs>().parts);
+          labels(in(0).shape[1] *
+                 i.as<ops::CrossEntropyShardStatsAttrs>().parts);
         else if (op == Opcode::CrossEntropyShardBackward && k == 2)
-          limit = std::min(limit, in(1).shape[1] * in(3).shape[0]);
+          labels(in(1).shape[1] * in(3).shape[0]);
         else if (op == Opcode::Reshape || op == Opcode::Transpose ||
                  op == Opcode::Slice || op == Opcode::Broadcast ||
                  op == Opcode::Concat)
           for (uint32_t r : i.results)
-            limit = std::min(limit, indexLimit(plan, r, visited));
+            addIndexUse(plan, r, visited, use);
       }
-  return limit;
 }
 
 /// Fills a batch input with seeded synthetic data.
@@ -189,8 +183,7 @@ std::vector<uint8_t> synthesize(const Plan &plan, const Binding &binding,
     else
       std::memcpy(out.data(), x.data(), x.size() * sizeof(float));
   } else if (b.dtype == DType::I32 || b.dtype == DType::I64) {
-    std::set<uint32_t> visited;
-    int64_t limit = indexLimit(plan, binding.buffer, visited);
+    int64_t limit = indexUse(plan, binding.buffer).limit;
     if (limit == INT64_MAX)
       limit = 2;
     std::uniform_int_distribution<int64_t> dist(0, std::max<int64_t>(limit, 1) -
@@ -269,6 +262,20 @@ std::vector<uint8_t> initialize(const Plan &plan, const Binding &binding,
 
 } // namespace
 
+std::string braid::rt::shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+IndexUse braid::rt::indexUse(const Plan &plan, uint32_t buffer) {
+  IndexUse use;
+  std::set<uint32_t> visited;
+  addIndexUse(plan, buffer, visited, use);
+  return use;
+}
+
 std::string braid::rt::descrOf(DType dtype) {
   switch (dtype) {
   case DType::F32:
@@ -319,8 +326,13 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
   std::map<std::string, NpyArray> params, data;
   if (!o.params.empty())
     params = readNpz(o.params);
-  if (!o.data.empty())
+  if (!o.data.empty() && isTokenFile(o.data)) {
+    inputs.tokens = std::make_shared<TokenStream>(plan, o, currentRank);
+    if (inputs.tokens->filled().empty())
+      inputs.tokens.reset();
+  } else if (!o.data.empty()) {
     data = readNpz(o.data);
+  }
   for (const Binding &b : plan.arguments) {
     const Buffer &buffer = plan.buffers[b.buffer];
     std::string expected =
@@ -400,6 +412,8 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
           throw NpzError(o.params + ": '" + b.name + "' holds " +
                          std::to_string(schedule[i]) + " at step " +
                          std::to_string(i + 1) + " of its schedule");
+    } else if (inputs.tokens) {
+      // Every batch input is the token file's (TokenStream checks).
     } else if (b.role == Role::Batch || b.role == Role::Temporary) {
       auto it = data.find(b.name);
       if (it == data.end()) {

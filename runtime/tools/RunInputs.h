@@ -16,15 +16,21 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace braid::rt {
 
+class TokenStream;
+
 /// Everything a rank needs before its first step, on the host.
 struct Inputs {
   std::map<uint32_t, std::vector<uint8_t>> state, batch;
+  /// A token file as --data: the batch inputs it fills each step
+  /// (RunData.h), which `batch` then does not hold.
+  std::shared_ptr<TokenStream> tokens;
   /// Each hyperparameter argument's schedule (buffer -> one value a step,
   /// from the first step of the schedule), and the steps of it already
   /// taken (`steps_done` in --params, 0 when absent): step k of this run
@@ -35,6 +41,19 @@ struct Inputs {
 
 /// The --params array that counts the steps a saved run has taken.
 inline constexpr const char *kStepsDoneName = "steps_done";
+
+/// How the plan reads an integer batch input, following reshapes and other
+/// data movement: as an embedding's ids, as a loss's labels, and the
+/// largest value either takes (the table size or the class count;
+/// INT64_MAX where nothing bounds it).
+struct IndexUse {
+  bool embedding = false, loss = false;
+  int64_t limit = INT64_MAX;
+};
+IndexUse indexUse(const Plan &plan, uint32_t buffer);
+
+/// "(2, 3)", "(4,)": a shape as numpy prints it.
+std::string shapeText(const std::vector<int64_t> &shape);
 
 /// The .npy dtype string of `dtype` ("<f4"), empty for one numpy lacks.
 std::string descrOf(DType dtype);

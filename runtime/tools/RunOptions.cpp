@@ -18,7 +18,9 @@ using namespace braid::rt;
 
 const char *const braid::rt::kUsage =
     "usage: mpirun -np N braid-run [--backend=cpu|cuda] PLAN [--steps K]\n"
-    "           [--params P.npz] [--data D.npz] [--save OUT.npz] [--seed S]\n"
+    "           [--params P.npz] [--data D.npz|TOKENS.bin] [--save OUT.npz]\n"
+    "           [--seed S] [--token-bytes 2|4] [--sampling random|sequential]\n"
+    "           [--data-log PREFIX]\n"
     "           [--timeout SECONDS] [--threads T] [--check-memory] "
     "[--profile]\n"
     "       braid-run --backend=sim PLAN [--cluster=NAME|FILE.json]\n"
@@ -84,6 +86,7 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       usageError(name + " expects a decimal integer, got '" + text + "'");
     return int64_t(v);
   };
+  bool tokenBytesGiven = false, samplingGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto is = [&](const std::string &name) {
@@ -142,6 +145,23 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       o.data = value(i, arg, "--data");
       if (o.data.empty())
         usageError("--data needs a file name, but is empty");
+    } else if (is("--token-bytes")) {
+      std::string text = value(i, arg, "--token-bytes");
+      if (text != "2" && text != "4")
+        usageError("--token-bytes is 2 (uint16) or 4 (uint32), not '" + text +
+                   "'");
+      o.tokenBytes = text == "2" ? 2 : 4;
+      tokenBytesGiven = true;
+    } else if (is("--sampling")) {
+      std::string text = value(i, arg, "--sampling");
+      if (text != "random" && text != "sequential")
+        usageError("--sampling is random or sequential, not '" + text + "'");
+      o.sampling = text == "random" ? Sampling::Random : Sampling::Sequential;
+      samplingGiven = true;
+    } else if (is("--data-log")) {
+      o.dataLog = value(i, arg, "--data-log");
+      if (o.dataLog.empty())
+        usageError("--data-log needs a file name prefix, but is empty");
     } else if (is("--save")) {
       o.save = value(i, arg, "--save");
       if (o.save.empty())
@@ -173,6 +193,11 @@ Options braid::rt::parseOptions(int argc, char **argv) {
   }
   if (o.plan.empty())
     usageError("no plan file");
+  bool tokenOptions = tokenBytesGiven || samplingGiven || !o.dataLog.empty();
+  if (tokenOptions && (o.data.empty() || o.data.size() < 4 ||
+                       o.data.compare(o.data.size() - 4, 4, ".npz") == 0))
+    usageError("--token-bytes, --sampling and --data-log go with a token "
+               "file as --data (not a batch .npz)");
   return o;
 }
 

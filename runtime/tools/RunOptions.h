@@ -8,6 +8,9 @@
 
 namespace braid::rt {
 
+/// How a token file's windows are drawn (--sampling; RunData.h).
+enum class Sampling { Random, Sequential };
+
 /// braid-run's options, as given.
 struct Options {
   std::string plan, backend = "cpu", params, data, save;
@@ -17,6 +20,11 @@ struct Options {
   int64_t steps = 1;
   bool stepsGiven = false;
   uint64_t seed = 0;
+  /// A token file as --data (RunData.h): the width of a token, how the
+  /// windows are drawn, and where each rank logs them.
+  int tokenBytes = 2;
+  Sampling sampling = Sampling::Random;
+  std::string dataLog;
   double timeout = 60;
   bool dump = false;
   bool checkMemory = false;

@@ -6,6 +6,8 @@
 
 #include "RunSave.h"
 
+#include "RunData.h"
+
 #include "RunDeadline.h"
 #include "RunStartup.h"
 
@@ -206,8 +208,8 @@ void braid::rt::saveState(const Options &o, const Plan &plan, Backend &backend,
       if (isState(b))
         save(b);
     // The schedules and the steps taken, so that the file resumes the
-    // run at the next step of its schedule.
-    if (!inputs.schedules.empty()) {
+    // run at the next step of its schedule and of its token file.
+    if (!inputs.schedules.empty() || (!o.data.empty() && isTokenFile(o.data))) {
       for (const Binding &b : plan.arguments) {
         auto it = inputs.schedules.find(b.buffer);
         if (b.role != Role::Hyperparameter || it == inputs.schedules.end())

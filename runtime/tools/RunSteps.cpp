@@ -6,6 +6,7 @@
 
 #include "RunSteps.h"
 
+#include "RunData.h"
 #include "RunDeadline.h"
 #include "RunStartup.h"
 
@@ -159,6 +160,9 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
       try {
         for (auto &[id, bytes] : inputs.batch)
           backend.write(plan.buffers[id], bytes.data());
+        // A token file's windows: step stepsDone + step of its stream.
+        if (inputs.tokens)
+          inputs.tokens->write(backend, inputs.stepsDone + step);
         // Scheduled hyperparameters: this step's value (checked in range
         // before the first step).
         for (auto &[id, schedule] : inputs.schedules)

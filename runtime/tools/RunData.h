@@ -1,0 +1,89 @@
+//===- RunData.h - a token file as braid-run's training data ----*- C++ -*-===//
+//
+// `--data FILE.bin`: a flat file of token ids (uint16, or uint32 with
+// --token-bytes 4, as nanoGPT's prepare.py and llm.c write them), from
+// which every step takes one window of seq + 1 tokens per row of the global
+// batch: the row's token ids are its first seq tokens, its labels the last
+// seq. Which window a row gets is a pure function of (seed, step, row), so
+// a resumed run (--params with steps_done) continues the same stream, and
+// python/braid/data.py computes the same windows for PyTorch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_TOOLS_RUNDATA_H
+#define BRAID_RUNTIME_TOOLS_RUNDATA_H
+
+#include "RunOptions.h"
+
+#include "braid-runtime/Executor.h"
+#include "braid-runtime/Plan.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace braid::rt {
+
+/// The first token of row `row` (0-based, of the global batch's `rows`) at
+/// step `step` (1-based, counting the steps of earlier runs), in a file of
+/// `tokens` tokens, each window `seq` + 1 tokens long:
+/// - Sampling::Random: uniform over the starts that fit, by Philox4x32-10
+///   (braid-common/Philox.h) of the counter (row, row >> 32, step, "data")
+///   under the key (seed, 0), its first two words as a 64-bit number
+///   modulo tokens - seq;
+/// - Sampling::Sequential: the file in order, cut into (tokens - 1) / seq
+///   windows of seq (a window's labels end on the next one's first token),
+///   row r of step k taking window (k - 1) * rows + r, wrapping around.
+/// python/braid/data.py computes the same.
+uint64_t windowStart(Sampling sampling, uint64_t tokens, int64_t seq,
+                     int64_t rows, int64_t step, int64_t row, uint64_t seed);
+
+/// A token file and the batch inputs it fills on one rank: the token ids
+/// (read by an embedding) and the labels (read by a loss), each [b, seq]
+/// with b the replica's rows; data-parallel replica d takes rows
+/// d * b .. (d + 1) * b - 1 of the global batch, and the tensor-parallel and
+/// pipeline ranks of a replica take the same.
+class TokenStream {
+public:
+  /// Opens --data and finds the inputs of `program` it fills; throws
+  /// NpzError naming the file or the input and what is wrong.
+  TokenStream(const Plan &program, const Options &o, int rank);
+  ~TokenStream();
+  TokenStream(const TokenStream &) = delete;
+  TokenStream &operator=(const TokenStream &) = delete;
+
+  /// Writes step `step`'s windows (1-based, counting earlier runs' steps)
+  /// into the inputs on `backend`, and a line to --data-log. Throws
+  /// NpzError on a token id the plan's embedding or loss cannot take.
+  void write(Backend &backend, int64_t step);
+
+  /// The batch inputs this stream fills.
+  const std::vector<uint32_t> &filled() const { return buffers; }
+
+private:
+  std::vector<int64_t> read(uint64_t start, int64_t count) const;
+
+  const Plan &plan;
+  std::string path;
+  Sampling sampling;
+  uint64_t seed;
+  int width;
+  const uint8_t *data = nullptr;
+  size_t bytes = 0;
+  uint64_t tokens = 0;
+  int64_t rows = 0, seq = 0, firstRow = 0, globalRows = 0;
+  /// The inputs, each with the offset of its tokens in a window (0 for the
+  /// ids, 1 for the labels) and the largest id it takes.
+  std::vector<uint32_t> buffers;
+  std::vector<int> shift;
+  std::vector<int64_t> limit;
+  std::FILE *log = nullptr;
+};
+
+/// Whether --data names a token file rather than a batch (.npz).
+bool isTokenFile(const std::string &path);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_TOOLS_RUNDATA_H
