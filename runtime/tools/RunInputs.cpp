@@ -465,8 +465,11 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
                      std::to_string(done) + ", not a step count");
     inputs.stepsDone = done;
   }
+  inputs.steps = o.resume.empty()
+                     ? o.steps
+                     : std::max<int64_t>(0, o.steps - inputs.stepsDone);
   for (const auto &[id, schedule] : inputs.schedules) {
-    int64_t last = inputs.stepsDone + o.steps;
+    int64_t last = inputs.stepsDone + inputs.steps;
     if (last > int64_t(schedule.size())) {
       std::string name;
       for (const Binding &b : plan.arguments)

@@ -37,6 +37,9 @@ struct Inputs {
   /// (1-based) reads value stepsDone + k - 1.
   std::map<uint32_t, std::vector<float>> schedules;
   int64_t stepsDone = 0;
+  /// The steps this run takes: --steps, or with --resume the steps left of
+  /// --steps after stepsDone (none where the checkpoint is past it).
+  int64_t steps = 0;
 };
 
 /// The --params array that counts the steps a saved run has taken.

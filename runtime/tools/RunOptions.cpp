@@ -20,7 +20,8 @@ const char *const braid::rt::kUsage =
     "usage: mpirun -np N braid-run [--backend=cpu|cuda] PLAN [--steps K]\n"
     "           [--params P.npz] [--data D.npz|TOKENS.bin] [--save OUT.npz]\n"
     "           [--seed S] [--token-bytes 2|4] [--sampling random|sequential]\n"
-    "           [--data-log PREFIX]\n"
+    "           [--data-log PREFIX] [--checkpoint-dir DIR [--save-every N]\n"
+    "           [--keep-checkpoints K]] [--resume DIR]\n"
     "           [--timeout SECONDS] [--threads T] [--check-memory] "
     "[--profile]\n"
     "       braid-run --backend=sim PLAN [--cluster=NAME|FILE.json]\n"
@@ -86,7 +87,7 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       usageError(name + " expects a decimal integer, got '" + text + "'");
     return int64_t(v);
   };
-  bool tokenBytesGiven = false, samplingGiven = false;
+  bool tokenBytesGiven = false, samplingGiven = false, keepGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto is = [&](const std::string &name) {
@@ -162,6 +163,19 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       o.dataLog = value(i, arg, "--data-log");
       if (o.dataLog.empty())
         usageError("--data-log needs a file name prefix, but is empty");
+    } else if (is("--checkpoint-dir")) {
+      o.checkpointDir = value(i, arg, "--checkpoint-dir");
+      if (o.checkpointDir.empty())
+        usageError("--checkpoint-dir needs a folder, but is empty");
+    } else if (is("--save-every")) {
+      o.saveEvery = integer(i, arg, "--save-every", 1, kMaxSteps);
+    } else if (is("--keep-checkpoints")) {
+      o.keepCheckpoints = integer(i, arg, "--keep-checkpoints", 1, kMaxSteps);
+      keepGiven = true;
+    } else if (is("--resume")) {
+      o.resume = value(i, arg, "--resume");
+      if (o.resume.empty())
+        usageError("--resume needs a folder, but is empty");
     } else if (is("--save")) {
       o.save = value(i, arg, "--save");
       if (o.save.empty())
@@ -193,6 +207,8 @@ Options braid::rt::parseOptions(int argc, char **argv) {
   }
   if (o.plan.empty())
     usageError("no plan file");
+  if ((o.saveEvery || keepGiven) && o.checkpointDir.empty())
+    usageError("--save-every and --keep-checkpoints go with --checkpoint-dir");
   bool tokenOptions = tokenBytesGiven || samplingGiven || !o.dataLog.empty();
   if (tokenOptions && (o.data.empty() || o.data.size() < 4 ||
                        o.data.compare(o.data.size() - 4, 4, ".npz") == 0))

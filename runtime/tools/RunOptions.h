@@ -25,6 +25,13 @@ struct Options {
   int tokenBytes = 2;
   Sampling sampling = Sampling::Random;
   std::string dataLog;
+  /// Checkpoints (RunSave.h): where they are written, every how many steps
+  /// (0: at the end only), how many are kept; --resume's folder, and the
+  /// checkpoint found there (empty: none, the run starts from --params).
+  std::string checkpointDir;
+  int64_t saveEvery = 0;
+  int64_t keepCheckpoints = 2;
+  std::string resume, resumedFrom;
   double timeout = 60;
   bool dump = false;
   bool checkMemory = false;

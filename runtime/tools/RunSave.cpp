@@ -18,8 +18,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <stdexcept>
 
 using namespace braid;
@@ -160,7 +162,17 @@ void braid::rt::saveState(const Options &o, const Plan &plan, Backend &backend,
                           const Inputs &inputs, int rank, int world) {
   if (o.save.empty())
     return;
-  bool writes = rank == 0 || o.save.find("{rank}") != std::string::npos;
+  writeState(o, plan, backend, inputs, rank, world, o.save,
+             inputs.stepsDone + inputs.steps,
+             !inputs.schedules.empty() ||
+                 (!o.data.empty() && isTokenFile(o.data)));
+}
+
+void braid::rt::writeState(const Options &o, const Plan &plan, Backend &backend,
+                           const Inputs &inputs, int rank, int world,
+                           const std::string &pattern, int64_t stepsTaken,
+                           bool withStepsDone) {
+  bool writes = rank == 0 || pattern.find("{rank}") != std::string::npos;
   RankPlace place = placeRank(plan, rank);
   MPI_Comm tpComm = MPI_COMM_NULL;
   // One communicator per tensor-parallel group: the ranks of one
@@ -170,7 +182,7 @@ void braid::rt::saveState(const Options &o, const Plan &plan, Backend &backend,
     MPI_Comm_split(MPI_COMM_WORLD,
                    int(place.dpIndex * place.ppSize + place.ppIndex),
                    int(place.tpIndex), &tpComm);
-  std::string savePath = savePathOf(o.save, rank);
+  std::string savePath = savePathOf(pattern, rank);
   try {
     std::map<std::string, NpyArray> out;
     auto save = [&](const Binding &b) {
@@ -209,7 +221,7 @@ void braid::rt::saveState(const Options &o, const Plan &plan, Backend &backend,
         save(b);
     // The schedules and the steps taken, so that the file resumes the
     // run at the next step of its schedule and of its token file.
-    if (!inputs.schedules.empty() || (!o.data.empty() && isTokenFile(o.data))) {
+    if (withStepsDone) {
       for (const Binding &b : plan.arguments) {
         auto it = inputs.schedules.find(b.buffer);
         if (b.role != Role::Hyperparameter || it == inputs.schedules.end())
@@ -223,15 +235,14 @@ void braid::rt::saveState(const Options &o, const Plan &plan, Backend &backend,
       NpyArray &done = out[kStepsDoneName];
       done.descr = "<i8";
       done.shape = {};
-      int64_t count = inputs.stepsDone + o.steps;
-      done.data.resize(sizeof(count));
-      std::memcpy(done.data.data(), &count, sizeof(count));
+      done.data.resize(sizeof(stepsTaken));
+      std::memcpy(done.data.data(), &stepsTaken, sizeof(stepsTaken));
     }
     // The other results of the last step (the loss, unnamed results).
     for (const Binding &b : plan.results)
       if (!isState(b) && !out.count(b.name))
         save(b);
-    if (plan.ppAxis >= 0 && o.save.find("{rank}") == std::string::npos)
+    if (plan.ppAxis >= 0 && pattern.find("{rank}") == std::string::npos)
       gatherStages(plan, rank, world, out);
     if (writes) {
       // writeNpz writes a temporary file and renames it: a rank stopped
@@ -245,4 +256,70 @@ void braid::rt::saveState(const Options &o, const Plan &plan, Backend &backend,
   }
   if (tpComm != MPI_COMM_NULL)
     MPI_Comm_free(&tpComm);
+}
+
+std::string braid::rt::checkpointPath(const std::string &dir, int64_t steps) {
+  char name[40];
+  std::snprintf(name, sizeof name, "step-%08lld.npz", (long long)steps);
+  return (std::filesystem::path(dir) / name).string();
+}
+
+namespace {
+
+/// The checkpoints in `dir` by the steps they hold: the files named
+/// step-N.npz (a write that did not finish left libzip's temporary file,
+/// step-N.npz.XXXXXX, which is not one).
+std::map<int64_t, std::string> checkpointsIn(const std::string &dir) {
+  static const std::regex name(R"(step-([0-9]{1,18})\.npz)");
+  std::map<int64_t, std::string> found;
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) {
+    if (error == std::errc::no_such_file_or_directory)
+      return found;
+    throw std::runtime_error("cannot read the checkpoint folder " + dir + ": " +
+                             error.message());
+  }
+  for (const auto &entry : it) {
+    std::smatch m;
+    std::string file = entry.path().filename().string();
+    if (entry.is_regular_file() && std::regex_match(file, m, name))
+      found[std::stoll(m[1])] = entry.path().string();
+  }
+  return found;
+}
+
+} // namespace
+
+std::string braid::rt::newestCheckpoint(const std::string &dir) {
+  std::map<int64_t, std::string> found = checkpointsIn(dir);
+  return found.empty() ? std::string() : found.rbegin()->second;
+}
+
+void braid::rt::prepareCheckpointDir(const Options &o, int rank) {
+  if (o.checkpointDir.empty() || rank != 0)
+    return;
+  std::error_code error;
+  std::filesystem::create_directories(o.checkpointDir, error);
+  if (error || !std::filesystem::is_directory(o.checkpointDir))
+    throw std::runtime_error(
+        "cannot make the checkpoint folder " + o.checkpointDir + ": " +
+        (error ? error.message() : std::string("not a folder")));
+  checkWritable(checkpointPath(o.checkpointDir, 0), rank);
+}
+
+void braid::rt::saveCheckpoint(const Options &o, const Plan &plan,
+                               Backend &backend, const Inputs &inputs, int rank,
+                               int world, int64_t stepsTaken) {
+  writeState(o, plan, backend, inputs, rank, world,
+             checkpointPath(o.checkpointDir, stepsTaken), stepsTaken,
+             /*withStepsDone=*/true);
+  if (rank != 0)
+    return;
+  // The newest --keep-checkpoints stay; a failure to remove an older one
+  // is not worth stopping the run for.
+  std::map<int64_t, std::string> found = checkpointsIn(o.checkpointDir);
+  int64_t extra = int64_t(found.size()) - o.keepCheckpoints;
+  for (auto it = found.begin(); extra > 0; ++it, --extra)
+    std::remove(it->second.c_str());
 }

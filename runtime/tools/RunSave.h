@@ -48,6 +48,33 @@ void gatherStages(const Plan &plan, int rank, int world,
 void saveState(const Options &o, const Plan &plan, Backend &backend,
                const Inputs &inputs, int rank, int world);
 
+/// What saveState writes, to `pattern` (a path, {rank} as in --save),
+/// with `steps_done` = `stepsTaken` where `withStepsDone`.
+void writeState(const Options &o, const Plan &plan, Backend &backend,
+                const Inputs &inputs, int rank, int world,
+                const std::string &pattern, int64_t stepsTaken,
+                bool withStepsDone);
+
+/// Checkpoints: DIR/step-N.npz holds what --save writes after N steps
+/// (steps_done included), written to a temporary file and renamed, so a
+/// file of that name is always whole; --resume takes the one of most
+/// steps as --params.
+std::string checkpointPath(const std::string &dir, int64_t steps);
+
+/// The checkpoint of most steps in `dir`, empty where it has none (or
+/// does not exist).
+std::string newestCheckpoint(const std::string &dir);
+
+/// Makes --checkpoint-dir (rank 0) and checks it can be written, before
+/// the first step.
+void prepareCheckpointDir(const Options &o, int rank);
+
+/// The checkpoint after `stepsTaken` steps (every rank calls it: the
+/// gathers), then rank 0 removes all but the newest --keep-checkpoints.
+void saveCheckpoint(const Options &o, const Plan &plan, Backend &backend,
+                    const Inputs &inputs, int rank, int world,
+                    int64_t stepsTaken);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_TOOLS_RUNSAVE_H

@@ -93,34 +93,35 @@ int braid::rt::startRanks(int *argc, char ***argv, const Options &o,
     return false;
   };
   bool ready =
-      phase(
-          "loading the plan and the inputs",
-          [&] {
-            Plan whole = loadPlanFile(o.plan);
-            if (whole.worldSize != uint32_t(world))
-              throw PlanError(o.plan + " was compiled for " +
-                              std::to_string(whole.worldSize) +
-                              " ranks, but runs on " + std::to_string(world) +
-                              " (mpirun -np " +
-                              std::to_string(whole.worldSize) + ")");
-            // The files name the state and batch of every stage.
-            std::set<std::string> stateNames, batchNames;
-            collectInputNames(whole, stateNames, batchNames);
-            plan = programOf(std::move(whole), rank);
-            inputs =
-                prepareInputs(plan, o, rank, world, stateNames, batchNames);
-            if (!o.fault.empty() &&
-                (o.faultRank < 0 || o.faultRank >= world ||
-                 (!o.faultAtEnd && (o.faultStep < 1 || o.faultStep > o.steps))))
-              throw std::runtime_error(
-                  "--inject-fault names rank " + std::to_string(o.faultRank) +
-                  " and step " + std::to_string(o.faultStep) +
-                  ", but the run has ranks "
-                  "0 to " +
-                  std::to_string(world - 1) + " and steps 1 to " +
-                  std::to_string(o.steps));
-            checkWritable(o.save, rank);
-          }) &&
+      phase("loading the plan and the inputs",
+            [&] {
+              Plan whole = loadPlanFile(o.plan);
+              if (whole.worldSize != uint32_t(world))
+                throw PlanError(o.plan + " was compiled for " +
+                                std::to_string(whole.worldSize) +
+                                " ranks, but runs on " + std::to_string(world) +
+                                " (mpirun -np " +
+                                std::to_string(whole.worldSize) + ")");
+              // The files name the state and batch of every stage.
+              std::set<std::string> stateNames, batchNames;
+              collectInputNames(whole, stateNames, batchNames);
+              plan = programOf(std::move(whole), rank);
+              inputs =
+                  prepareInputs(plan, o, rank, world, stateNames, batchNames);
+              if (!o.fault.empty() &&
+                  (o.faultRank < 0 || o.faultRank >= world ||
+                   (!o.faultAtEnd &&
+                    (o.faultStep < 1 || o.faultStep > inputs.steps))))
+                throw std::runtime_error(
+                    "--inject-fault names rank " + std::to_string(o.faultRank) +
+                    " and step " + std::to_string(o.faultStep) +
+                    ", but the run has ranks "
+                    "0 to " +
+                    std::to_string(world - 1) + " and steps 1 to " +
+                    std::to_string(inputs.steps));
+              checkWritable(o.save, rank);
+              prepareCheckpointDir(o, rank);
+            }) &&
       phase("preparing the backend",
             [&] {
               BackendOptions options;

@@ -8,6 +8,7 @@
 
 #include "RunData.h"
 #include "RunDeadline.h"
+#include "RunSave.h"
 #include "RunStartup.h"
 
 #include "braid-runtime/Executor.h"
@@ -117,7 +118,9 @@ void runCarry(Backend &backend, const Plan &plan,
 } // namespace
 
 void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
-                         const Inputs &inputs, int rank) {
+                         const Inputs &inputs, int rank, int world) {
+  // With --resume, steps are numbered from the start of the training.
+  int64_t first = o.resume.empty() ? 0 : inputs.stepsDone;
   // Results that carry state to the next step, by role and name.
   std::vector<std::pair<uint32_t, uint32_t>> carry; // (argument, result)
   int loss = -1;
@@ -144,7 +147,7 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
     using Clock = std::chrono::steady_clock;
     double firstMs = 0;
     std::vector<double> restMs; // steps 2..N
-    for (int64_t step = 1; step <= o.steps; ++step) {
+    for (int64_t step = 1; step <= inputs.steps; ++step) {
       Clock::time_point start = Clock::now();
       setCurrentStep(step);
       if (step == o.faultStep && rank == o.faultRank) {
@@ -192,8 +195,24 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
         if (rank == 0) {
           // %.9g: every float32 loss round-trips, so two runs can be
           // compared to 1e-7 relative from the printed numbers alone.
-          std::printf("step %lld/%lld loss %.9g\n", (long long)step,
-                      (long long)o.steps, double(sum / lossRanks));
+          std::printf("step %lld/%lld loss %.9g\n", (long long)(first + step),
+                      (long long)(first + inputs.steps),
+                      double(sum / lossRanks));
+          std::fflush(stdout);
+        }
+      }
+      // A checkpoint every --save-every steps of the training, and after
+      // the last step of the run.
+      int64_t taken = inputs.stepsDone + step;
+      if (!o.checkpointDir.empty() &&
+          (step == inputs.steps || (o.saveEvery && taken % o.saveEvery == 0))) {
+        setEndTimeout(o.timeout);
+        saveCheckpoint(o, plan, backend, inputs, rank, world, taken);
+        setEndTimeout(0);
+        armDeadline("the steps", 0);
+        if (rank == 0) {
+          std::printf("checkpoint %s\n",
+                      checkpointPath(o.checkpointDir, taken).c_str());
           std::fflush(stdout);
         }
       }
@@ -212,7 +231,7 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
     // Rank 0's wall time per step, which includes writing the batch, the
     // loss's all-reduce and printing; the first step (warm-up: cuBLAS and
     // NCCL set themselves up) apart, then the median and the mean.
-    if (rank == 0 && o.steps > 0) {
+    if (rank == 0 && inputs.steps > 0) {
       if (!restMs.empty()) {
         double mean = 0;
         for (double ms : restMs)
@@ -226,7 +245,7 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
         std::printf("time: first step %.3f ms, then median %.3f ms, mean "
                     "%.3f ms per step over steps 2-%lld (rank 0's wall "
                     "time, the loss's all-reduce and printing included)\n",
-                    firstMs, median, mean, (long long)o.steps);
+                    firstMs, median, mean, (long long)inputs.steps);
         if (KernelProfile *profile = backend.kernelProfile())
           std::fputs(profile->report(restMs.size(), mean / 1e3).c_str(),
                      stdout);

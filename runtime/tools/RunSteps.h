@@ -18,11 +18,13 @@
 
 namespace braid::rt {
 
-/// Runs --steps steps of `plan` on `backend` as rank `rank` (and
-/// --inject-fault's fault). An error in a step stops every rank
-/// (MPI_Abort). Returns after the last step, the end-of-run deadline armed.
+/// Runs the run's steps (Inputs::steps) of `plan` on `backend` as rank
+/// `rank` of `world` (and --inject-fault's fault), with a checkpoint every
+/// --save-every steps taken and after the last (--checkpoint-dir). An
+/// error in a step stops every rank (MPI_Abort). Returns after the last
+/// step, the end-of-run deadline armed.
 void runSteps(const Options &o, const Plan &plan, Backend &backend,
-              const Inputs &inputs, int rank);
+              const Inputs &inputs, int rank, int world);
 
 } // namespace braid::rt
 

@@ -66,10 +66,36 @@ int main(int argc, char **argv) {
     usageError("--cluster, --trace, --trace-ranks and --report go with "
                "--backend=sim");
 
+  // --resume DIR: the newest checkpoint there stands for --params (none:
+  // the run starts from --params, so one command line starts and
+  // restarts a run).
+  if (!o.resume.empty()) {
+    try {
+      o.resumedFrom = newestCheckpoint(o.resume);
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "braid-run: error: %s\n", e.what());
+      return 1;
+    }
+    if (!o.resumedFrom.empty())
+      o.params = o.resumedFrom;
+  }
   Started started;
   if (int code = startRanks(&argc, &argv, o, started))
     return code;
-  runSteps(o, started.plan, *started.backend, started.inputs, started.rank);
+  if (!o.resume.empty() && started.rank == 0) {
+    if (o.resumedFrom.empty())
+      std::printf("resume: no checkpoint in %s; starting from %s\n",
+                  o.resume.c_str(),
+                  o.params.empty() ? "seeded values" : o.params.c_str());
+    else
+      std::printf("resume: from %s (%lld steps done); %lld of --steps %lld "
+                  "left\n",
+                  o.resumedFrom.c_str(), (long long)started.inputs.stepsDone,
+                  (long long)started.inputs.steps, (long long)o.steps);
+    std::fflush(stdout);
+  }
+  runSteps(o, started.plan, *started.backend, started.inputs, started.rank,
+           started.world);
   saveState(o, started.plan, *started.backend, started.inputs, started.rank,
             started.world);
   endPhase("stopping: freeing the backend's communicators");
