@@ -61,6 +61,9 @@ public:
   /// The batch inputs this stream fills.
   const std::vector<uint32_t> &filled() const { return buffers; }
 
+  /// The tokens a step trains on over every replica: its rows of seq.
+  int64_t tokensPerStep() const { return globalRows * seq; }
+
 private:
   std::vector<int64_t> read(uint64_t start, int64_t count) const;
 

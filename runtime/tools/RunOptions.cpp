@@ -21,7 +21,8 @@ const char *const braid::rt::kUsage =
     "           [--params P.npz] [--data D.npz|TOKENS.bin] [--save OUT.npz]\n"
     "           [--seed S] [--token-bytes 2|4] [--sampling random|sequential]\n"
     "           [--data-log PREFIX] [--checkpoint-dir DIR [--save-every N]\n"
-    "           [--keep-checkpoints K]] [--resume DIR]\n"
+    "           [--keep-checkpoints K]] [--resume DIR] [--log-every N]\n"
+    "           [--metrics FILE.jsonl]\n"
     "           [--timeout SECONDS] [--threads T] [--check-memory] "
     "[--profile]\n"
     "       braid-run --backend=sim PLAN [--cluster=NAME|FILE.json]\n"
@@ -172,6 +173,12 @@ Options braid::rt::parseOptions(int argc, char **argv) {
     } else if (is("--keep-checkpoints")) {
       o.keepCheckpoints = integer(i, arg, "--keep-checkpoints", 1, kMaxSteps);
       keepGiven = true;
+    } else if (is("--log-every")) {
+      o.logEvery = integer(i, arg, "--log-every", 1, kMaxSteps);
+    } else if (is("--metrics")) {
+      o.metrics = value(i, arg, "--metrics");
+      if (o.metrics.empty())
+        usageError("--metrics needs a file name, but is empty");
     } else if (is("--resume")) {
       o.resume = value(i, arg, "--resume");
       if (o.resume.empty())

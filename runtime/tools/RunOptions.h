@@ -32,6 +32,10 @@ struct Options {
   int64_t saveEvery = 0;
   int64_t keepCheckpoints = 2;
   std::string resume, resumedFrom;
+  /// RunProgress.h: a progress line every --log-every steps (0: none), a
+  /// JSON line a step to --metrics.
+  int64_t logEvery = 0;
+  std::string metrics;
   double timeout = 60;
   bool dump = false;
   bool checkMemory = false;

@@ -36,15 +36,16 @@ std::string braid::rt::savePathOf(const std::string &save, int rank) {
   return path;
 }
 
-void braid::rt::checkWritable(const std::string &save, int rank) {
+void braid::rt::checkWritable(const std::string &save, int rank,
+                              const char *option) {
   if (save.empty() || (rank != 0 && save.find("{rank}") == std::string::npos))
     return;
   std::string path = savePathOf(save, rank);
   bool existed = std::ifstream(path).good();
   std::ofstream probe(path, std::ios::app | std::ios::binary);
   if (!probe)
-    throw std::runtime_error("cannot write --save file '" + path +
-                             "': " + std::strerror(errno));
+    throw std::runtime_error("cannot write " + std::string(option) + " file '" +
+                             path + "': " + std::strerror(errno));
   probe.close();
   if (!existed)
     std::remove(path.c_str());
@@ -305,7 +306,7 @@ void braid::rt::prepareCheckpointDir(const Options &o, int rank) {
     throw std::runtime_error(
         "cannot make the checkpoint folder " + o.checkpointDir + ": " +
         (error ? error.message() : std::string("not a folder")));
-  checkWritable(checkpointPath(o.checkpointDir, 0), rank);
+  checkWritable(checkpointPath(o.checkpointDir, 0), rank, "--checkpoint-dir");
 }
 
 void braid::rt::saveCheckpoint(const Options &o, const Plan &plan,

@@ -25,10 +25,12 @@ namespace braid::rt {
 /// The path a rank writes for --save: {rank} replaced by its number.
 std::string savePathOf(const std::string &save, int rank);
 
-/// Fails now, before any step runs, if this rank's --save file cannot be
-/// written (a directory, a missing folder, no permission), instead of after
-/// the last step. Leaves no file behind where there was none.
-void checkWritable(const std::string &save, int rank);
+/// Fails now, before any step runs, if this rank's --save file (or
+/// `option`'s) cannot be written (a directory, a missing folder, no
+/// permission), instead of after the last step. Leaves no file behind
+/// where there was none.
+void checkWritable(const std::string &save, int rank,
+                   const char *option = "--save");
 
 /// A saved half tensor, widened to f32 (numpy has no bf16; descrOf).
 void widenSaved(NpyArray &array, DType dtype);

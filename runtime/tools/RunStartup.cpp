@@ -121,6 +121,7 @@ int braid::rt::startRanks(int *argc, char ***argv, const Options &o,
                     std::to_string(inputs.steps));
               checkWritable(o.save, rank);
               prepareCheckpointDir(o, rank);
+              checkWritable(o.metrics, rank, "--metrics");
             }) &&
       phase("preparing the backend",
             [&] {

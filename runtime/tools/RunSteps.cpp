@@ -8,6 +8,7 @@
 
 #include "RunData.h"
 #include "RunDeadline.h"
+#include "RunProgress.h"
 #include "RunSave.h"
 #include "RunStartup.h"
 
@@ -18,9 +19,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -147,6 +150,14 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
     using Clock = std::chrono::steady_clock;
     double firstMs = 0;
     std::vector<double> restMs; // steps 2..N
+    std::unique_ptr<Progress> progress;
+    try {
+      progress = std::make_unique<Progress>(o, plan, inputs, rank);
+    } catch (const std::exception &e) {
+      rankError(rank, e.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      std::exit(1);
+    }
     for (int64_t step = 1; step <= inputs.steps; ++step) {
       Clock::time_point start = Clock::now();
       setCurrentStep(step);
@@ -179,6 +190,7 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
         MPI_Abort(MPI_COMM_WORLD, 1);
         std::exit(1);
       }
+      double stepLoss = NAN;
       if (lossRanks > 0) {
         float local = 0, sum = 0;
         if (loss >= 0) {
@@ -192,6 +204,7 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
           }
         }
         MPI_Allreduce(&local, &sum, 1, MPI_FLOAT, MPI_SUM, lossComm);
+        stepLoss = double(sum / lossRanks);
         if (rank == 0) {
           // %.9g: every float32 loss round-trips, so two runs can be
           // compared to 1e-7 relative from the printed numbers alone.
@@ -219,6 +232,7 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
       double ms =
           std::chrono::duration<double, std::milli>(Clock::now() - start)
               .count();
+      progress->step(step, stepLoss, ms);
       if (step == 1) {
         firstMs = ms;
         // The profile covers the steps the time line's median does.

@@ -1,0 +1,80 @@
+"""Draws the loss curves of `braid-run --metrics` logs as a PNG.
+
+    python3 -m braid.curves METRICS.jsonl [MORE.jsonl ...] -o loss.png [--title T]
+
+One line a file, the loss against the step (a restarted run's log, which
+`--resume` appends to, repeats the steps it took again after its
+checkpoint: the later value of a step is drawn). Prints each file's first
+and last loss.
+"""
+
+import argparse
+import json
+import sys
+
+from braid._cli import module_command
+
+
+def load(path):
+    """The (step, loss) pairs of a metrics log, by step, later lines
+    replacing earlier ones of the same step."""
+    losses = {}
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError as e:
+                raise ValueError("%s:%d: not a JSON line: %s" % (path, number, e)) from None
+            if "step" not in entry:
+                raise ValueError("%s:%d: no 'step'" % (path, number))
+            if "loss" in entry:
+                losses[int(entry["step"])] = float(entry["loss"])
+    if not losses:
+        raise ValueError("%s: no step with a loss" % path)
+    return sorted(losses.items())
+
+
+def draw(curves, out, title=None):
+    """Writes the PNG of `curves` ({label: [(step, loss), ...]}) to `out`;
+    returns the matplotlib figure."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, points in curves.items():
+        ax.plot([s for s, _ in points], [v for _, v in points], label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    return fig
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog=module_command("braid.curves"),
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("metrics", nargs="+", help="braid-run --metrics files")
+    parser.add_argument("-o", "--output", required=True, help="the PNG to write")
+    parser.add_argument("--title", help="the plot's title")
+    args = parser.parse_args(argv)
+    try:
+        curves = {path: load(path) for path in args.metrics}
+    except (OSError, ValueError) as e:
+        print("braid.curves: error: %s" % e, file=sys.stderr)
+        return 1
+    draw(curves, args.output, args.title)
+    for path, points in curves.items():
+        print("%s: %d steps, loss %.4f at step %d -> %.4f at step %d" % (
+            path, len(points), points[0][1], points[0][0], points[-1][1], points[-1][0]))
+    print("wrote %s" % args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
