@@ -15,8 +15,12 @@
 #   data parallel 2, and a 2-stage pipeline (ids on one stage, labels on
 #   the other).
 # - The same tokens as uint32 (--token-bytes 4) train to the same losses.
+# - Several shards by a pattern (shard-*.bin): each rank's windows are
+#   braid.data's over the shards, random and sequential, none crossing a
+#   shard's end.
 # - Bad input: a file whose size is not a whole number of tokens, a token
 #   beyond the vocabulary, a file shorter than a window, a missing file, a
+#   pattern that matches nothing, a shard shorter than a window, a
 #   token width or sampling braid-run does not know, a model whose batch is
 #   not token ids and labels: each an error naming the file, option or
 #   input and what is wrong, exit non-zero.
@@ -168,6 +172,30 @@ def main():
               "%s on %d ranks: each replica's ranks log the same windows (first rows %s), "
               "braid.data.window_starts' for its rows" % (name, world, replicas))
 
+    # Shards: the tokens cut into 3 files, named by a pattern; no window
+    # crosses a shard's end.
+    sizes = (1700, 1500, 1800)
+    cuts = np.cumsum((0,) + sizes)
+    for i in range(3):
+        tokens[cuts[i]:cuts[i + 1]].tofile(os.path.join(out, "shard-%d.bin" % i))
+    pattern = os.path.join(out, "shard-*.bin")
+    ok = True
+    for sampling in ("random", "sequential"):
+        shard_log = os.path.join(out, "shards-" + sampling)
+        p = run(3, "--params", prefix + ".npz", "--data", pattern, "--sampling", sampling,
+                "--seed", str(SEED), "--data-log", shard_log)
+        for r in range(RANKS):
+            for k, line in enumerate(read_log(shard_log, r), 1):
+                want = data.window_starts(list(sizes), seq, global_rows, k, SEED, sampling)
+                got = line["starts"]
+                ok &= got == want[r * rows:(r + 1) * rows].tolist()
+                ok &= all(any(c <= s and s + seq + 1 <= c + n for c, n in zip(cuts, sizes))
+                          for s in got)
+        ids, labels = data.batch(data.read_tokens(pattern), seq, global_rows, 1, SEED, sampling)
+        ok &= ids.shape == (global_rows, seq) and (ids[:, 1:] == labels[:, :-1]).all()
+    check(ok, "shards (3 files by a pattern): random and sequential windows are "
+          "braid.data.window_starts' over the shards, each inside one shard")
+
     # uint32 tokens.
     wide = os.path.join(out, "tokens32.bin")
     tokens.astype(np.uint32).tofile(wide)
@@ -200,6 +228,10 @@ def main():
              "--token-bytes is 2 (uint16) or 4 (uint32)"),
             ("sampling", ["--data", path, "--sampling", "shuffled"],
              "--sampling is random or sequential, not 'shuffled'"),
+            ("a pattern that matches nothing", ["--data", os.path.join(out, "none-*.bin")],
+             "none-*.bin matches no file"),
+            ("a shard shorter than a window", ["--data", os.path.join(out, "s*.bin")],
+             "short.bin holds %d tokens, fewer than a window of %d" % (seq, seq + 1)),
             ("a token option with a batch", ["--data", prefix + ".batch.npz", "--sampling",
                                              "sequential"],
              "--token-bytes, --sampling and --data-log go with a token file as --data")):

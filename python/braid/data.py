@@ -4,7 +4,9 @@ very batches braid does (runtime/tools/RunData.h is braid-run's side).
 
 A token file is a flat array of token ids, uint16 (or uint32), with no
 header: nanoGPT's `prepare.py` writes one with `np.array(ids,
-np.uint16).tofile(path)`. Every step takes one window of seq + 1 tokens for
+np.uint16).tofile(path)`. A pattern (`train-*.bin`) names several, the
+shards, taken in name order as one stream in which no window crosses a
+shard's end. Every step takes one window of seq + 1 tokens for
 each row of the global batch: the row's input ids are its first seq
 tokens, its labels (the next token of each) the last seq. Data-parallel
 replica d of D trains on rows d * b .. (d + 1) * b - 1 of the global batch
@@ -16,13 +18,15 @@ that a resumed run continues the same stream) starts at
 
 - `random` (the default): Philox4x32-10 of the counter (r mod 2^32,
   r >> 32, k, 0x64617461) under the key (seed, 0); its first two words,
-  as the 64-bit number w0 + 2^32 w1, modulo N - seq (the starts whose
-  window fits in the N tokens). Windows of one step may overlap, as
-  nanoGPT's `get_batch` draws them.
-- `sequential`: window (k - 1) * rows + r of the file cut into
-  floor((N - 1) / seq) windows of seq tokens (a window's labels end on the
-  next one's first token), wrapping around: it starts at
-  ((k - 1) * rows + r) mod floor((N - 1) / seq) * seq.
+  as the 64-bit number w0 + 2^32 w1, modulo the number of starts whose
+  window fits in its shard (N - seq in a shard of N tokens), counted
+  shard after shard. Windows of one step may overlap, as nanoGPT's
+  `get_batch` draws them.
+- `sequential`: window (k - 1) * rows + r, wrapping around, of the shards
+  each cut into floor((N - 1) / seq) windows of seq tokens (a window's
+  labels end on the next one's first token), one shard after another.
+  With one file it starts at ((k - 1) * rows + r) mod floor((N - 1) / seq)
+  * seq.
 """
 
 import numpy as np
@@ -46,29 +50,56 @@ def _philox(c, key0, key1):
 
 def window_starts(num_tokens, seq, rows, step, seed=0, sampling="random"):
     """The first token of each of the global batch's `rows` windows at step
-    `step` (1-based), in a file of `num_tokens` tokens: an int64 array."""
-    if num_tokens < seq + 1:
-        raise ValueError("%d tokens hold no window of %d" % (num_tokens, seq + 1))
+    `step` (1-based), as positions in the shards' tokens one after another:
+    `num_tokens` is the token count of the file, or the list of the
+    shards' counts (each at least seq + 1). An int64 array."""
+    shards = [int(n) for n in (num_tokens if isinstance(num_tokens, (list, tuple))
+                               else [num_tokens])]
+    if min(shards) < seq + 1:
+        raise ValueError("a shard of %d tokens holds no window of %d" % (min(shards), seq + 1))
+    if sampling not in ("random", "sequential"):
+        raise ValueError("sampling is 'random' or 'sequential', not %r" % (sampling,))
+    counts = [(n - 1) // seq if sampling == "sequential" else n - seq for n in shards]
+    total = sum(counts)
     r = np.arange(rows, dtype=np.uint64)
     if sampling == "sequential":
-        windows = (num_tokens - 1) // seq
-        return (((step - 1) * rows + r.astype(np.int64)) % windows * seq).astype(np.int64)
-    if sampling != "random":
-        raise ValueError("sampling is 'random' or 'sequential', not %r" % (sampling,))
-    w = _philox([r & _M32, r >> np.uint64(32), np.full(rows, step, np.uint64),
-                 np.full(rows, _DATA_STREAM, np.uint64)], seed, 0)
-    bits = w[0] | (w[1] << np.uint64(32))
-    return (bits % np.uint64(num_tokens - seq)).astype(np.int64)
+        index = ((step - 1) * rows + np.arange(rows, dtype=np.int64)) % total
+    else:
+        w = _philox([r & _M32, r >> np.uint64(32), np.full(rows, step, np.uint64),
+                     np.full(rows, _DATA_STREAM, np.uint64)], seed, 0)
+        bits = w[0] | (w[1] << np.uint64(32))
+        index = (bits % np.uint64(total)).astype(np.int64)
+    out = np.empty(rows, np.int64)
+    for i, k in enumerate(index.tolist()):
+        first = 0
+        for n, c in zip(shards, counts):
+            if k < c:
+                out[i] = first + (k * seq if sampling == "sequential" else k)
+                break
+            k -= c
+            first += n
+    return out
 
 
 def batch(tokens, seq, rows, step, seed=0, sampling="random"):
     """The global batch of step `step` from `tokens` (the token file as a
-    numpy array): (ids, labels), each [rows, seq] int64."""
-    starts = window_starts(len(tokens), seq, rows, step, seed, sampling)
-    windows = np.stack([np.asarray(tokens[s:s + seq + 1], np.int64) for s in starts])
+    numpy array, or the list of its shards' arrays in name order): (ids,
+    labels), each [rows, seq] int64."""
+    shards = list(tokens) if isinstance(tokens, (list, tuple)) else [tokens]
+    whole = np.concatenate([np.asarray(t) for t in shards])
+    starts = window_starts([len(t) for t in shards], seq, rows, step, seed, sampling)
+    windows = np.stack([np.asarray(whole[s:s + seq + 1], np.int64) for s in starts])
     return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
 
 
-def read_tokens(path, token_bytes=2):
-    """A token file as a numpy array (memory-mapped)."""
-    return np.memmap(path, dtype=np.uint16 if token_bytes == 2 else np.uint32, mode="r")
+def read_tokens(pattern, token_bytes=2):
+    """A token file, or the shards a pattern (`train-*.bin`) names in name
+    order, as numpy arrays (memory-mapped): one array, or a list."""
+    import glob
+    dtype = np.uint16 if token_bytes == 2 else np.uint32
+    if not any(c in pattern for c in "*?["):
+        return np.memmap(pattern, dtype=dtype, mode="r")
+    paths = sorted(glob.glob(pattern))
+    if not paths:
+        raise FileNotFoundError("%s matches no file" % pattern)
+    return [np.memmap(p, dtype=dtype, mode="r") for p in paths]

@@ -11,10 +11,13 @@
 #include "braid-common/Philox.h"
 #include "braid-runtime/Npz.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include <fcntl.h>
+#include <glob.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,51 +36,100 @@ bool braid::rt::isTokenFile(const std::string &path) {
   return path.size() < 4 || path.compare(path.size() - 4, 4, ".npz") != 0;
 }
 
-uint64_t braid::rt::windowStart(Sampling sampling, uint64_t tokens, int64_t seq,
-                                int64_t rows, int64_t step, int64_t row,
-                                uint64_t seed) {
+uint64_t braid::rt::windowStart(Sampling sampling,
+                                const std::vector<uint64_t> &shards,
+                                int64_t seq, int64_t rows, int64_t step,
+                                int64_t row, uint64_t seed) {
+  uint64_t n = uint64_t(seq);
+  // The windows (sequential) or starts (random) each shard has.
+  auto count = [&](uint64_t tokens) {
+    return sampling == Sampling::Sequential ? (tokens - 1) / n : tokens - n;
+  };
+  uint64_t total = 0;
+  for (uint64_t tokens : shards)
+    total += count(tokens);
+  uint64_t index;
   if (sampling == Sampling::Sequential) {
-    uint64_t windows = (tokens - 1) / uint64_t(seq);
-    uint64_t index = uint64_t(step - 1) * uint64_t(rows) + uint64_t(row);
-    return index % windows * uint64_t(seq);
+    index = (uint64_t(step - 1) * uint64_t(rows) + uint64_t(row)) % total;
+  } else {
+    Philox4x32 counter = {{uint32_t(uint64_t(row)),
+                           uint32_t(uint64_t(row) >> 32), uint32_t(step),
+                           kDataStream}};
+    Philox4x32 r = philox4x32_10(counter, uint32_t(seed), 0);
+    index = (uint64_t(r.v[0]) | uint64_t(r.v[1]) << 32) % total;
   }
-  Philox4x32 counter = {{uint32_t(uint64_t(row)), uint32_t(uint64_t(row) >> 32),
-                         uint32_t(step), kDataStream}};
-  Philox4x32 r = philox4x32_10(counter, uint32_t(seed), 0);
-  uint64_t bits = uint64_t(r.v[0]) | uint64_t(r.v[1]) << 32;
-  return bits % (tokens - uint64_t(seq));
+  uint64_t first = 0;
+  for (uint64_t tokens : shards) {
+    if (index < count(tokens))
+      return first + (sampling == Sampling::Sequential ? index * n : index);
+    index -= count(tokens);
+    first += tokens;
+  }
+  return first; // not reached: index < total
 }
+
+namespace {
+
+/// The files `pattern` names: itself, or where it has a wildcard (*, ?,
+/// [), the files it matches in name order.
+std::vector<std::string> shardPaths(const std::string &pattern) {
+  if (pattern.find_first_of("*?[") == std::string::npos)
+    return {pattern};
+  glob_t found;
+  int status = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &found);
+  std::vector<std::string> paths;
+  if (status == 0)
+    paths.assign(found.gl_pathv, found.gl_pathv + found.gl_pathc);
+  ::globfree(&found);
+  if (status == GLOB_NOMATCH || (status == 0 && paths.empty()))
+    throw NpzError("--data " + pattern + " matches no file");
+  if (status != 0)
+    throw NpzError("--data " + pattern + ": cannot list its folder");
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+} // namespace
 
 TokenStream::TokenStream(const Plan &program, const Options &o, int rank)
     : plan(program), path(o.data), sampling(o.sampling), seed(o.seed),
       width(o.tokenBytes) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    throw NpzError("cannot open the token file " + path + ": " +
-                   std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw NpzError(path + " is not a regular file");
-  }
-  bytes = size_t(st.st_size);
-  if (bytes % size_t(width)) {
-    ::close(fd);
-    throw NpzError(path + " has " + std::to_string(bytes) +
-                   " bytes, not a whole number of " +
-                   std::to_string(8 * width) + "-bit tokens (--token-bytes " +
-                   std::to_string(width) + ")");
-  }
-  tokens = bytes / size_t(width);
-  if (bytes) {
-    void *m = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
+  uint64_t first = 0;
+  for (const std::string &file : shardPaths(path)) {
+    Shard shard;
+    shard.path = file;
+    int fd = ::open(file.c_str(), O_RDONLY);
+    if (fd < 0)
+      throw NpzError("cannot open the token file " + file + ": " +
+                     std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd);
-      throw NpzError("cannot map " + path + ": " + std::strerror(errno));
+      throw NpzError(file + " is not a regular file");
     }
-    data = static_cast<const uint8_t *>(m);
+    shard.bytes = size_t(st.st_size);
+    if (shard.bytes % size_t(width)) {
+      ::close(fd);
+      throw NpzError(file + " has " + std::to_string(shard.bytes) +
+                     " bytes, not a whole number of " +
+                     std::to_string(8 * width) + "-bit tokens (--token-bytes " +
+                     std::to_string(width) + ")");
+    }
+    shard.tokens = shard.bytes / size_t(width);
+    if (shard.bytes) {
+      void *m = ::mmap(nullptr, shard.bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (m == MAP_FAILED) {
+        ::close(fd);
+        throw NpzError("cannot map " + file + ": " + std::strerror(errno));
+      }
+      shard.data = static_cast<const uint8_t *>(m);
+    }
+    ::close(fd);
+    shard.first = first;
+    first += shard.tokens;
+    shardTokens.push_back(shard.tokens);
+    shards.push_back(std::move(shard));
   }
-  ::close(fd);
 
   // The inputs the windows fill: the token ids an embedding reads and the
   // labels a loss reads, each [b, seq] of an integer type.
@@ -112,11 +164,12 @@ TokenStream::TokenStream(const Plan &program, const Options &o, int rank)
   }
   if (buffers.empty())
     return; // a pipeline stage that reads no batch input
-  if (tokens < uint64_t(seq) + 1)
-    throw NpzError(path + " holds " + std::to_string(tokens) +
-                   " tokens, fewer than a window of " +
-                   std::to_string(seq + 1) + " (the sequence of " +
-                   std::to_string(seq) + " and the next token of its last)");
+  for (const Shard &shard : shards)
+    if (shard.tokens < uint64_t(seq) + 1)
+      throw NpzError(shard.path + " holds " + std::to_string(shard.tokens) +
+                     " tokens, fewer than a window of " +
+                     std::to_string(seq + 1) + " (the sequence of " +
+                     std::to_string(seq) + " and the next token of its last)");
   RankPlace place = placeRank(plan, rank);
   firstRow = int64_t(place.dpIndex) * rows;
   globalRows = int64_t(place.dpSize) * rows;
@@ -130,14 +183,25 @@ TokenStream::TokenStream(const Plan &program, const Options &o, int rank)
 }
 
 TokenStream::~TokenStream() {
-  if (data)
-    ::munmap(const_cast<uint8_t *>(data), bytes);
+  for (const Shard &shard : shards)
+    if (shard.data)
+      ::munmap(const_cast<uint8_t *>(shard.data), shard.bytes);
   if (log)
     std::fclose(log);
 }
 
+const TokenStream::Shard &TokenStream::shardAt(uint64_t start) const {
+  auto it = std::upper_bound(
+      shards.begin(), shards.end(), start,
+      [](uint64_t at, const Shard &shard) { return at < shard.first; });
+  return *std::prev(it);
+}
+
 std::vector<int64_t> TokenStream::read(uint64_t start, int64_t count) const {
   std::vector<int64_t> out(static_cast<size_t>(count));
+  const Shard &shard = shardAt(start);
+  const uint8_t *data = shard.data;
+  start -= shard.first;
   for (int64_t i = 0; i < count; ++i) {
     const uint8_t *p = data + (start + uint64_t(i)) * uint64_t(width);
     if (width == 2) {
@@ -156,8 +220,8 @@ std::vector<int64_t> TokenStream::read(uint64_t start, int64_t count) const {
 void TokenStream::write(Backend &backend, int64_t step) {
   std::vector<uint64_t> starts(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)
-    starts[size_t(r)] = windowStart(sampling, tokens, seq, globalRows, step,
-                                    firstRow + r, seed);
+    starts[size_t(r)] = windowStart(sampling, shardTokens, seq, globalRows,
+                                    step, firstRow + r, seed);
   for (size_t k = 0; k < buffers.size(); ++k) {
     const Buffer &buffer = plan.buffers[buffers[k]];
     std::vector<uint8_t> out(buffer.bytes);
@@ -167,12 +231,14 @@ void TokenStream::write(Backend &backend, int64_t step) {
       for (int64_t t = 0; t < seq; ++t) {
         int64_t v = ids[size_t(t)];
         if (v >= limit[k])
-          throw NpzError(
-              path + " holds token " + std::to_string(v) + " at position " +
-              std::to_string(starts[size_t(r)] + uint64_t(shift[k] + t)) +
-              ", but the plan takes ids below " + std::to_string(limit[k]) +
-              " (the vocabulary of its " + (shift[k] ? "loss" : "embedding") +
-              ")");
+          throw NpzError(shardAt(starts[size_t(r)]).path + " holds token " +
+                         std::to_string(v) + " at position " +
+                         std::to_string(starts[size_t(r)] -
+                                        shardAt(starts[size_t(r)]).first +
+                                        uint64_t(shift[k] + t)) +
+                         ", but the plan takes ids below " +
+                         std::to_string(limit[k]) + " (the vocabulary of its " +
+                         (shift[k] ? "loss" : "embedding") + ")");
         size_t i = size_t(r * seq + t);
         if (buffer.dtype == DType::I64)
           reinterpret_cast<int64_t *>(out.data())[i] = v;

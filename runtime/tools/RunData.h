@@ -1,7 +1,8 @@
 //===- RunData.h - a token file as braid-run's training data ----*- C++ -*-===//
 //
 // `--data FILE.bin`: a flat file of token ids (uint16, or uint32 with
-// --token-bytes 4, as nanoGPT's prepare.py and llm.c write them), from
+// --token-bytes 4, as nanoGPT's prepare.py and llm.c write them), or a
+// pattern (`train-*.bin`) of several such shards in name order, from
 // which every step takes one window of seq + 1 tokens per row of the global
 // batch: the row's token ids are its first seq tokens, its labels the last
 // seq. Which window a row gets is a pure function of (seed, step, row), so
@@ -26,18 +27,23 @@
 namespace braid::rt {
 
 /// The first token of row `row` (0-based, of the global batch's `rows`) at
-/// step `step` (1-based, counting the steps of earlier runs), in a file of
-/// `tokens` tokens, each window `seq` + 1 tokens long:
-/// - Sampling::Random: uniform over the starts that fit, by Philox4x32-10
-///   (braid-common/Philox.h) of the counter (row, row >> 32, step, "data")
-///   under the key (seed, 0), its first two words as a 64-bit number
-///   modulo tokens - seq;
-/// - Sampling::Sequential: the file in order, cut into (tokens - 1) / seq
-///   windows of seq (a window's labels end on the next one's first token),
-///   row r of step k taking window (k - 1) * rows + r, wrapping around.
+/// step `step` (1-based, counting the steps of earlier runs), as a position
+/// in the shards' tokens one after another (`shards` holds each one's
+/// count, each at least `seq` + 1); a window of `seq` + 1 tokens never
+/// crosses a shard's end:
+/// - Sampling::Random: uniform over the starts whose window fits in its
+///   shard, by Philox4x32-10 (braid-common/Philox.h) of the counter (row,
+///   row >> 32, step, "data") under the key (seed, 0), its first two words
+///   as a 64-bit number modulo the number of those starts (a shard of N
+///   tokens has N - seq), counted shard after shard;
+/// - Sampling::Sequential: the shards in order, each cut into
+///   (N - 1) / seq windows of seq (a window's labels end on the next one's
+///   first token), row r of step k taking window (k - 1) * rows + r of
+///   them all, wrapping around.
 /// python/braid/data.py computes the same.
-uint64_t windowStart(Sampling sampling, uint64_t tokens, int64_t seq,
-                     int64_t rows, int64_t step, int64_t row, uint64_t seed);
+uint64_t windowStart(Sampling sampling, const std::vector<uint64_t> &shards,
+                     int64_t seq, int64_t rows, int64_t step, int64_t row,
+                     uint64_t seed);
 
 /// A token file and the batch inputs it fills on one rank: the token ids
 /// (read by an embedding) and the labels (read by a loss), each [b, seq]
@@ -65,16 +71,27 @@ public:
   int64_t tokensPerStep() const { return globalRows * seq; }
 
 private:
-  std::vector<int64_t> read(uint64_t start, int64_t count) const;
+  /// One file of the token file's pattern, mapped.
+  struct Shard {
+    std::string path;
+    const uint8_t *data = nullptr;
+    size_t bytes = 0;
+    /// Its tokens, and the position of its first in all the shards'.
+    uint64_t tokens = 0, first = 0;
+  };
 
   const Plan &plan;
   std::string path;
   Sampling sampling;
   uint64_t seed;
   int width;
-  const uint8_t *data = nullptr;
-  size_t bytes = 0;
-  uint64_t tokens = 0;
+  std::vector<Shard> shards;
+  std::vector<uint64_t> shardTokens;
+
+  /// The shard holding position `start`, whose window it holds whole.
+  const Shard &shardAt(uint64_t start) const;
+  std::vector<int64_t> read(uint64_t start, int64_t count) const;
+
   int64_t rows = 0, seq = 0, firstRow = 0, globalRows = 0;
   /// The inputs, each with the offset of its tokens in a window (0 for the
   /// ids, 1 for the labels) and the largest id it takes.
