@@ -39,7 +39,11 @@ def load(path):
 def draw(curves, out, title=None):
     """Writes the PNG of `curves` ({label: [(step, loss), ...]}) to `out`;
     returns the matplotlib figure."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise RuntimeError("braid.curves draws with matplotlib, which %s lacks (Debian's "
+                           "/usr/bin/python3 has it: python3-matplotlib)" % sys.executable)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -68,7 +72,11 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print("braid.curves: error: %s" % e, file=sys.stderr)
         return 1
-    draw(curves, args.output, args.title)
+    try:
+        draw(curves, args.output, args.title)
+    except RuntimeError as e:
+        print("braid.curves: error: %s" % e, file=sys.stderr)
+        return 1
     for path, points in curves.items():
         print("%s: %d steps, loss %.4f at step %d -> %.4f at step %d" % (
             path, len(points), points[0][1], points[0][0], points[-1][1], points[-1][0]))
