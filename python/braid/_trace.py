@@ -197,6 +197,49 @@ def _trace(model, params, aliases, inputs, targets, loss_fn, autocast=None):
     return captured["graph"], len(flat)
 
 
+def _trace_forward(model, params, aliases, inputs, targets, loss_fn, autocast=None):
+    """The forward-only fx graph of loss_fn(model(*inputs), *targets) with the
+    model as it is (braid.export puts it in eval mode first): the loss that
+    `with torch.no_grad()` computes (under torch.autocast("cpu", autocast)
+    when it is given), for the evaluation program."""
+    from functorch.compile import aot_function, make_boxed_func
+
+    names = [n for n, _ in params]
+    buffers = list(model.named_buffers())
+    P, B, I = len(params), len(buffers), len(inputs)
+
+    def forward(*flat):
+        mapping = dict(zip(names, flat[:P]))
+        mapping.update({a: mapping[c] for a, c in aliases.items()})
+        mapping.update(zip([n for n, _ in buffers], flat[P:P + B]))
+        with (torch.autocast("cpu", dtype=autocast) if autocast is not None
+              else contextlib.nullcontext()):
+            out = _functional_call(model, mapping, tuple(flat[P + B:P + B + I]))
+            return loss_fn(out, *flat[P + B + I:])
+
+    captured = {}
+
+    def compiler(gm, example):
+        captured["graph"] = gm
+        return make_boxed_func(gm.forward)
+
+    # No input needs a gradient, so AOT autograd traces the forward alone.
+    flat = [p.detach().clone() for _, p in params] + \
+        [t.detach().clone() for _, t in buffers] + inputs + targets
+    traced = aot_function(forward, fw_compiler=compiler)
+    with _module_paths(model), torch.no_grad():
+        try:
+            out = traced(*flat)
+        except ExportError:
+            raise
+        except Exception as e:
+            raise ExportError("tracing the evaluation forward failed: %s: %s"
+                              % (type(e).__name__, e)) from e
+    if not isinstance(out, torch.Tensor) or out.dim() != 0:
+        raise ExportError("loss_fn must return a scalar tensor in eval mode too")
+    return captured["graph"], len(flat)
+
+
 def _describe(node):
     """Where a node came from: its module, or the module whose forward values
     a backward node reads."""

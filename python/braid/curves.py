@@ -4,8 +4,10 @@
 
 One line a file, the loss against the step (a restarted run's log, which
 `--resume` appends to, repeats the steps it took again after its
-checkpoint: the later value of a step is drawn). Prints each file's first
-and last loss.
+checkpoint: the later value of a step is drawn), and, where the log has
+evaluations (`braid-run --eval-data`: lines with `eval_loss`), their loss
+as a second line of points in the same color. Prints each file's first
+and last loss, and evaluation loss.
 """
 
 import argparse
@@ -18,7 +20,14 @@ from braid._cli import module_command
 def load(path):
     """The (step, loss) pairs of a metrics log, by step, later lines
     replacing earlier ones of the same step."""
-    losses = {}
+    return load_all(path)[0]
+
+
+def load_all(path):
+    """The (step, loss) pairs of a metrics log and its (step, eval_loss)
+    pairs, each by step, later lines replacing earlier ones of the same
+    step."""
+    losses, evals = {}, {}
     with open(path) as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
@@ -31,14 +40,17 @@ def load(path):
                 raise ValueError("%s:%d: no 'step'" % (path, number))
             if "loss" in entry:
                 losses[int(entry["step"])] = float(entry["loss"])
+            if "eval_loss" in entry:
+                evals[int(entry["step"])] = float(entry["eval_loss"])
     if not losses:
         raise ValueError("%s: no step with a loss" % path)
-    return sorted(losses.items())
+    return sorted(losses.items()), sorted(evals.items())
 
 
-def draw(curves, out, title=None):
-    """Writes the PNG of `curves` ({label: [(step, loss), ...]}) to `out`;
-    returns the matplotlib figure."""
+def draw(curves, out, title=None, evals=None):
+    """Writes the PNG of `curves` ({label: [(step, loss), ...]}) and of
+    `evals` ({label: [(step, eval loss), ...]}, drawn as points joined in
+    its curve's color) to `out`; returns the matplotlib figure."""
     try:
         import matplotlib
     except ImportError:
@@ -48,7 +60,11 @@ def draw(curves, out, title=None):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, points in curves.items():
-        ax.plot([s for s, _ in points], [v for _, v in points], label=label)
+        line, = ax.plot([s for s, _ in points], [v for _, v in points], label=label)
+        held = (evals or {}).get(label)
+        if held:
+            ax.plot([s for s, _ in held], [v for _, v in held], "o--",
+                    color=line.get_color(), label=label + " (eval)")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     if title:
@@ -68,18 +84,24 @@ def main(argv=None):
     parser.add_argument("--title", help="the plot's title")
     args = parser.parse_args(argv)
     try:
-        curves = {path: load(path) for path in args.metrics}
+        loaded = {path: load_all(path) for path in args.metrics}
+        curves = {path: train for path, (train, _) in loaded.items()}
+        evals = {path: held for path, (_, held) in loaded.items() if held}
     except (OSError, ValueError) as e:
         print("braid.curves: error: %s" % e, file=sys.stderr)
         return 1
     try:
-        draw(curves, args.output, args.title)
+        draw(curves, args.output, args.title, evals)
     except RuntimeError as e:
         print("braid.curves: error: %s" % e, file=sys.stderr)
         return 1
     for path, points in curves.items():
         print("%s: %d steps, loss %.4f at step %d -> %.4f at step %d" % (
             path, len(points), points[0][1], points[0][0], points[-1][1], points[-1][0]))
+        held = evals.get(path)
+        if held:
+            print("%s: %d evaluations, eval loss %.4f at step %d -> %.4f at step %d" % (
+                path, len(held), held[0][1], held[0][0], held[-1][1], held[-1][0]))
     print("wrote %s" % args.output)
     return 0
 

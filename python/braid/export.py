@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from braid._trace import (_attributes_as_buffers, _describe, _names, _optimizer_groups,
-                          _parameters, _tensors, _trace)
+                          _parameters, _tensors, _trace, _trace_forward)
 from braid import optimizers, recipe
 from braid.aten import DTYPES, ExportError, LOWERINGS, Lowering, op_name
 from braid.aten_values import RandomState
@@ -84,7 +84,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
            micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None,
            loss_scale=None, seed=0, pipeline_stages=1, stage_boundaries=None,
-           pipeline_schedule=DEFAULT_PIPELINE_SCHEDULE, virtual_stages=1):
+           pipeline_schedule=DEFAULT_PIPELINE_SCHEDULE, virtual_stages=1, evaluation=False):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -158,6 +158,13 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      stage after the first, pipeline_stages x virtual_stages - 1
                      of them in the model's order; None balances the stages by
                      the cost model
+    evaluation       also write the evaluation program: a second function,
+                     NAME_eval (`braid.evaluates = @NAME`), the loss of
+                     model.eval() on one rank's batch (same shapes as the
+                     step's) without gradients or updates, which
+                     braid-compile puts in the same plan over the same
+                     arena and braid-run --eval-data runs (docs/Export.md,
+                     Evaluation). Data parallelism only for now
     seed             dropout's seed (an integer in [0, 2^32)): a model in train
                      mode with dropout draws its masks with braid.dropout_mask
                      from (seed, rank, step, site), the step counted by an
@@ -204,6 +211,10 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
         micro_inputs = [t[:t.shape[0] // micro_batches] for t in inputs]
         micro_targets = [t[:t.shape[0] // micro_batches] for t in targets]
 
+    if evaluation and (tensor_parallel > 1 or pipeline_stages > 1):
+        raise ExportError("evaluation is exported for data parallelism only; tensor_parallel "
+                          "%d and pipeline_stages %d have no evaluation program yet"
+                          % (tensor_parallel, pipeline_stages))
     pipeline = _pipeline(model, pipeline_stages, stage_boundaries, pipeline_schedule,
                          tensor_parallel, virtual_stages, micro_batches)
     if world_size % (tensor_parallel * pipeline_stages):
@@ -255,6 +266,10 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                                       micro_inputs, input_names, micro_targets, target_names,
                                       schedule, 1 if pipeline is not None else micro_batches,
                                       max_grad_norm, reduce_in, half, loss_scale, seed)
+        if evaluation:
+            eval_text = _evaluation(model, params, aliases, inputs, input_names, targets,
+                                    target_names, loss_fn, name, world_size, half)
+            mlir = _append_function(mlir, eval_text)
     examples = inputs + targets
     if global_batch is not None:
         if not isinstance(global_batch, (tuple, list)) or len(global_batch) != 2:
@@ -282,7 +297,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                    pipeline_stages=pipeline_stages,
                    stage_boundaries=None if pipeline is None else list(pipeline),
                    pipeline_schedule=None if pipeline is None else pipeline_schedule,
-                   virtual_stages=None if pipeline is None else virtual_stages)
+                   virtual_stages=None if pipeline is None else virtual_stages,
+                   evaluation=name + "_eval" if evaluation else None)
     result = Exported(mlir, state, batch, summary)
     if output:
         result.write(output)
@@ -582,6 +598,65 @@ def _lower(traced, b, model, params, aliases, groups, optimizer, inputs, input_n
                "schedule": None if schedule is None else
                {n: schedule[:, i] for i, n in enumerate(recipe.lr_names(optimizer))}}
     return b.text(header), state, summary
+
+
+def _evaluation(model, params, aliases, inputs, input_names, targets, target_names, loss_fn,
+                name, world_size, half):
+    """The evaluation program's function text: NAME_eval, the loss of the
+    model in eval mode on one rank's batch, forward only. Its parameters are
+    the step's (same names, shapes and types), so that braid-compile can give
+    them the step's bytes of the arena."""
+    was_training = model.training
+    model.eval()
+    try:
+        graph, nflat = _trace_forward(model, params, aliases, list(inputs), list(targets),
+                                      loss_fn, torch.bfloat16 if half else None)
+    finally:
+        model.train(was_training)
+    b = StepBuilder(name + "_eval", world_size)
+    low = Lowering(b, _describe, half)
+    env = low.env
+    buffers = list(model.named_buffers())
+    P, B = len(params), len(buffers)
+    pvals = [b.param(n, tuple(p.shape), DTYPES[p.dtype]) for n, p in params]
+    batch = inputs + targets
+    bvals = [b.arg("batch", n, tuple(t.shape), DTYPES[t.dtype])
+             for n, t in zip(input_names + target_names, batch)]
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != nflat:
+        raise ExportError("the evaluation graph has %d inputs, expected %d"
+                          % (len(placeholders), nflat))
+    for i, ph in enumerate(placeholders):
+        env[ph] = pvals[i] if i < P else (buffers[i - P][1].detach().clone() if i < P + B
+                                          else bvals[i - P - B])
+    attrs = [n for n in graph.graph.nodes if n.op == "get_attr"]
+    for node in attrs:
+        env[node] = _attribute(graph, node)
+    for node in graph.graph.nodes:
+        if node.op not in ("placeholder", "get_attr", "call_function", "output"):
+            raise ExportError("%s node %s (%s) cannot be exported: braid lowers aten ops"
+                              % (node.op, node.target, _describe(node)))
+    low.check_supported(graph.graph, [ph for ph in placeholders
+                                      if isinstance(env[ph], torch.Tensor)] + attrs)
+    for node in graph.graph.nodes:
+        if node.op == "call_function":
+            env[node] = low.lower(node)
+    output = next(n for n in graph.graph.nodes if n.op == "output")
+    loss_node = output.args[0][0] if isinstance(output.args[0], (list, tuple)) \
+        else output.args[0]
+    low.node = loss_node
+    loss = low.materialize(low.ref(loss_node))
+    if loss.shape != ():
+        raise ExportError("the evaluation loss has shape %s; loss_fn must return a scalar"
+                          % list(loss.shape))
+    b.result(loss, "loss", "loss")
+    return b.function_text({"braid.evaluates": "@" + name})
+
+
+def _append_function(module_text, function_text):
+    """`module_text` (StepBuilder.text's) with `function_text` added after
+    its step function, inside the module."""
+    return module_text.rstrip("\n") + "\n\n" + function_text + "\n"
 
 
 def _draws_dropout(node):

@@ -119,6 +119,10 @@ def main(argv=None):
                         help="with --pipeline-schedule interleaved: virtual stages per rank "
                              "(overrides the spec's virtual_stages; default 2 with the "
                              "interleaved schedule)")
+    parser.add_argument("--evaluation", action="store_true",
+                        help="also export the evaluation program (the loss of model.eval(), "
+                             "forward only) for braid-run --eval-data (or the spec's "
+                             "evaluation)")
     parser.add_argument("--name", help="the step function's name")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="a keyword argument for FUNC (repeatable)")
@@ -176,7 +180,8 @@ def main(argv=None):
                         pipeline_schedule=schedule_pp,
                         virtual_stages=args.virtual_stages if args.virtual_stages is not None
                         else spec.get("virtual_stages",
-                                      2 if is_interleaved(schedule_pp) else 1))
+                                      2 if is_interleaved(schedule_pp) else 1),
+                        evaluation=args.evaluation or bool(spec.get("evaluation", False)))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)
@@ -214,6 +219,9 @@ def main(argv=None):
         k = s["micro_batches"]
         print("  micro-batches   %d per step, %d rows each; gradients accumulated, all-reduced "
               "once after the last" % (k, s["micro_rows"]))
+    if s["evaluation"]:
+        print("  evaluation      @%s: the loss of model.eval() on a batch, forward only"
+              % s["evaluation"])
     print("  batch           %s" % ", ".join("%s %s %s" % (n, list(a.shape), a.dtype)
                                             for n, a in result.batch.items()))
     for key in ("mlir", "params", "batch"):

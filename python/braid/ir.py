@@ -549,7 +549,9 @@ class StepBuilder:
         self.pipeline_attrs = "#braid.pipeline<%s>" % ", ".join(attrs)
 
     # -- output ------------------------------------------------------------------
-    def text(self, header=""):
+    def text(self, header="", functions=()):
+        """The module: the grid and this step, then `functions` (other
+        builders' function_text, such as the evaluation program)."""
         out = [header] if header else []
         dims = ([self.pp] if self.pp > 1 else []) + [self.data_parallel] + \
             ([self.tp] if self.tp > 1 else [])
@@ -557,7 +559,17 @@ class StepBuilder:
             out.append("module attributes {braid.pipeline = %s} {" % self.pipeline_attrs)
         out.append("shard.grid @%s(shape = %s)" % (self.grid, "x".join(map(str, dims))))
         out.append("")
+        out.append(self.function_text())
+        for f in functions:
+            out.append("")
+            out.append(f)
+        if self.pipeline_attrs:
+            out.append("}")
+        return "\n".join(out) + "\n"
 
+    def function_text(self, attributes=None):
+        """This builder's `func.func`, with `attributes` (name -> attribute
+        text) as its discardable attributes."""
         def arg_text(v, k, n):
             attrs = 'braid.role = #braid.role<%s "%s">' % (k, n)
             sharding = self._sharding_of(k, n)
@@ -565,15 +577,19 @@ class StepBuilder:
                 attrs += ", braid.sharding = #braid.sharding<%s>" % sharding
             return "%s: %s {%s}" % (v, v.type, attrs)
 
+        out = []
         args = ",\n    ".join(arg_text(v, k, n) for v, k, n in self.args)
         res = []
         for v, k, n in self.results:
             res.append('%s {braid.role = #braid.role<%s "%s">}' % (v.type, k, n) if k else v.type)
-        out.append("func.func @%s(\n    %s)\n    -> (%s) {" % (self.name, args, ",\n        ".join(res)))
+        extra = ""
+        if attributes:
+            extra = "\n    attributes {%s}" % ", ".join(
+                "%s = %s" % kv for kv in sorted(attributes.items()))
+        out.append("func.func @%s(\n    %s)\n    -> (%s)%s {" % (
+            self.name, args, ",\n        ".join(res), extra))
         out.extend("  " + line for line in self.body)
         out.append("  return %s\n      : %s" % (", ".join(str(v) for v, _, _ in self.results),
                                             ", ".join(v.type for v, _, _ in self.results)))
         out.append("}")
-        if self.pipeline_attrs:
-            out.append("}")
-        return "\n".join(out) + "\n"
+        return "\n".join(out)

@@ -49,7 +49,7 @@ def load_spec(spec, data_parallel=None, **kwargs):
 
 
 def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norms=None,
-                    batches=None):
+                    batches=None, evaluation=None):
     """PyTorch's own training, to compare braid with: a copy of spec's model
     and an optimizer of the same class, param groups and state train on
     (inputs, targets) for `steps` steps (or, with `batches`, on the
@@ -67,14 +67,19 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
     many ranks: the batch splits into `ranks` equal parts along dimension 0,
     each part's loss is taken on its own, and the step's loss and gradient
     are their average (each rank's mean over its own non-ignored targets,
-    the ranks' gradients averaged). Returns the loss of every step and the
+    the ranks' gradients averaged). With `evaluation` = (every, eval_batches,
+    out), as braid-run --eval-data: after every `every` steps and after
+    the last, the model in eval mode under torch.no_grad() takes the loss of
+    each (inputs, targets) of eval_batches (split over `ranks` as above),
+    and appends (step, the mean of those losses) to `out`. Returns the loss of every step and the
     final parameters and optimizer state, named as export() names them. The
     spec's model and optimizer are not changed: the model trains in place
     and gets its parameters, buffers and gradients back afterwards (a copy
     would not do: a model whose code closes over its own modules, as a
     lambda attribute does, would run the original's)."""
     with _restored(spec["model"]) as model:
-        return _train(spec, model, inputs, targets, steps, double, ranks, norms, batches)
+        return _train(spec, model, inputs, targets, steps, double, ranks, norms, batches,
+                      evaluation)
 
 
 @contextlib.contextmanager
@@ -96,7 +101,8 @@ def _restored(model):
                 objects[k].data = d
 
 
-def _train(spec, model, inputs, targets, steps, double, ranks, norms, batches=None):
+def _train(spec, model, inputs, targets, steps, double, ranks, norms, batches=None,
+           evaluation=None):
     """torch_reference's training of `model` (the spec's, restored after)."""
     # The original values are kept aside by _restored; train on copies.
     for p in model.parameters():
@@ -175,6 +181,11 @@ def _train(spec, model, inputs, targets, steps, double, ranks, norms, batches=No
                 norms.append(float(norm))
         ref_opt.step()
         losses.append(float(loss))
+        if evaluation is not None:
+            every, eval_batches, out = evaluation
+            if (every and (k + 1) % every == 0) or k + 1 == steps:
+                out.append((k + 1, _evaluate(spec, model, eval_batches, double, ranks,
+                                             autocast)))
     state = {}
     names = {id(p): n for n, p in model.named_parameters()}
     for p in model.parameters():
@@ -187,6 +198,29 @@ def _train(spec, model, inputs, targets, steps, double, ranks, norms, batches=No
             if entry.has_step and "step" in ref_opt.state[p]:
                 state["step"] = np.array(entry.step_count(ref_opt, p))
     return losses, state
+
+
+def _evaluate(spec, model, eval_batches, double, ranks, autocast):
+    """The mean loss of `model` in eval mode over `eval_batches`, each split
+    over `ranks` as braid-run's data-parallel ranks take it."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    try:
+        with torch.no_grad():
+            for inputs, targets in eval_batches:
+                if double:
+                    inputs = tuple(x.double() if x.is_floating_point() else x for x in inputs)
+                parts = ranks or 1
+                for j in range(parts):
+                    with autocast():
+                        loss = spec["loss_fn"](model(*(x.chunk(parts)[j] for x in inputs)),
+                                               *(t.chunk(parts)[j] for t in targets))
+                    total += float(loss)
+                    count += 1
+    finally:
+        model.train(was_training)
+    return total / count
 
 
 def _load_spec(spec):

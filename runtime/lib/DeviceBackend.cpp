@@ -42,7 +42,7 @@ DeviceBackend::~DeviceBackend() {
 
 void DeviceBackend::prepare(const Plan &p) {
   checkComputeTypes(p, device->name(), /*half=*/false);
-  plan = &p;
+  plan = prepared = &p;
   unsigned events = p.numEvents;
   for (const Stream &s : p.streams)
     for (const Instr &i : s.instrs)
@@ -103,12 +103,25 @@ void DeviceBackend::connect() {
 
 void DeviceBackend::startThread(unsigned) { device->select(deviceId); }
 
+void DeviceBackend::setProgram(const Plan &program) {
+  // The streams and events were made for the prepared plan.
+  if (program.arenaBytes > prepared->arenaBytes ||
+      program.streams.size() > std::max<size_t>(1, prepared->streams.size()) ||
+      program.numEvents > prepared->numEvents)
+    throw std::runtime_error(
+        "program @" + program.function +
+        " needs more arena, streams or events than the prepared plan");
+  plan = &program;
+}
+
 void DeviceBackend::kernel(unsigned stream, const Instr &instr) {
-  unsigned timer = profile ? 2 * kernelTimers.at(&instr) : 0;
-  if (profile)
+  // --profile times the prepared plan's kernels alone.
+  bool timed = profile && plan == prepared;
+  unsigned timer = timed ? 2 * kernelTimers.at(&instr) : 0;
+  if (timed)
     device->recordTimer(timer, stream);
   device->launch(*plan, instr, arena, stream);
-  if (profile)
+  if (timed)
     device->recordTimer(timer + 1, stream);
   std::string error = device->launchError();
   if (!error.empty())

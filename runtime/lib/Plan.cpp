@@ -196,8 +196,10 @@ ops::OpAttrs decodeOpAttrs(const ops::OpInfo &info, const AttrReader &r) {
 
 } // namespace
 
-static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage);
+static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage,
+                       bool isEvaluation = false);
 static void checkPipeline(const Plan &p);
+static void checkEvaluation(const Plan &step, const Plan &eval);
 static void checkStageTransfers(const Plan &p);
 
 Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
@@ -220,7 +222,8 @@ Plan rt::loadPayload(const uint8_t *bytes, size_t size, uint32_t version) {
 
 /// Decodes and checks one plan table: a program, or a pipelined plan's
 /// root with its stage programs.
-static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage) {
+static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage,
+                       bool isEvaluation) {
   Plan p;
   p.formatVersion = version;
   p.producer = toString(fb->producer());
@@ -305,6 +308,14 @@ static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage) {
   p.ppGrid = toVector(fb->pipeline_grid());
   p.stage = fb->stage();
   p.programOfRank = toVector(fb->program_of_rank());
+  if (fb->evaluation()) {
+    if (isStage || isEvaluation || (fb->stages() && fb->stages()->size()))
+      throw PlanError("an evaluation program belongs to a step's plan, not "
+                      "to a pipeline, a stage or another evaluation");
+    p.evaluation.push_back(decodePlan(fb->evaluation(), version,
+                                      /*isStage=*/false,
+                                      /*isEvaluation=*/true));
+  }
   if (fb->stages() && fb->stages()->size()) {
     if (isStage)
       throw PlanError("stage program " + std::to_string(p.stage) +
@@ -323,7 +334,73 @@ static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage) {
     throw PlanError("the plan has a pipeline axis, a stage index or a "
                     "program per rank, but no stage programs");
   checkPlan(p);
+  if (!p.evaluation.empty())
+    checkEvaluation(p, p.evaluation.front());
   return p;
+}
+
+/// What running `eval` between steps of `step` relies on (the plan's
+/// Evaluation field, braid-share-arena): one arena, the step's parameters
+/// read where the step keeps them, nothing else of the step's overwritten,
+/// no collective, one loss.
+static void checkEvaluation(const Plan &step, const Plan &eval) {
+  auto fail = [&](const std::string &what) {
+    throw PlanError("the evaluation program @" + eval.function + " " + what);
+  };
+  if (eval.arenaBytes != step.arenaBytes || eval.worldSize != step.worldSize)
+    fail("has an arena of " + std::to_string(eval.arenaBytes) + " bytes on " +
+         std::to_string(eval.worldSize) + " ranks, the step " +
+         std::to_string(step.arenaBytes) + " on " +
+         std::to_string(step.worldSize) + ": it must share the step's");
+  if (eval.tpAxis >= 0)
+    fail("is tensor-parallel, which braid-run does not evaluate yet");
+  for (const Stream &s : eval.streams)
+    for (const Instr &i : s.instrs)
+      if (i.group >= 0)
+        fail("holds a collective (" + i.location +
+             "), which braid-run does not run in an evaluation yet");
+  size_t losses = 0;
+  for (const Binding &r : eval.results)
+    losses += r.role == Role::Loss;
+  if (losses != 1 || eval.results.size() != 1)
+    fail("must return one result, its loss");
+  std::vector<bool> shared(eval.buffers.size(), false);
+  for (const Binding &a : eval.arguments) {
+    if (a.role != Role::Parameter && a.role != Role::Batch)
+      fail("takes '" + a.name + "', which is neither a parameter nor batch");
+    if (a.role != Role::Parameter)
+      continue;
+    const Binding *match = nullptr;
+    for (const Binding &b : step.arguments)
+      if (b.role == Role::Parameter && b.name == a.name)
+        match = &b;
+    const Buffer &mine = eval.buffers[a.buffer];
+    if (!match)
+      fail("reads parameter '" + a.name + "', which the step does not take");
+    const Buffer &theirs = step.buffers[match->buffer];
+    if (mine.offset != theirs.offset || mine.bytes != theirs.bytes ||
+        mine.dtype != theirs.dtype || mine.shape != theirs.shape)
+      fail("reads parameter '" + a.name + "' at bytes " +
+           std::to_string(mine.offset) + "+" + std::to_string(mine.bytes) +
+           ", but the step keeps it at " + std::to_string(theirs.offset) + "+" +
+           std::to_string(theirs.bytes) + " (or in another type)");
+    shared[a.buffer] = true;
+  }
+  // The step's arguments and results: what braid-run keeps between steps.
+  std::vector<const Buffer *> kept;
+  for (const auto *bindings : {&step.arguments, &step.results})
+    for (const Binding &b : *bindings)
+      kept.push_back(&step.buffers[b.buffer]);
+  for (size_t id = 0; id < eval.buffers.size(); ++id) {
+    const Buffer &e = eval.buffers[id];
+    if (shared[id] || !e.bytes)
+      continue;
+    for (const Buffer *k : kept)
+      if (k->bytes && e.offset < k->offset + k->bytes &&
+          k->offset < e.offset + e.bytes)
+        fail("writes '" + e.name + "' over the step's '" + k->name +
+             "', which braid-run keeps between steps");
+  }
 }
 
 /// The facts of a pipelined plan the runtime relies on: one program per

@@ -104,5 +104,20 @@ std::string rt::dumpPlan(const Plan &plan) {
       os << "\n";
     }
   }
+  for (const Plan &eval : plan.evaluation) {
+    size_t instrs = 0;
+    for (const Stream &s : eval.streams)
+      instrs += s.instrs.size();
+    std::string params;
+    for (const Binding &b : eval.arguments)
+      if (b.role == Role::Parameter)
+        params += (params.empty() ? "" : ", ") + b.name;
+    os << "evaluation program @" << eval.function << ": " << instrs
+       << " instructions on " << eval.streams.size()
+       << (eval.streams.size() == 1 ? " stream, " : " streams, ")
+       << eval.buffers.size() << " buffers, its parameters " << params
+       << " at the step's bytes\n"
+       << dumpPlan(eval);
+  }
   return os.str();
 }

@@ -92,8 +92,13 @@ std::vector<std::string> shardPaths(const std::string &pattern) {
 } // namespace
 
 TokenStream::TokenStream(const Plan &program, const Options &o, int rank)
-    : plan(program), path(o.data), sampling(o.sampling), seed(o.seed),
-      width(o.tokenBytes) {
+    : TokenStream(program, o, rank, "--data", o.data, o.sampling, o.dataLog) {}
+
+TokenStream::TokenStream(const Plan &program, const Options &o, int rank,
+                         const std::string &option, const std::string &path,
+                         Sampling sampling, const std::string &logPrefix)
+    : plan(program), option(option), path(path), sampling(sampling),
+      seed(o.seed), width(o.tokenBytes) {
   uint64_t first = 0;
   for (const std::string &file : shardPaths(path)) {
     Shard shard;
@@ -141,7 +146,7 @@ TokenStream::TokenStream(const Plan &program, const Options &o, int rank)
     bool integer = buffer.dtype == DType::I32 || buffer.dtype == DType::I64;
     if (!integer || use.embedding == use.loss)
       throw NpzError(
-          "--data " + path +
+          option + " " + path +
           " is a token file, which fills token ids (an "
           "embedding's) and labels (a loss's); the plan's batch input '" +
           b.name + "' (" + dtypeName(buffer.dtype) + ", shape " +
@@ -152,7 +157,7 @@ TokenStream::TokenStream(const Plan &program, const Options &o, int rank)
           " (pass a batch .npz for this model)");
     if (buffer.shape.size() != 2 ||
         (seq && (buffer.shape[0] != rows || buffer.shape[1] != seq)))
-      throw NpzError("--data " + path + ": the batch input '" + b.name +
+      throw NpzError(option + " " + path + ": the batch input '" + b.name +
                      "' has shape " + shapeText(buffer.shape) +
                      "; a token file fills [rows, seq] token ids and labels "
                      "of one shape");
@@ -173,8 +178,8 @@ TokenStream::TokenStream(const Plan &program, const Options &o, int rank)
   RankPlace place = placeRank(plan, rank);
   firstRow = int64_t(place.dpIndex) * rows;
   globalRows = int64_t(place.dpSize) * rows;
-  if (!o.dataLog.empty()) {
-    std::string name = o.dataLog + ".rank" + std::to_string(rank) + ".jsonl";
+  if (!logPrefix.empty()) {
+    std::string name = logPrefix + ".rank" + std::to_string(rank) + ".jsonl";
     log = std::fopen(name.c_str(), "w");
     if (!log)
       throw NpzError("cannot write --data-log " + name + ": " +

@@ -55,6 +55,12 @@ public:
   /// Opens --data and finds the inputs of `program` it fills; throws
   /// NpzError naming the file or the input and what is wrong.
   TokenStream(const Plan &program, const Options &o, int rank);
+  /// The same for another token file: `path` as option `option` says it
+  /// (--eval-data), drawn by `sampling`, logged to `logPrefix`.rankR.jsonl
+  /// (none when empty).
+  TokenStream(const Plan &program, const Options &o, int rank,
+              const std::string &option, const std::string &path,
+              Sampling sampling, const std::string &logPrefix);
   ~TokenStream();
   TokenStream(const TokenStream &) = delete;
   TokenStream &operator=(const TokenStream &) = delete;
@@ -81,7 +87,7 @@ private:
   };
 
   const Plan &plan;
-  std::string path;
+  std::string option, path;
   Sampling sampling;
   uint64_t seed;
   int width;

@@ -333,6 +333,20 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
   } else if (!o.data.empty()) {
     data = readNpz(o.data);
   }
+  if (!o.evalData.empty()) {
+    if (plan.evaluation.empty())
+      throw NpzError("--eval-data " + o.evalData + ": the plan @" +
+                     plan.function +
+                     " has no evaluation program (export the step with "
+                     "braid.export(..., evaluation=True) or python3 -m "
+                     "braid.export --evaluation)");
+    inputs.evalTokens = std::make_shared<TokenStream>(
+        plan.evaluation.front(), o, currentRank, "--eval-data", o.evalData,
+        Sampling::Sequential, o.dataLog.empty() ? "" : o.dataLog + ".eval");
+    if (inputs.evalTokens->filled().empty())
+      throw NpzError("--eval-data " + o.evalData +
+                     ": the evaluation program takes no token ids or labels");
+  }
   for (const Binding &b : plan.arguments) {
     const Buffer &buffer = plan.buffers[b.buffer];
     std::string expected =

@@ -31,6 +31,10 @@ struct Inputs {
   /// A token file as --data: the batch inputs it fills each step
   /// (RunData.h), which `batch` then does not hold.
   std::shared_ptr<TokenStream> tokens;
+  /// --eval-data: the held-out token file and the evaluation program's
+  /// batch inputs it fills (sequential windows from its start, the same
+  /// --eval-batches batches at every evaluation).
+  std::shared_ptr<TokenStream> evalTokens;
   /// Each hyperparameter argument's schedule (buffer -> one value a step,
   /// from the first step of the schedule), and the steps of it already
   /// taken (`steps_done` in --params, 0 when absent): step k of this run

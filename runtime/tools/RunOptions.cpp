@@ -2,6 +2,8 @@
 
 #include "RunOptions.h"
 
+#include "RunData.h"
+
 #include "braid-runtime/BackendRegistry.h"
 
 #include <algorithm>
@@ -22,7 +24,8 @@ const char *const braid::rt::kUsage =
     "           [--seed S] [--token-bytes 2|4] [--sampling random|sequential]\n"
     "           [--data-log PREFIX] [--checkpoint-dir DIR [--save-every N]\n"
     "           [--keep-checkpoints K]] [--resume DIR] [--log-every N]\n"
-    "           [--metrics FILE.jsonl]\n"
+    "           [--metrics FILE.jsonl] [--eval-data TOKENS.bin\n"
+    "           [--eval-every N] [--eval-batches K]]\n"
     "           [--timeout SECONDS] [--threads T] [--check-memory] "
     "[--profile]\n"
     "       braid-run --backend=sim PLAN [--cluster=NAME|FILE.json]\n"
@@ -88,7 +91,8 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       usageError(name + " expects a decimal integer, got '" + text + "'");
     return int64_t(v);
   };
-  bool tokenBytesGiven = false, samplingGiven = false, keepGiven = false;
+  bool tokenBytesGiven = false, samplingGiven = false, keepGiven = false,
+       evalGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto is = [&](const std::string &name) {
@@ -164,6 +168,16 @@ Options braid::rt::parseOptions(int argc, char **argv) {
       o.dataLog = value(i, arg, "--data-log");
       if (o.dataLog.empty())
         usageError("--data-log needs a file name prefix, but is empty");
+    } else if (is("--eval-data")) {
+      o.evalData = value(i, arg, "--eval-data");
+      if (o.evalData.empty())
+        usageError("--eval-data needs a file name, but is empty");
+    } else if (is("--eval-every")) {
+      o.evalEvery = integer(i, arg, "--eval-every", 1, kMaxSteps);
+      evalGiven = true;
+    } else if (is("--eval-batches")) {
+      o.evalBatches = integer(i, arg, "--eval-batches", 1, kMaxSteps);
+      evalGiven = true;
     } else if (is("--checkpoint-dir")) {
       o.checkpointDir = value(i, arg, "--checkpoint-dir");
       if (o.checkpointDir.empty())
@@ -217,10 +231,15 @@ Options braid::rt::parseOptions(int argc, char **argv) {
   if ((o.saveEvery || keepGiven) && o.checkpointDir.empty())
     usageError("--save-every and --keep-checkpoints go with --checkpoint-dir");
   bool tokenOptions = tokenBytesGiven || samplingGiven || !o.dataLog.empty();
-  if (tokenOptions && (o.data.empty() || o.data.size() < 4 ||
-                       o.data.compare(o.data.size() - 4, 4, ".npz") == 0))
+  if (tokenOptions && (o.data.empty() || !isTokenFile(o.data)))
     usageError("--token-bytes, --sampling and --data-log go with a token "
                "file as --data (not a batch .npz)");
+  if (evalGiven && o.evalData.empty())
+    usageError("--eval-every and --eval-batches go with --eval-data");
+  if (!o.evalData.empty() && !isTokenFile(o.evalData))
+    usageError("--eval-data takes a token file (held-out tokens as --data "
+               "takes them), not '" +
+               o.evalData + "'");
   return o;
 }
 

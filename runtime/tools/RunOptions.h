@@ -25,6 +25,12 @@ struct Options {
   int tokenBytes = 2;
   Sampling sampling = Sampling::Random;
   std::string dataLog;
+  /// Evaluation (RunSteps.h): the held-out token file, every how many steps
+  /// of the training (0: after the run's last step only) and on how many
+  /// batches the evaluation program runs.
+  std::string evalData;
+  int64_t evalEvery = 0;
+  int64_t evalBatches = 1;
   /// Checkpoints (RunSave.h): where they are written, every how many steps
   /// (0: at the end only), how many are kept; --resume's folder, and the
   /// checkpoint found there (empty: none, the run starts from --params).

@@ -56,6 +56,14 @@ Progress::~Progress() {
     std::fclose(metrics);
 }
 
+void Progress::evaluation(int64_t taken, double loss) {
+  if (!active || !metrics)
+    return;
+  std::fprintf(metrics, "{\"step\": %lld, \"eval_loss\": %.9g}\n",
+               (long long)taken, loss);
+  std::fflush(metrics);
+}
+
 void Progress::step(int64_t step, double loss, double ms) {
   if (!active)
     return;

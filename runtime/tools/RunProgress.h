@@ -36,6 +36,9 @@ public:
   /// Step `step` of this run (1-based) took `ms`; `loss` is NaN where no
   /// rank computes one.
   void step(int64_t step, double loss, double ms);
+  /// The evaluation loss after step `taken` of the training (counting
+  /// earlier runs'): a JSON line {"step": taken, "eval_loss": loss}.
+  void evaluation(int64_t taken, double loss);
 
 private:
   const Options &o;

@@ -118,6 +118,35 @@ void runCarry(Backend &backend, const Plan &plan,
   }
 }
 
+/// The evaluation program on --eval-batches batches of --eval-data: the
+/// mean of their losses over the batches and the ranks, on every rank.
+double evaluate(const Options &o, const Plan &plan, Backend &backend,
+                Executor &executor, const Inputs &inputs, MPI_Comm lossComm) {
+  const Plan &eval = plan.evaluation.front();
+  const Buffer &lossBuffer = eval.buffers[eval.results.front().buffer];
+  double local = 0;
+  backend.setProgram(eval);
+  for (int64_t batch = 1; batch <= o.evalBatches; ++batch) {
+    inputs.evalTokens->write(backend, batch);
+    executor.runStep();
+    float loss = 0;
+    if (isHalf(lossBuffer.dtype)) {
+      uint16_t half = 0;
+      backend.read(lossBuffer, &half);
+      widenHalf(lossBuffer.dtype, &half, &loss, 1);
+    } else {
+      backend.read(lossBuffer, &loss);
+    }
+    local += double(loss);
+  }
+  backend.setProgram(plan);
+  double sum = 0;
+  int ranks = 0;
+  MPI_Comm_size(lossComm, &ranks);
+  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, lossComm);
+  return sum / double(o.evalBatches) / double(ranks);
+}
+
 } // namespace
 
 void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
@@ -147,6 +176,11 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
   MPI_Comm_dup(MPI_COMM_WORLD, &lossComm);
   {
     Executor executor(plan, backend);
+    // The evaluation program's own streams over the same backend and arena.
+    std::unique_ptr<Executor> evalExecutor;
+    if (inputs.evalTokens)
+      evalExecutor =
+          std::make_unique<Executor>(plan.evaluation.front(), backend);
     using Clock = std::chrono::steady_clock;
     double firstMs = 0;
     std::vector<double> restMs; // steps 2..N
@@ -233,6 +267,26 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
           std::chrono::duration<double, std::milli>(Clock::now() - start)
               .count();
       progress->step(step, stepLoss, ms);
+      // An evaluation every --eval-every steps of the training, and after
+      // the last step of the run (not timed as the step's).
+      if (evalExecutor &&
+          (step == inputs.steps || (o.evalEvery && taken % o.evalEvery == 0))) {
+        double evalLoss = NAN;
+        try {
+          evalLoss =
+              evaluate(o, plan, backend, *evalExecutor, inputs, lossComm);
+        } catch (const std::exception &e) {
+          rankError(rank, "evaluation after step " + std::to_string(taken) +
+                              ": " + e.what());
+          MPI_Abort(MPI_COMM_WORLD, 1);
+          std::exit(1);
+        }
+        progress->evaluation(taken, evalLoss);
+        if (rank == 0) {
+          std::printf("eval step %lld loss %.9g\n", (long long)taken, evalLoss);
+          std::fflush(stdout);
+        }
+      }
       if (step == 1) {
         firstMs = ms;
         // The profile covers the steps the time line's median does.

@@ -173,6 +173,9 @@ public:
 
   FailureOr<fb::Offset<plan::Plan>> build();
 
+  /// The evaluation program's plan table, written into this one's.
+  fb::Offset<plan::Plan> evaluation = 0;
+
 private:
   LogicalResult addBuffer(Value value, int64_t offset, std::string name);
   FailureOr<int> getGroup(CollectiveOpInterface op);
@@ -640,7 +643,7 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
       builder.CreateVector(arguments), builder.CreateVector(results),
       clusterName, clusterJson, tpAxis, builder.CreateVector(tpGrid),
       /*stages=*/0, /*program_of_rank=*/0, pipeline ? pipeline->axis : -1,
-      pipelineGrid, stage);
+      pipelineGrid, stage, evaluation);
 }
 
 /// The plan of a pipelined module: a root with one plan per stage program
@@ -735,22 +738,59 @@ LogicalResult braid::translateToPlan(ModuleOp module, llvm::raw_ostream &os) {
   FailureOr<int64_t> worldSize = getWorldSize(module);
   if (failed(worldSize))
     return failure();
+  // An evaluation program (braid.evaluates) goes into its step's plan.
+  func::FuncOp eval;
+  size_t ops = 0;
+  for (func::FuncOp f : funcs) {
+    ops += f.getBody().front().getOperations().size();
+    if (!f->hasAttr(BraidDialect::kEvaluatesAttrName))
+      continue;
+    if (eval)
+      return f.emitError() << "is a second evaluation program; a plan holds "
+                              "one (@"
+                           << eval.getName() << ")";
+    eval = f;
+  }
+  if (eval)
+    llvm::erase(funcs, eval);
   bool pipelined = llvm::any_of(funcs, [](func::FuncOp f) {
     return f->hasAttr(BraidDialect::kStageAttrName);
   });
+  if (pipelined && eval)
+    return eval.emitError() << "evaluates a pipelined step, which braid has "
+                               "no evaluation plan for yet";
   if (pipelined)
     return writePipelinePlan(module, funcs, *worldSize, os);
   if (funcs.size() != 1)
     return module.emitError()
            << "a plan holds one step function, but the module has "
            << funcs.size() << " (a pipeline's stage programs carry "
-           << "'braid.stage')";
+           << "'braid.stage'; an evaluation program 'braid.evaluates')";
   func::FuncOp func = funcs.front();
   fb::FlatBufferBuilder builder(std::max<size_t>(
       // About 330 bytes a op: sized once, the buffer never regrows.
-      1 << 16, 400 * func.getBody().front().getOperations().size()));
-  FailureOr<fb::Offset<plan::Plan>> root =
-      PlanWriter(module, func, builder, *worldSize).build();
+      1 << 16, 400 * ops));
+  PlanWriter writer(module, func, builder, *worldSize);
+  if (eval) {
+    auto evaluated = eval->getAttrOfType<FlatSymbolRefAttr>(
+        BraidDialect::kEvaluatesAttrName);
+    auto arena = [](func::FuncOp f) {
+      return f->getAttrOfType<IntegerAttr>(BraidDialect::kArenaBytesAttrName);
+    };
+    if (evaluated.getValue() != func.getName())
+      return eval.emitError() << "evaluates " << evaluated << ", but the step "
+                              << "is @" << func.getName();
+    if (!arena(eval) || arena(eval) != arena(func))
+      return eval.emitError()
+             << "does not share @" << func.getName()
+             << "'s arena; run braid-share-arena after braid-plan-memory";
+    FailureOr<fb::Offset<plan::Plan>> evalPlan =
+        PlanWriter(module, eval, builder, *worldSize).build();
+    if (failed(evalPlan))
+      return failure();
+    writer.evaluation = *evalPlan;
+  }
+  FailureOr<fb::Offset<plan::Plan>> root = writer.build();
   if (failed(root))
     return failure();
   builder.Finish(*root, plan::PlanIdentifier());

@@ -41,6 +41,7 @@ public:
 
   const char *name() const override { return "cpu"; }
   void prepare(const Plan &plan) override;
+  void setProgram(const Plan &program) override;
   void connect() override;
   void kernel(unsigned stream, const Instr &instr) override;
   void collective(unsigned stream, const Instr &instr) override;
@@ -97,10 +98,15 @@ private:
   MPI_Comm world;
   int rank = 0;
   bool checkMemory, profiling;
-  std::unique_ptr<MemoryChecker> checker;
+  /// The checker of the program running (with --check-memory), and one per
+  /// program set by setProgram.
+  MemoryChecker *checker = nullptr;
+  std::map<const Plan *, std::unique_ptr<MemoryChecker>> checkers;
   std::unique_ptr<KernelProfile> profile;
   Watchdog watchdog;
-  const Plan *plan = nullptr;
+  /// The program running, and the plan prepared (the step, whose kernels
+  /// alone --profile times).
+  const Plan *plan = nullptr, *prepared = nullptr;
   uint8_t *arena = nullptr;
   /// Every communicator of the plan, those this program does not use too,
   /// and the program's (device group, stream) -> its communicator.

@@ -51,6 +51,7 @@ public:
   /// The device this rank uses.
   int deviceIndex() const { return deviceId; }
   void prepare(const Plan &plan) override;
+  void setProgram(const Plan &program) override;
   void connect() override;
   void startThread(unsigned stream) override;
   bool ordersCollectives() const override { return true; }
@@ -88,7 +89,8 @@ private:
   std::unique_ptr<Device> device;
   Options options;
   int deviceId = 0;
-  const Plan *plan = nullptr;
+  /// The program running (setProgram) and the plan prepared.
+  const Plan *plan = nullptr, *prepared = nullptr;
   uint8_t *arena = nullptr, *scratch = nullptr, *staging = nullptr;
   uint64_t stagingBytes = 0;
   /// Event numbers: the plan's events, then one per collective instruction

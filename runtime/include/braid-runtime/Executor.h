@@ -22,6 +22,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -46,6 +48,14 @@ public:
   /// Before the first step: allocate the arena and what else is local to
   /// this rank. May fail on one rank alone, so it makes no collective call.
   virtual void prepare(const Plan &plan) = 0;
+  /// Makes `program` the plan whose buffers the kernels, reads and writes
+  /// name: the prepared plan's evaluation program (Plan::evaluation, which
+  /// shares its arena and holds no collective) between steps, then the
+  /// prepared plan again. A backend that cannot run one throws.
+  virtual void setProgram(const Plan &program) {
+    throw std::runtime_error(std::string("the ") + name() +
+                             " backend does not run evaluation programs");
+  }
   /// After every rank has prepared: make the communicators (collective
   /// calls, in plan order on every rank).
   virtual void connect() {}

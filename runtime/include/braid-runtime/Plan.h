@@ -169,6 +169,11 @@ struct Plan {
   int32_t ppAxis = -1;
   std::vector<int64_t> ppGrid;
   int32_t stage = -1;
+  /// The step's evaluation program (docs/Runtime.md, "Evaluation"), at
+  /// most one: a plan over the same arena, its parameter buffers at the
+  /// step's parameter arguments' bytes, its other buffers clear of every
+  /// buffer of the step's arguments and results, without collectives.
+  std::vector<Plan> evaluation;
   /// Every communicator any rank of the whole plan creates (every stage
   /// program's), each once, in one order that does not depend on the rank:
   /// creating one is a call on every rank of the world, so every rank

@@ -57,9 +57,9 @@ void CpuBackend::use(const std::vector<uint32_t> &ids, const Instr &instr,
 
 void CpuBackend::prepare(const Plan &p) {
   checkComputeTypes(p, "cpu", /*half=*/true);
-  plan = &p;
+  plan = prepared = &p;
   if (checkMemory)
-    checker = std::make_unique<MemoryChecker>(p);
+    checker = (checkers[&p] = std::make_unique<MemoryChecker>(p)).get();
   if (profiling)
     profile = std::make_unique<KernelProfile>(
         p.streams.size(), std::string("cpu backend, ") + vectorMath().name +
@@ -75,6 +75,27 @@ void CpuBackend::prepare(const Plan &p) {
   std::memset(arena, 0, bytes);
   inFlight.resize(p.numFutures);
   syncPending.resize(p.streams.size());
+}
+
+void CpuBackend::setProgram(const Plan &program) {
+  if (program.arenaBytes > prepared->arenaBytes)
+    throw std::runtime_error("program @" + program.function + " needs " +
+                             std::to_string(program.arenaBytes) +
+                             " bytes of arena, more than the prepared " +
+                             std::to_string(prepared->arenaBytes));
+  plan = &program;
+  if (!checkMemory)
+    return;
+  std::unique_ptr<MemoryChecker> &c = checkers[&program];
+  if (!c) {
+    c = std::make_unique<MemoryChecker>(program);
+    // An evaluation program's parameters are the step's, written already.
+    if (&program != prepared)
+      for (const Binding &a : program.arguments)
+        if (a.role == Role::Parameter)
+          c->define(a.buffer);
+  }
+  checker = c.get();
 }
 
 void CpuBackend::connect() {
@@ -124,7 +145,7 @@ std::vector<Watchdog::Arrival> CpuBackend::announce(const Instr &instr,
 
 void CpuBackend::kernel(unsigned stream, const Instr &instr) {
   use(instr.operands, instr);
-  if (profile) {
+  if (profile && plan == prepared) {
     using Clock = std::chrono::steady_clock;
     Clock::time_point start = Clock::now();
     runCpuKernel(*plan, instr, arena);

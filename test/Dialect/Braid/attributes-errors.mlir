@@ -555,3 +555,67 @@ func.func @sharding_axes_partial(%w: tensor<4x4xf32> {braid.sharding = #braid.sh
 func.func @inner_axis_twice() attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1, inner_axes = [1]>} {
   return
 }
+
+// -----
+
+// expected-error @below {{'braid.evaluates' must be a symbol (@step) on a function}}
+func.func @evaluates_not_symbol() attributes {braid.evaluates = "step"} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'braid.evaluates' names @missing, which is not another function of the module}}
+func.func @evaluates_missing() attributes {braid.evaluates = @missing} {
+  return
+}
+
+// -----
+
+func.func @step(%w: tensor<4xf32> {braid.role = #braid.role<parameter "w">}) {
+  return
+}
+// expected-error @below {{an evaluation program takes parameters and a batch, but argument #0 is not one of them}}
+func.func @evaluates_state(%m: tensor<4xf32> {braid.role = #braid.role<optimizer_state "m">})
+    -> (tensor<f32> {braid.role = #braid.role<loss "loss">})
+    attributes {braid.evaluates = @step} {
+  %l = braid.reduce_sum %m dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @step(%w: tensor<4xf32> {braid.role = #braid.role<parameter "w">}) {
+  return
+}
+// expected-error @below {{the evaluation program's parameter 'v' is not a parameter of @step}}
+func.func @evaluates_unknown(%v: tensor<4xf32> {braid.role = #braid.role<parameter "v">})
+    -> (tensor<f32> {braid.role = #braid.role<loss "loss">})
+    attributes {braid.evaluates = @step} {
+  %l = braid.reduce_sum %v dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @step(%w: tensor<4xf32> {braid.role = #braid.role<parameter "w">}) {
+  return
+}
+// expected-error @below {{the evaluation program's parameter 'w' is 'tensor<8xf32>', but @step takes 'tensor<4xf32>'}}
+func.func @evaluates_type(%w: tensor<8xf32> {braid.role = #braid.role<parameter "w">})
+    -> (tensor<f32> {braid.role = #braid.role<loss "loss">})
+    attributes {braid.evaluates = @step} {
+  %l = braid.reduce_sum %w dims = [0] : tensor<8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @step(%w: tensor<4xf32> {braid.role = #braid.role<parameter "w">}) {
+  return
+}
+// expected-error @below {{an evaluation program returns one result, its loss}}
+func.func @evaluates_no_loss(%w: tensor<4xf32> {braid.role = #braid.role<parameter "w">})
+    attributes {braid.evaluates = @step} {
+  return
+}

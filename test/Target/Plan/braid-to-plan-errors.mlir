@@ -190,3 +190,37 @@ func.func @not_partitioned(%x: tensor<2xf32> {braid.offset = 0 : i64, braid.role
     attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
   return %x : tensor<2xf32>
 }
+
+// -----
+
+// An evaluation program with an arena of its own (braid-share-arena not run).
+func.func @step(%w: tensor<16xf32> {braid.role = #braid.role<parameter "w">, braid.offset = 0 : i64})
+    -> (tensor<16xf32> {braid.role = #braid.role<parameter "w">})
+    attributes {braid.arena_bytes = 64 : i64} {
+  return %w : tensor<16xf32>
+}
+// expected-error @below {{does not share @step's arena; run braid-share-arena after braid-plan-memory}}
+func.func @step_eval(%w: tensor<16xf32> {braid.role = #braid.role<parameter "w">, braid.offset = 0 : i64})
+    -> (tensor<f32> {braid.role = #braid.role<loss "loss">})
+    attributes {braid.arena_bytes = 128 : i64, braid.evaluates = @step} {
+  %l = braid.reduce_sum %w dims = [0] {braid.offsets = array<i64: 64>} : tensor<16xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// An evaluation program of a pipelined step.
+shard.grid @world(shape = 2)
+func.func @stage0(%w: tensor<16xf32> {braid.role = #braid.role<parameter "w">, braid.offset = 0 : i64})
+    -> (tensor<16xf32> {braid.role = #braid.role<parameter "w">})
+    attributes {braid.arena_bytes = 64 : i64,
+                braid.stage = #braid.stage<grid = @world, axis = 0, index = 0>} {
+  return %w : tensor<16xf32>
+}
+// expected-error @below {{evaluates a pipelined step, which braid has no evaluation plan for yet}}
+func.func @stage0_eval(%w: tensor<16xf32> {braid.role = #braid.role<parameter "w">, braid.offset = 0 : i64})
+    -> (tensor<f32> {braid.role = #braid.role<loss "loss">})
+    attributes {braid.arena_bytes = 64 : i64, braid.evaluates = @stage0} {
+  %l = braid.reduce_sum %w dims = [0] {braid.offsets = array<i64: 64>} : tensor<16xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -92,6 +92,13 @@ def Braid_Dialect : Dialect {
     /// first (braid-verify-schedule matches sends and receives by it).
     static constexpr ::llvm::StringLiteral kTransfersAttrName =
         "braid.transfers";
+    /// The function attribute of an evaluation program (braid.export's
+    /// `evaluation=True`): the training step it evaluates,
+    /// `braid.evaluates = @gpt_step`. Its parameter arguments are the step's
+    /// (by name and type), it takes a batch and returns one loss, and
+    /// braid-share-arena places it in the step's arena.
+    static constexpr ::llvm::StringLiteral kEvaluatesAttrName =
+        "braid.evaluates";
     /// The function attribute of `braid-plan-memory`: the arena size.
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
         "braid.arena_bytes";

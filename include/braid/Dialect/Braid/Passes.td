@@ -432,6 +432,41 @@ def AssignStreams : Pass<"braid-assign-streams", "mlir::ModuleOp"> {
   ];
 }
 
+def ShareArena : Pass<"braid-share-arena", "mlir::ModuleOp"> {
+  let summary = "Place an evaluation program in its training step's arena";
+  let description = [{
+    An evaluation program (a function with `braid.evaluates = @step`,
+    braid.export's `evaluation=True`) runs between steps on the step's
+    parameters. After `braid-plan-memory` has planned each function alone,
+    this pass makes them one arena:
+    - each parameter argument of the evaluation program takes the offset of
+      the step's parameter argument of the same name (the runtime copies
+      nothing: the step's updates are what the evaluation reads);
+    - its other buffers move together, by one offset (a multiple of 4096,
+      so that every alignment braid-plan-memory allows is kept), to the
+      lowest place where none of them shares a byte with a buffer of the
+      step's arguments or results (the state carried to the next step, and
+      what braid-run reads after a step: the loss, --save's results); the
+      step's temporaries are free between steps, so the evaluation's
+      activations reuse their bytes;
+    - both functions' `braid.arena_bytes` become the larger arena.
+    A module without an evaluation program is left as it is. `report` emits
+    a remark per evaluation program with where it went.
+
+    ```mlir
+    func.func @step(%w: tensor<64xf32> {braid.offset = 0 : i64, ...}) ...
+        attributes {braid.arena_bytes = 4352 : i64}
+    func.func @step_eval(%w: tensor<64xf32> {braid.offset = 0 : i64, ...},
+                         %x: tensor<64xf32> {braid.offset = 4352 : i64, ...})
+        attributes {braid.evaluates = @step, braid.arena_bytes = 8704 : i64}
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with each evaluation program's placement">
+  ];
+}
+
 def VerifySchedule : Pass<"braid-verify-schedule", "mlir::ModuleOp"> {
   let summary = "Check that a scheduled step is free of races and deadlocks";
   let description = [{

@@ -257,6 +257,58 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
   return success();
 }
 
+/// `braid.evaluates = @step` on an evaluation program: a function of the
+/// same module whose parameters are the step's (by name and type), that
+/// takes a batch and returns one loss.
+static LogicalResult verifyEvaluates(Operation *op, Attribute value) {
+  auto ref = dyn_cast<FlatSymbolRefAttr>(value);
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!ref || !func)
+    return op->emitError() << "'" << BraidDialect::kEvaluatesAttrName
+                           << "' must be a symbol (@step) on a function";
+  auto step = dyn_cast_or_null<FunctionOpInterface>(
+      SymbolTable::lookupNearestSymbolFrom(op, ref));
+  if (!step || step == func)
+    return op->emitError() << "'" << BraidDialect::kEvaluatesAttrName
+                           << "' names " << ref
+                           << ", which is not another function of the module";
+  llvm::StringMap<Type> stepParams;
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
+    if (auto role =
+            step.getArgAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
+        role && role.getKind() == RoleKind::Parameter)
+      stepParams[role.getName()] = step.getArgumentTypes()[i];
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    auto role = func.getArgAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
+    if (!role || (role.getKind() != RoleKind::Parameter &&
+                  role.getKind() != RoleKind::Batch))
+      return op->emitError()
+             << "an evaluation program takes parameters and a batch, but "
+                "argument #"
+             << i << " is " << (role ? "not one of them" : "without a role");
+    if (role.getKind() != RoleKind::Parameter)
+      continue;
+    auto it = stepParams.find(role.getName());
+    if (it == stepParams.end())
+      return op->emitError()
+             << "the evaluation program's parameter '" << role.getName()
+             << "' is not a parameter of " << ref;
+    if (it->second != func.getArgumentTypes()[i])
+      return op->emitError()
+             << "the evaluation program's parameter '" << role.getName()
+             << "' is " << func.getArgumentTypes()[i] << ", but " << ref
+             << " takes " << it->second;
+  }
+  auto loss =
+      func.getNumResults() == 1
+          ? func.getResultAttrOfType<RoleAttr>(0, BraidDialect::kRoleAttrName)
+          : RoleAttr();
+  if (!loss || loss.getKind() != RoleKind::Loss)
+    return op->emitError()
+           << "an evaluation program returns one result, its loss";
+  return success();
+}
+
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() == kClusterAttrName) {
@@ -304,6 +356,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                 "on a function";
     return success();
   }
+  if (attr.getName() == kEvaluatesAttrName)
+    return verifyEvaluates(op, attr.getValue());
   if (attr.getName() == kTransfersAttrName) {
     auto transfers = dyn_cast<ArrayAttr>(attr.getValue());
     auto collective = dyn_cast<CollectiveOpInterface>(op);

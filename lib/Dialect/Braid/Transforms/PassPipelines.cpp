@@ -109,6 +109,10 @@ void braid::buildCompilePipeline(OpPassManager &pm,
   PlanMemoryOptions memory;
   memory.report = options.report;
   pm.addNestedPass<func::FuncOp>(createPlanMemory(memory));
+  // An evaluation program into its step's arena (a no-op without one).
+  ShareArenaOptions share;
+  share.report = options.report;
+  pm.addPass(createShareArena(share));
   pm.addPass(createVerifySchedule());
 }
 
