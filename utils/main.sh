@@ -10,10 +10,17 @@
 #   4. simulate the step on h100-8x8 with the naive, DDP-style and braid
 #      schedules, print the comparison, and draw braid's timeline to
 #      build/main/timeline.png;
-#   5. train 20 steps on 2 CPU ranks (mpirun -np 2 braid-run --backend=cpu),
-#      printing the loss of every step, and compare with PyTorch's own
-#      training on the same global batch (float64 and float32): the job
-#      fails if braid is farther from float64 PyTorch than the tolerance.
+#   5. make a character-level text corpus of the fortune cookies Debian
+#      ships (the fortunes package: 43 files, 2.6 MB; the last 10% of each
+#      held out), train 20 steps on it on 2 CPU ranks (mpirun -np 2
+#      braid-run --backend=cpu), printing the loss of every step, and
+#      compare with PyTorch's own training on the same windows (float64 and
+#      float32): the job fails if braid is farther from float64 PyTorch
+#      than the tolerance;
+#   6. train 2000 steps on the text, evaluating on the held-out tokens
+#      every 200 (the evaluation program braid.export --evaluation wrote),
+#      and draw the train and eval loss to build/main/loss.png: the job
+#      fails if the eval loss does not fall.
 # Everything it writes goes to build/main/ (or $BRAID_MAIN_OUT).
 #
 # Usage: utils/main.sh [SPEC]   SPEC as for `python3 -m braid.export`
@@ -32,7 +39,7 @@ export PYTHONPATH="$root/python"
 cluster=h100-8x8
 ranks=64
 start=$SECONDS
-stage() { echo; echo "== [$1/5] $2   (at $((SECONDS - start)) s)"; }
+stage() { echo; echo "== [$1/6] $2   (at $((SECONDS - start)) s)"; }
 
 stage 1 "build braid"
 bash "$root/utils/build.sh"
@@ -41,8 +48,8 @@ mkdir -p "$main"
 stage 2 "export $(basename "$spec") with braid.export (PyTorch -> braid IR)"
 echo "\$ $python -m braid.export $spec -o $shown/step64 --world-size $ranks"
 $python -m braid.export "$spec" -o "$main/step64" --world-size $ranks | sed 's/^/  /'
-echo "\$ $python -m braid.export $spec -o $shown/step2 --world-size 2"
-$python -m braid.export "$spec" -o "$main/step2" --world-size 2 | sed 's/^/  /'
+echo "\$ $python -m braid.export $spec -o $shown/step2 --world-size 2 --evaluation"
+$python -m braid.export "$spec" -o "$main/step2" --world-size 2 --evaluation | sed 's/^/  /'
 
 stage 3 "compile for $cluster and print the schedule"
 echo "\$ braid-compile $shown/step64.mlir --cluster=$cluster --emit=mlir -o $shown/step64.scheduled.mlir --schedule-report=$shown/step64.schedule.json"
@@ -76,18 +83,40 @@ PY
 $python -m braid.timeline "$main/sim-braid.trace.json" -o "$main/timeline.png" --ranks 2 \
   --title "$(basename "$spec" .py), $ranks ranks on $cluster, braid's schedule" | sed 's/^/  /'
 
-stage 5 "train 20 steps on 2 CPU ranks"
+stage 5 "train 20 steps on text on 2 CPU ranks, checked against PyTorch"
+# The text: every fortune file (not the .dat indexes), a character a token.
+fortunes=/usr/share/games/fortunes
+mapfile -t texts < <(find "$fortunes" -maxdepth 1 -type f ! -name '*.dat' | sort)
+echo "\$ $python examples/data/prepare_chars.py $fortunes/{art,...,zippy} $shown/text"
+$python "$root/examples/data/prepare_chars.py" "${texts[@]}" "$main/text" | sed 's/^/  /'
 echo "\$ braid-compile $shown/step2.mlir -o $shown/step2.plan"
 "$bin/braid-compile" "$main/step2.mlir" -o "$main/step2.plan"
-echo "\$ mpirun -np 2 braid-run --backend=cpu $shown/step2.plan --params $shown/step2.npz --data $shown/step2.batch.npz --steps 20"
+echo "\$ mpirun -np 2 braid-run --backend=cpu $shown/step2.plan --params $shown/step2.npz --data $shown/text.train.bin --steps 20 --save $shown/trained.npz"
 mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/braid-run" --backend=cpu \
-  "$main/step2.plan" --params "$main/step2.npz" --data "$main/step2.batch.npz" \
+  "$main/step2.plan" --params "$main/step2.npz" --data "$main/text.train.bin" \
   --steps 20 --save "$main/trained.npz" | tee "$main/train.txt" | sed -u 's/^/  /'
-# PyTorch trains the same model on the same global batch, in float64 and in
-# float32; braid must be as close to float64 as float32 PyTorch is
+# PyTorch trains the same model on the same windows of the text, in float64
+# and in float32; braid must be as close to float64 as float32 PyTorch is
 # (braid.compare). A difference beyond that fails the main job.
-echo "\$ $python -m braid.compare $(basename "$spec") --world-size 2 --losses $shown/train.txt --state $shown/trained.npz"
+echo "\$ $python -m braid.compare $(basename "$spec") --world-size 2 --losses $shown/train.txt --state $shown/trained.npz --data $shown/text.train.bin"
 $python -m braid.compare "$spec" --world-size 2 --losses "$main/train.txt" \
-  --state "$main/trained.npz" | sed 's/^/  /'
+  --state "$main/trained.npz" --data "$main/text.train.bin" | sed 's/^/  /'
+
+stage 6 "train 2000 steps on text, evaluating on held-out text every 200"
+echo "\$ mpirun -np 2 braid-run $shown/step2.plan --params $shown/step2.npz --data $shown/text.train.bin --steps 2000 --eval-data $shown/text.val.bin --eval-every 200 --eval-batches 16 --log-every 200 --metrics $shown/train.jsonl"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$bin/braid-run" --backend=cpu \
+  "$main/step2.plan" --params "$main/step2.npz" --data "$main/text.train.bin" \
+  --steps 2000 --eval-data "$main/text.val.bin" --eval-every 200 --eval-batches 16 \
+  --log-every 200 --metrics "$main/train.jsonl" | grep -v '^step ' | sed -u 's/^/  /'
+$python -m braid.curves "$main/train.jsonl" -o "$main/loss.png" \
+  --title "$(basename "$spec" .py) on the fortunes text, 2 CPU ranks" | sed 's/^/  /'
+# The held-out loss must fall: the model learns the text, not the batches.
+$python - "$main/train.jsonl" <<'PY'
+import json, sys
+evals = [json.loads(l)["eval_loss"] for l in open(sys.argv[1]) if "eval_loss" in l]
+if not (len(evals) >= 2 and evals[-1] < 0.8 * evals[0]):
+    sys.exit("main job: the eval loss did not fall by a fifth: %s" % evals)
+print("  eval loss %.4f before training -> %.4f after 2000 steps" % (evals[0], evals[-1]))
+PY
 echo
-echo "done in $((SECONDS - start)) s; outputs in $shown/ (timeline.png, step64.scheduled.mlir, sim-*.json, trained.npz)"
+echo "done in $((SECONDS - start)) s; outputs in $shown/ (timeline.png, loss.png, step64.scheduled.mlir, sim-*.json, trained.npz, train.jsonl)"

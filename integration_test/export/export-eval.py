@@ -3,7 +3,8 @@
 # data-parallel ranks with its evaluation program (braid.export's
 # evaluation=True: @gpt_step_eval, the loss of model.eval() forward only),
 # compiled into one plan over one arena (braid-share-arena), trains 20 steps
-# on a token file and evaluates on a held-out one every 5 steps, 3 batches.
+# on a token file and evaluates on a held-out one before the first step and
+# every 5 steps, 3 batches.
 # - The plan holds the evaluation program; braid-compile --report says where
 #   braid-share-arena put it: the parameters in place, one arena.
 # - Every evaluation loss (printed, and in --metrics as eval_loss) is within
@@ -111,7 +112,7 @@ def main():
     with open(metrics) as f:
         logged = [json.loads(x) for x in f]
     logged = [(x["step"], x["eval_loss"]) for x in logged if "eval_loss" in x]
-    check([k for k, _ in evals] == list(range(EVERY, STEPS + 1, EVERY)) and
+    check([k for k, _ in evals] == list(range(0, STEPS + 1, EVERY)) and
           [(k, "%.9g" % v) for k, v in logged] == [(k, "%.9g" % v) for k, v in evals],
           "evaluations after steps %s, printed and in --metrics alike"
           % [k for k, _ in evals])
@@ -145,8 +146,9 @@ def main():
           % STEPS)
     m = run("--data", train_path, "--eval-data", eval_path, "--eval-every", "2",
             "--check-memory", check_rc=False, steps=4)
-    check(m.returncode == 0 and m.stdout.count("eval step ") == 2,
-          "--check-memory with evaluations after steps 2 and 4: exit %d" % m.returncode)
+    check(m.returncode == 0 and m.stdout.count("eval step ") == 3,
+          "--check-memory with evaluations before step 1 and after steps 2 and 4: exit %d"
+          % m.returncode)
 
     # The evaluation's windows: the file's first BATCHES x 8 sequential
     # windows, the same at every evaluation.

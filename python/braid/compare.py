@@ -151,11 +151,13 @@ def against_pytorch(spec, batch, losses, state, steps, loss_tol=1e-5, state_floo
                 draws.append(state2)
     problems = []
     state = dict(state)
-    if spec.get("lr_scheduler") is not None:
-        # The schedules and the step count that --save writes to resume.
+    if spec.get("lr_scheduler") is not None or "steps_done" in state:
+        # The schedules and the step count that --save writes to resume (a
+        # run on a token file writes the count too).
         from braid.recipe import lr_names
-        for n in lr_names(spec["optimizer"]):
-            state.pop(n, None)
+        if spec.get("lr_scheduler") is not None:
+            for n in lr_names(spec["optimizer"]):
+                state.pop(n, None)
         done = state.pop("steps_done", None)
         if done is None or int(done) != steps:
             problems.append("the saved state says %s steps done, not %d" % (done, steps))
@@ -248,6 +250,15 @@ def main(argv=None):
     parser.add_argument("--losses", required=True,
                         help="braid-run's output (its 'step K/N loss L' lines)")
     parser.add_argument("--state", required=True, help="braid-run --save's .npz")
+    parser.add_argument("--data", metavar="TOKENS.bin",
+                        help="the token file braid-run trained on (its --data): PyTorch "
+                             "trains on the same windows (braid.data) instead of the spec's "
+                             "global batch")
+    parser.add_argument("--seed", type=int, default=0, help="braid-run's --seed (default 0)")
+    parser.add_argument("--token-bytes", type=int, choices=[2, 4], default=2,
+                        help="braid-run's --token-bytes (default 2)")
+    parser.add_argument("--sampling", choices=["random", "sequential"], default="random",
+                        help="braid-run's --sampling (default random)")
     args = parser.parse_args(argv)
     from braid.ir import data_parallel_degree
     from braid.spec import load_spec
@@ -269,6 +280,25 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     spec = load_spec(args.spec, data_parallel=data_parallel)
+    if args.data:
+        import torch
+        from braid import data
+        try:
+            tokens = data.read_tokens(args.data, args.token_bytes)
+        except (OSError, ValueError) as e:
+            print("braid.compare: error: %s" % e, file=sys.stderr)
+            return 2
+        rows, seq = spec["example_inputs"][0].shape[:2]
+
+        def windows(k):
+            ids, labels = data.batch(tokens, seq, data_parallel * rows, k, args.seed,
+                                     args.sampling)
+            return (torch.from_numpy(ids),), (torch.from_numpy(labels),)
+        r = against_pytorch(spec, windows, losses, state, len(losses), ranks=data_parallel)
+        print("the loss fell from %.6f to %.6f; PyTorch on the same windows of %s: "
+              "%.6f -> %.6f" % (losses[0], losses[-1], args.data, r["torch_losses"][0],
+                                r["torch_losses"][-1]))
+        return _verdict(r)
     if "global_batch" not in spec:
         print("braid.compare: error: the spec has no global_batch to train PyTorch on",
               file=sys.stderr)
@@ -280,6 +310,11 @@ def main(argv=None):
                         ranks=data_parallel)
     print("the loss fell from %.6f to %.6f; PyTorch on the same global batch: %.6f -> %.6f"
           % (losses[0], losses[-1], r["torch_losses"][0], r["torch_losses"][-1]))
+    return _verdict(r)
+
+
+def _verdict(r):
+    """Prints against_pytorch's figures and verdict; main's exit status."""
     for line in describe(r):
         print(line)
     if not r["ok"]:

@@ -12,6 +12,7 @@ and last loss, and evaluation loss.
 
 import argparse
 import json
+import os
 import sys
 
 from braid._cli import module_command
@@ -60,11 +61,23 @@ def draw(curves, out, title=None, evals=None):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, points in curves.items():
-        line, = ax.plot([s for s, _ in points], [v for _, v in points], label=label)
+        steps, losses = [s for s, _ in points], [v for _, v in points]
+        # A loss a step is noisy (each step a new batch): the steps faint,
+        # their running mean over about a 50th of the run drawn over them.
+        width = len(points) // 50
+        if width >= 2:
+            raw, = ax.plot(steps, losses, alpha=0.3, linewidth=0.8)
+            means = [sum(losses[max(0, i - width + 1):i + 1]) / (i + 1 - max(0, i - width + 1))
+                     for i in range(len(losses))]
+            line, = ax.plot(steps, means, color=raw.get_color(),
+                            label="%s (train, mean of %d steps)" % (label, width))
+        else:
+            line, = ax.plot(steps, losses, label=label)
         held = (evals or {}).get(label)
         if held:
-            ax.plot([s for s, _ in held], [v for _, v in held], "o--",
-                    color=line.get_color(), label=label + " (eval)")
+            ax.plot([s for s, _ in held], [v for _, v in held], "o--", color=line.get_color(),
+                    markeredgecolor="black", linewidth=1.5, zorder=3,
+                    label=label + " (eval)")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     if title:
@@ -91,7 +104,11 @@ def main(argv=None):
         print("braid.curves: error: %s" % e, file=sys.stderr)
         return 1
     try:
-        draw(curves, args.output, args.title, evals)
+        # Each curve is labeled by its file's name, or path where names repeat.
+        names = [os.path.basename(p) for p in curves]
+        label = {p: n if names.count(n) == 1 else p for p, n in zip(curves, names)}
+        draw({label[p]: v for p, v in curves.items()}, args.output, args.title,
+             {label[p]: v for p, v in evals.items()})
     except RuntimeError as e:
         print("braid.curves: error: %s" % e, file=sys.stderr)
         return 1

@@ -68,8 +68,8 @@ def torch_reference(spec, inputs, targets, steps, double=False, ranks=None, norm
     each part's loss is taken on its own, and the step's loss and gradient
     are their average (each rank's mean over its own non-ignored targets,
     the ranks' gradients averaged). With `evaluation` = (every, eval_batches,
-    out), as braid-run --eval-data: after every `every` steps and after
-    the last, the model in eval mode under torch.no_grad() takes the loss of
+    out), as braid-run --eval-data: before the first step (when `every` is
+    given), after every `every` steps and after the last, the model in eval mode under torch.no_grad() takes the loss of
     each (inputs, targets) of eval_batches (split over `ranks` as above),
     and appends (step, the mean of those losses) to `out`. Returns the loss of every step and the
     final parameters and optimizer state, named as export() names them. The
@@ -137,6 +137,9 @@ def _train(spec, model, inputs, targets, steps, double, ranks, norms, batches=No
             return torch.autocast("cpu", dtype=torch.bfloat16)
     compress = spec.get("reduce_dtype") == "bf16" and not double
     losses = []
+    if evaluation is not None and evaluation[0] and steps:
+        evaluation[2].append((0, _evaluate(spec, model, evaluation[1], double, ranks,
+                                           autocast)))
     for k in range(steps):
         if batches is not None:
             inputs, targets = batches(k + 1)

@@ -192,6 +192,27 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
       MPI_Abort(MPI_COMM_WORLD, 1);
       std::exit(1);
     }
+    // An evaluation, printed and logged as after step `taken`.
+    auto evaluateAfter = [&](int64_t taken) {
+      double evalLoss = NAN;
+      try {
+        evalLoss = evaluate(o, plan, backend, *evalExecutor, inputs, lossComm);
+      } catch (const std::exception &e) {
+        rankError(rank, "evaluation after step " + std::to_string(taken) +
+                            ": " + e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        std::exit(1);
+      }
+      progress->evaluation(taken, evalLoss);
+      if (rank == 0) {
+        std::printf("eval step %lld loss %.9g\n", (long long)taken, evalLoss);
+        std::fflush(stdout);
+      }
+    };
+    // With --eval-every, a training's start is evaluated too (step 0).
+    if (evalExecutor && o.evalEvery && inputs.stepsDone == 0 &&
+        inputs.steps > 0)
+      evaluateAfter(0);
     for (int64_t step = 1; step <= inputs.steps; ++step) {
       Clock::time_point start = Clock::now();
       setCurrentStep(step);
@@ -270,23 +291,8 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
       // An evaluation every --eval-every steps of the training, and after
       // the last step of the run (not timed as the step's).
       if (evalExecutor &&
-          (step == inputs.steps || (o.evalEvery && taken % o.evalEvery == 0))) {
-        double evalLoss = NAN;
-        try {
-          evalLoss =
-              evaluate(o, plan, backend, *evalExecutor, inputs, lossComm);
-        } catch (const std::exception &e) {
-          rankError(rank, "evaluation after step " + std::to_string(taken) +
-                              ": " + e.what());
-          MPI_Abort(MPI_COMM_WORLD, 1);
-          std::exit(1);
-        }
-        progress->evaluation(taken, evalLoss);
-        if (rank == 0) {
-          std::printf("eval step %lld loss %.9g\n", (long long)taken, evalLoss);
-          std::fflush(stdout);
-        }
-      }
+          (step == inputs.steps || (o.evalEvery && taken % o.evalEvery == 0)))
+        evaluateAfter(taken);
       if (step == 1) {
         firstMs = ms;
         // The profile covers the steps the time line's median does.
