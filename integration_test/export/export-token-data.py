@@ -232,9 +232,9 @@ def main():
              "none-*.bin matches no file"),
             ("a shard shorter than a window", ["--data", os.path.join(out, "s*.bin")],
              "short.bin holds %d tokens, fewer than a window of %d" % (seq, seq + 1)),
-            ("a token option with a batch", ["--data", prefix + ".batch.npz", "--sampling",
-                                             "sequential"],
-             "--token-bytes, --sampling and --data-log go with a token file as --data")):
+            ("a token width with a batch", ["--data", prefix + ".batch.npz", "--token-bytes",
+                                            "4"],
+             "--token-bytes goes with a token file as --data")):
         p = run(1, "--params", prefix + ".npz", *args, check_rc=False)
         text = p.stdout + p.stderr
         check(p.returncode != 0 and expect in text,

@@ -27,11 +27,16 @@ that a resumed run continues the same stream) starts at
   labels end on the next one's first token), one shard after another.
   With one file it starts at ((k - 1) * rows + r) mod floor((N - 1) / seq)
   * seq.
+
+A .npz of N samples with `--sampling` (`braid-run --data SAMPLES.npz`,
+each batch input an array [N, ...] of its per-row shape) is iterated in
+epochs instead: `epoch_order`, `sample_indices` and `sample_batch` below.
 """
 
 import numpy as np
 
 _DATA_STREAM = 0x64617461
+_EPOCH_STREAM = 0x65706F63
 _M32 = np.uint64(0xFFFFFFFF)
 
 
@@ -103,3 +108,40 @@ def read_tokens(pattern, token_bytes=2):
     if not paths:
         raise FileNotFoundError("%s matches no file" % pattern)
     return [np.memmap(p, dtype=dtype, mode="r") for p in paths]
+
+
+def epoch_order(count, epoch, seed=0, sampling="random"):
+    """The order of the samples of a dataset of `count` in epoch `epoch`
+    (0-based), as braid-run's SampleStream takes them (runtime/tools/
+    RunData.h): "sequential", 0 .. count - 1; "random", the samples sorted
+    by the 64-bit number Philox4x32-10 of the counter (i, i >> 32, epoch,
+    "epoc") under the key (seed, 0) gives each, ties by i. An int64 array."""
+    if sampling not in ("random", "sequential"):
+        raise ValueError("sampling is 'random' or 'sequential', not %r" % (sampling,))
+    i = np.arange(count, dtype=np.uint64)
+    if sampling == "sequential":
+        return i.astype(np.int64)
+    w = _philox([i & _M32, i >> np.uint64(32), np.full(count, epoch, np.uint64),
+                 np.full(count, _EPOCH_STREAM, np.uint64)], seed, 0)
+    key = w[0] | (w[1] << np.uint64(32))
+    return np.lexsort((i, key)).astype(np.int64)
+
+
+def sample_indices(count, rows, step, seed=0, sampling="random"):
+    """The samples of the global batch of `rows` rows at step `step`
+    (1-based) of a dataset of `count` samples in epochs of count // rows
+    steps (the rest of each epoch unused, as a DataLoader's drop_last):
+    (epoch, an int64 array of `rows` sample indices)."""
+    per_epoch = count // rows
+    if per_epoch < 1:
+        raise ValueError("%d samples hold no batch of %d rows" % (count, rows))
+    epoch, p = (step - 1) // per_epoch, (step - 1) % per_epoch
+    return epoch, epoch_order(count, epoch, seed, sampling)[p * rows:(p + 1) * rows]
+
+
+def sample_batch(arrays, rows, step, seed=0, sampling="random"):
+    """The global batch of step `step` from a dataset: `arrays` (a list of
+    arrays [N, ...], as the .npz holds them for each batch input), each
+    taken at sample_indices' rows."""
+    _, take = sample_indices(len(arrays[0]), rows, step, seed, sampling)
+    return [np.ascontiguousarray(np.asarray(a)[take]) for a in arrays]

@@ -29,6 +29,8 @@ namespace {
 
 /// The Philox counter's last word for the data's draws: "data".
 constexpr uint32_t kDataStream = 0x64617461u;
+/// The Philox counter's last word for an epoch's order: "epoc".
+constexpr uint32_t kEpochStream = 0x65706f63u;
 
 } // namespace
 
@@ -259,6 +261,91 @@ void TokenStream::write(Backend &backend, int64_t step) {
     for (int64_t r = 0; r < rows; ++r)
       std::fprintf(log, "%s%llu", r ? ", " : "",
                    (unsigned long long)starts[size_t(r)]);
+    std::fputs("]}\n", log);
+    std::fflush(log);
+  }
+}
+
+std::vector<int64_t> braid::rt::epochOrder(Sampling sampling, int64_t count,
+                                           int64_t epoch, uint64_t seed) {
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    order[size_t(i)] = i;
+  if (sampling == Sampling::Sequential)
+    return order;
+  std::vector<uint64_t> key(order.size());
+  for (int64_t i = 0; i < count; ++i) {
+    Philox4x32 counter = {{uint32_t(uint64_t(i)), uint32_t(uint64_t(i) >> 32),
+                           uint32_t(epoch), kEpochStream}};
+    Philox4x32 r = philox4x32_10(counter, uint32_t(seed), 0);
+    key[size_t(i)] = uint64_t(r.v[0]) | uint64_t(r.v[1]) << 32;
+  }
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return key[size_t(a)] != key[size_t(b)] ? key[size_t(a)] < key[size_t(b)]
+                                            : a < b;
+  });
+  return order;
+}
+
+SampleStream::SampleStream(const Plan &program, const Options &o, int rank,
+                           int64_t count, std::vector<Input> inputs)
+    : plan(program), sampling(o.sampling), seed(o.seed), count(count),
+      inputs(std::move(inputs)) {
+  if (this->inputs.empty())
+    return; // a pipeline stage that reads no batch input
+  rows = plan.buffers[this->inputs.front().buffer].shape.at(0);
+  RankPlace place = placeRank(plan, rank);
+  firstRow = int64_t(place.dpIndex) * rows;
+  globalRows = int64_t(place.dpSize) * rows;
+  if (count < globalRows)
+    throw NpzError("--data " + o.data + " holds " + std::to_string(count) +
+                   " samples, fewer than a step's global batch of " +
+                   std::to_string(globalRows) + " (" +
+                   std::to_string(place.dpSize) + " data-parallel ranks x " +
+                   std::to_string(rows) + " rows)");
+  if (!o.dataLog.empty()) {
+    std::string name = o.dataLog + ".rank" + std::to_string(rank) + ".jsonl";
+    log = std::fopen(name.c_str(), "w");
+    if (!log)
+      throw NpzError("cannot write --data-log " + name + ": " +
+                     std::strerror(errno));
+  }
+}
+
+SampleStream::~SampleStream() {
+  if (log)
+    std::fclose(log);
+}
+
+void SampleStream::write(Backend &backend, int64_t step) {
+  if (inputs.empty())
+    return;
+  int64_t perEpoch = count / globalRows;
+  int64_t e = (step - 1) / perEpoch, p = (step - 1) % perEpoch;
+  if (e != epoch) {
+    order = epochOrder(sampling, count, e, seed);
+    epoch = e;
+  }
+  std::vector<int64_t> taken(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    taken[size_t(r)] = order[size_t(p * globalRows + firstRow + r)];
+  for (const Input &input : inputs) {
+    const Buffer &buffer = plan.buffers[input.buffer];
+    uint64_t rowBytes = buffer.bytes / uint64_t(rows);
+    std::vector<uint8_t> out(buffer.bytes);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(out.data() + uint64_t(r) * rowBytes,
+                  input.samples.data() + uint64_t(taken[size_t(r)]) * rowBytes,
+                  rowBytes);
+    backend.write(buffer, out.data());
+  }
+  if (log) {
+    std::fprintf(log,
+                 "{\"step\": %lld, \"epoch\": %lld, \"first_row\": %lld, "
+                 "\"samples\": [",
+                 (long long)step, (long long)e, (long long)firstRow);
+    for (int64_t r = 0; r < rows; ++r)
+      std::fprintf(log, "%s%lld", r ? ", " : "", (long long)taken[size_t(r)]);
     std::fputs("]}\n", log);
     std::fflush(log);
   }

@@ -107,6 +107,54 @@ private:
   std::FILE *log = nullptr;
 };
 
+/// The order of the samples in epoch `epoch` (0-based) of a dataset of
+/// `count` samples: Sampling::Sequential, 0 .. count - 1; Sampling::Random,
+/// the samples sorted by the 64-bit number that Philox4x32-10 of the
+/// counter (i, i >> 32, epoch, "epoc") under the key (seed, 0) gives sample
+/// i (its first two words), ties by i. python/braid/data.py computes the
+/// same.
+std::vector<int64_t> epochOrder(Sampling sampling, int64_t count, int64_t epoch,
+                                uint64_t seed);
+
+/// A .npz of N samples as --data with --sampling: every batch input is an
+/// array [N, ...] of its per-row shape, and the data-parallel ranks take the
+/// global batch of G rows (each replica's b rows, replica d rows
+/// d b .. (d + 1) b - 1) from the samples in epochs, as PyTorch's
+/// DataLoader does with drop_last: an epoch is N // G steps (the samples left
+/// over are not used in that epoch), step k (1-based) is step
+/// (k - 1) % (N // G) of epoch (k - 1) // (N // G), and global row j of a
+/// step p of epoch e is sample epochOrder(e)[p G + j]. A pure function of
+/// (seed, step), so a resumed run continues the same stream.
+class SampleStream {
+public:
+  /// One batch input: its buffer and all N samples, converted to its type.
+  struct Input {
+    uint32_t buffer;
+    std::vector<uint8_t> samples;
+  };
+  /// Throws NpzError naming the file when it holds fewer samples than a
+  /// global batch.
+  SampleStream(const Plan &program, const Options &o, int rank, int64_t count,
+               std::vector<Input> inputs);
+  ~SampleStream();
+  SampleStream(const SampleStream &) = delete;
+  SampleStream &operator=(const SampleStream &) = delete;
+  /// Writes step `step`'s samples (1-based, counting earlier runs' steps),
+  /// and a line to --data-log.
+  void write(Backend &backend, int64_t step);
+
+private:
+  const Plan &plan;
+  Sampling sampling;
+  uint64_t seed;
+  int64_t count, rows = 0, firstRow = 0, globalRows = 0;
+  std::vector<Input> inputs;
+  /// The order of the epoch last used.
+  int64_t epoch = -1;
+  std::vector<int64_t> order;
+  std::FILE *log = nullptr;
+};
+
 /// Whether --data names a token file rather than a batch (.npz).
 bool isTokenFile(const std::string &path);
 

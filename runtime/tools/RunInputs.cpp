@@ -347,6 +347,9 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
       throw NpzError("--eval-data " + o.evalData +
                      ": the evaluation program takes no token ids or labels");
   }
+  // A .npz of samples: each batch input's samples, by name.
+  int64_t sampleCount = -1;
+  std::vector<std::pair<std::string, SampleStream::Input>> sampleInputs;
   for (const Binding &b : plan.arguments) {
     const Buffer &buffer = plan.buffers[b.buffer];
     std::string expected =
@@ -428,6 +431,41 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
                          std::to_string(i + 1) + " of its schedule");
     } else if (inputs.tokens) {
       // Every batch input is the token file's (TokenStream checks).
+    } else if (o.samples &&
+               (b.role == Role::Batch || b.role == Role::Temporary)) {
+      // All N samples of the input, [N, ...] of its per-row shape.
+      auto it = data.find(b.name);
+      std::vector<int64_t> rowShape(buffer.shape.begin() +
+                                        (buffer.shape.empty() ? 0 : 1),
+                                    buffer.shape.end());
+      std::string wanted = "[N" + std::string(rowShape.empty() ? "" : ", ");
+      for (size_t d = 0; d < rowShape.size(); ++d)
+        wanted += (d ? ", " : "") + std::to_string(rowShape[d]);
+      wanted += "] " + std::string(dtypeName(buffer.dtype));
+      if (it == data.end())
+        throw NpzError(o.data + " has no array '" + b.name +
+                       "' (batch input; samples " + wanted + ")");
+      const NpyArray &array = it->second;
+      if (buffer.shape.empty() || array.shape.empty() ||
+          std::vector<int64_t>(array.shape.begin() + 1, array.shape.end()) !=
+              rowShape)
+        throw NpzError(
+            o.data + ": '" + b.name + "' has shape " + shapeText(array.shape) +
+            ", but the plan's samples are " + wanted + " (a row of its batch " +
+            shapeText(buffer.shape) + " each)");
+      if (sampleCount >= 0 && array.shape[0] != sampleCount)
+        throw NpzError(o.data + ": '" + b.name + "' holds " +
+                       std::to_string(array.shape[0]) + " samples, '" +
+                       sampleInputs.front().first + "' " +
+                       std::to_string(sampleCount));
+      sampleCount = array.shape[0];
+      Buffer all = buffer;
+      all.shape[0] = sampleCount;
+      all.bytes =
+          buffer.bytes / uint64_t(buffer.shape[0]) * uint64_t(sampleCount);
+      sampleInputs.push_back(
+          {b.name,
+           {b.buffer, convert(array, all, o.data + ": '" + b.name + "'")}});
     } else if (b.role == Role::Batch || b.role == Role::Temporary) {
       auto it = data.find(b.name);
       if (it == data.end()) {
@@ -482,6 +520,13 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
   inputs.steps = o.resume.empty()
                      ? o.steps
                      : std::max<int64_t>(0, o.steps - inputs.stepsDone);
+  if (o.samples) {
+    std::vector<SampleStream::Input> streamed;
+    for (auto &[name, input] : sampleInputs)
+      streamed.push_back(std::move(input));
+    inputs.samples = std::make_shared<SampleStream>(
+        plan, o, currentRank, sampleCount, std::move(streamed));
+  }
   for (const auto &[id, schedule] : inputs.schedules) {
     int64_t last = inputs.stepsDone + inputs.steps;
     if (last > int64_t(schedule.size())) {

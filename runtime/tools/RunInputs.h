@@ -24,6 +24,7 @@
 namespace braid::rt {
 
 class TokenStream;
+class SampleStream;
 
 /// Everything a rank needs before its first step, on the host.
 struct Inputs {
@@ -31,6 +32,9 @@ struct Inputs {
   /// A token file as --data: the batch inputs it fills each step
   /// (RunData.h), which `batch` then does not hold.
   std::shared_ptr<TokenStream> tokens;
+  /// A .npz of samples as --data (--sampling): the batch inputs it fills
+  /// each step (RunData.h), which `batch` then does not hold.
+  std::shared_ptr<SampleStream> samples;
   /// --eval-data: the held-out token file and the evaluation program's
   /// batch inputs it fills (sequential windows from its start, the same
   /// --eval-batches batches at every evaluation).

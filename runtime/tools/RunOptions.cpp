@@ -22,6 +22,7 @@ const char *const braid::rt::kUsage =
     "usage: mpirun -np N braid-run [--backend=cpu|cuda] PLAN [--steps K]\n"
     "           [--params P.npz] [--data D.npz|TOKENS.bin] [--save OUT.npz]\n"
     "           [--seed S] [--token-bytes 2|4] [--sampling random|sequential]\n"
+    "           (with SAMPLES.npz: its samples in epochs)\n"
     "           [--data-log PREFIX] [--checkpoint-dir DIR [--save-every N]\n"
     "           [--keep-checkpoints K]] [--resume DIR] [--log-every N]\n"
     "           [--metrics FILE.jsonl] [--eval-data TOKENS.bin\n"
@@ -230,10 +231,16 @@ Options braid::rt::parseOptions(int argc, char **argv) {
     usageError("no plan file");
   if ((o.saveEvery || keepGiven) && o.checkpointDir.empty())
     usageError("--save-every and --keep-checkpoints go with --checkpoint-dir");
-  bool tokenOptions = tokenBytesGiven || samplingGiven || !o.dataLog.empty();
-  if (tokenOptions && (o.data.empty() || !isTokenFile(o.data)))
-    usageError("--token-bytes, --sampling and --data-log go with a token "
-               "file as --data (not a batch .npz)");
+  if (tokenBytesGiven && (o.data.empty() || !isTokenFile(o.data)))
+    usageError("--token-bytes goes with a token file as --data");
+  if ((samplingGiven || !o.dataLog.empty()) && o.data.empty())
+    usageError("--sampling and --data-log go with --data (a token file, or "
+               "a .npz of samples)");
+  // A .npz with --sampling is a dataset of samples; without, one batch.
+  o.samples = samplingGiven && !isTokenFile(o.data);
+  if (!o.dataLog.empty() && !isTokenFile(o.data) && !o.samples)
+    usageError("--data-log goes with a token file or a .npz of samples "
+               "(--sampling), not a batch .npz");
   if (evalGiven && o.evalData.empty())
     usageError("--eval-every and --eval-batches go with --eval-data");
   if (!o.evalData.empty() && !isTokenFile(o.evalData))

@@ -25,6 +25,9 @@ struct Options {
   int tokenBytes = 2;
   Sampling sampling = Sampling::Random;
   std::string dataLog;
+  /// A .npz --data with --sampling: a dataset of samples iterated in epochs
+  /// (RunData.h, SampleStream), not a batch.
+  bool samples = false;
   /// Evaluation (RunSteps.h): the held-out token file, every how many steps
   /// of the training (0: after the run's last step only) and on how many
   /// batches the evaluation program runs.

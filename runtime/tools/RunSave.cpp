@@ -165,7 +165,7 @@ void braid::rt::saveState(const Options &o, const Plan &plan, Backend &backend,
     return;
   writeState(o, plan, backend, inputs, rank, world, o.save,
              inputs.stepsDone + inputs.steps,
-             !inputs.schedules.empty() ||
+             !inputs.schedules.empty() || o.samples ||
                  (!o.data.empty() && isTokenFile(o.data)));
 }
 

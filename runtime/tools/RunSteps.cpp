@@ -232,6 +232,8 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
         // A token file's windows: step stepsDone + step of its stream.
         if (inputs.tokens)
           inputs.tokens->write(backend, inputs.stepsDone + step);
+        if (inputs.samples)
+          inputs.samples->write(backend, inputs.stepsDone + step);
         // Scheduled hyperparameters: this step's value (checked in range
         // before the first step).
         for (auto &[id, schedule] : inputs.schedules)
