@@ -271,6 +271,11 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
           std::fflush(stdout);
         }
       }
+      // The step's time: the batch, the step, the loss; not the checkpoint
+      // or the evaluation after it.
+      double ms =
+          std::chrono::duration<double, std::milli>(Clock::now() - start)
+              .count();
       // A checkpoint every --save-every steps of the training, and after
       // the last step of the run.
       int64_t taken = inputs.stepsDone + step;
@@ -286,9 +291,6 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
           std::fflush(stdout);
         }
       }
-      double ms =
-          std::chrono::duration<double, std::milli>(Clock::now() - start)
-              .count();
       progress->step(step, stepLoss, ms);
       // An evaluation every --eval-every steps of the training, and after
       // the last step of the run (not timed as the step's).
