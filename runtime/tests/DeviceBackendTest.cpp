@@ -10,7 +10,8 @@
 // collective and its group. Given plan files, it also runs each on one fake
 // device per rank, all ranks in this process, with delays that differ by
 // rank, and checks that every rank makes the same communicator calls in
-// the same order, the order collectiveOrder derives from the plan.
+// the same order, the order collectiveOrder derives from the plan. An
+// evaluation program runs over the prepared plan's arena (setProgram).
 //
 //===----------------------------------------------------------------------===//
 
@@ -457,6 +458,61 @@ static void testOrder(const std::string &path) {
   }
 }
 
+/// An evaluation program (Plan::evaluation) runs between steps over the
+/// prepared plan's arena: setProgram makes its buffers the ones the kernels
+/// and host copies name, and the prepared plan's again after; a program
+/// needing more streams or events than were made for the plan is refused.
+static void testEvaluationProgram() {
+  // The step: y = 2 x at bytes 64..128 from x at 0..64.
+  PlanBuilder b(1, 0);
+  b.plan.worldSize = 1;
+  uint32_t x = b.buffer(16), y = b.buffer(16);
+  b.kernel(0, Opcode::Scale, {x}, {y}).attrs = ops::ScaleAttrs{2.0};
+  b.buffer(16); // room for the evaluation's result
+  // The evaluation: z = 3 x, its x at the step's bytes, z past the step's,
+  // numbered otherwise than the step's buffers (so that the step's plan
+  // would name other bytes).
+  PlanBuilder e(1, 0);
+  e.plan.worldSize = 1;
+  uint32_t ez = e.buffer(16), ex = e.buffer(16);
+  e.plan.buffers[ez].offset = b.plan.buffers[2].offset;
+  e.plan.buffers[ex].offset = b.plan.buffers[x].offset;
+  e.plan.arenaBytes = b.plan.arenaBytes;
+  e.kernel(0, Opcode::Scale, {ex}, {ez}).attrs = ops::ScaleAttrs{3.0};
+  Rig rig;
+  rig.backend->prepare(b.plan);
+  rig.backend->connect();
+  std::vector<float> in(16), out(16);
+  for (int i = 0; i < 16; ++i)
+    in[i] = float(i);
+  rig.backend->write(b.plan.buffers[x], in.data());
+  Executor step(b.plan, *rig.backend);
+  Executor eval(e.plan, *rig.backend);
+  step.runStep();
+  rig.backend->setProgram(e.plan);
+  eval.runStep();
+  rig.backend->read(e.plan.buffers[ez], out.data());
+  EXPECT(out[5] == 15.0f, "the evaluation's z[5] = %g, not 15", out[5]);
+  rig.backend->setProgram(b.plan);
+  step.runStep();
+  rig.backend->read(b.plan.buffers[y], out.data());
+  EXPECT(out[5] == 10.0f, "the step's y[5] = %g after the evaluation, not 10",
+         out[5]);
+  // Two streams where the plan was prepared with one.
+  PlanBuilder wide(2, 0);
+  wide.plan.worldSize = 1;
+  wide.buffer(16);
+  std::string message;
+  try {
+    rig.backend->setProgram(wide.plan);
+  } catch (const std::exception &err) {
+    message = err.what();
+  }
+  EXPECT(contains(message, "needs more arena, streams or events than the "
+                           "prepared plan"),
+         "a program with more streams read: '%s'", message.c_str());
+}
+
 int main(int argc, char **argv) {
   testEveryThreadSelects();
   testLaunchError();
@@ -466,6 +522,7 @@ int main(int argc, char **argv) {
   testWatchdog();
   testProfile();
   testCollectiveOrder();
+  testEvaluationProgram();
   for (int i = 1; i < argc; ++i)
     testOrder(argv[i]);
   int failures = expectFailures().load();
