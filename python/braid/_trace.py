@@ -149,24 +149,34 @@ def _functional_call(model, mapping, args):
     return stateless.functional_call(model, mapping, args)
 
 
+def _loss_function(model, params, aliases, num_inputs, loss_fn, autocast=None):
+    """loss_fn(model(*inputs), *targets) as a function of the flat list
+    (parameters, buffers, inputs, targets), the forward and the loss under
+    torch.autocast("cpu", autocast) when it is given: what AOT autograd
+    traces."""
+    names = [n for n, _ in params]
+    buffers = [n for n, _ in model.named_buffers()]
+    P, B, I = len(params), len(buffers), num_inputs
+
+    def loss(*flat):
+        mapping = dict(zip(names, flat[:P]))
+        mapping.update({a: mapping[c] for a, c in aliases.items()})
+        mapping.update(zip(buffers, flat[P:P + B]))
+        with (torch.autocast("cpu", dtype=autocast) if autocast is not None
+              else contextlib.nullcontext()):
+            out = _functional_call(model, mapping, tuple(flat[P + B:P + B + I]))
+            return loss_fn(out, *flat[P + B + I:])
+    return loss
+
+
 def _trace(model, params, aliases, inputs, targets, loss_fn, autocast=None):
     """The joint forward+backward fx graph of loss_fn(model(*inputs), *targets),
     the forward and the loss under torch.autocast("cpu", autocast) when it is
     given (autograd's backward then holds the casts' backward)."""
     from functorch.compile import aot_function, default_partition, make_boxed_func
 
-    names = [n for n, _ in params]
     buffers = list(model.named_buffers())
-    P, B, I = len(params), len(buffers), len(inputs)
-
-    def step(*flat):
-        mapping = dict(zip(names, flat[:P]))
-        mapping.update({a: mapping[c] for a, c in aliases.items()})
-        mapping.update(zip([n for n, _ in buffers], flat[P:P + B]))
-        with (torch.autocast("cpu", dtype=autocast) if autocast is not None
-              else contextlib.nullcontext()):
-            out = _functional_call(model, mapping, tuple(flat[P + B:P + B + I]))
-            return loss_fn(out, *flat[P + B + I:])
+    step = _loss_function(model, params, aliases, len(inputs), loss_fn, autocast)
 
     captured = {}
 
@@ -204,18 +214,8 @@ def _trace_forward(model, params, aliases, inputs, targets, loss_fn, autocast=No
     when it is given), for the evaluation program."""
     from functorch.compile import aot_function, make_boxed_func
 
-    names = [n for n, _ in params]
     buffers = list(model.named_buffers())
-    P, B, I = len(params), len(buffers), len(inputs)
-
-    def forward(*flat):
-        mapping = dict(zip(names, flat[:P]))
-        mapping.update({a: mapping[c] for a, c in aliases.items()})
-        mapping.update(zip([n for n, _ in buffers], flat[P:P + B]))
-        with (torch.autocast("cpu", dtype=autocast) if autocast is not None
-              else contextlib.nullcontext()):
-            out = _functional_call(model, mapping, tuple(flat[P + B:P + B + I]))
-            return loss_fn(out, *flat[P + B + I:])
+    forward = _loss_function(model, params, aliases, len(inputs), loss_fn, autocast)
 
     captured = {}
 

@@ -118,6 +118,19 @@ void runCarry(Backend &backend, const Plan &plan,
   }
 }
 
+/// A loss buffer's value, widened from bf16 or f16.
+float readLoss(Backend &backend, const Buffer &buffer) {
+  float loss = 0;
+  if (isHalf(buffer.dtype)) {
+    uint16_t half = 0;
+    backend.read(buffer, &half);
+    widenHalf(buffer.dtype, &half, &loss, 1);
+  } else {
+    backend.read(buffer, &loss);
+  }
+  return loss;
+}
+
 /// The evaluation program on --eval-batches batches of --eval-data: the
 /// mean of their losses over the batches and the ranks, on every rank.
 double evaluate(const Options &o, const Plan &plan, Backend &backend,
@@ -129,15 +142,7 @@ double evaluate(const Options &o, const Plan &plan, Backend &backend,
   for (int64_t batch = 1; batch <= o.evalBatches; ++batch) {
     inputs.evalTokens->write(backend, batch);
     executor.runStep();
-    float loss = 0;
-    if (isHalf(lossBuffer.dtype)) {
-      uint16_t half = 0;
-      backend.read(lossBuffer, &half);
-      widenHalf(lossBuffer.dtype, &half, &loss, 1);
-    } else {
-      backend.read(lossBuffer, &loss);
-    }
-    local += double(loss);
+    local += double(readLoss(backend, lossBuffer));
   }
   backend.setProgram(plan);
   double sum = 0;
@@ -250,16 +255,8 @@ void braid::rt::runSteps(const Options &o, const Plan &plan, Backend &backend,
       double stepLoss = NAN;
       if (lossRanks > 0) {
         float local = 0, sum = 0;
-        if (loss >= 0) {
-          const Buffer &lossBuffer = plan.buffers[loss];
-          if (isHalf(lossBuffer.dtype)) {
-            uint16_t half = 0;
-            backend.read(lossBuffer, &half);
-            widenHalf(lossBuffer.dtype, &half, &local, 1);
-          } else {
-            backend.read(lossBuffer, &local);
-          }
-        }
+        if (loss >= 0)
+          local = readLoss(backend, plan.buffers[loss]);
         MPI_Allreduce(&local, &sum, 1, MPI_FLOAT, MPI_SUM, lossComm);
         stepLoss = double(sum / lossRanks);
         if (rank == 0) {
