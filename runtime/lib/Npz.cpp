@@ -4,7 +4,10 @@
 
 #include <zip.h>
 
+#include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 using namespace braid;
@@ -118,6 +121,18 @@ std::string shapeTuple(const std::vector<int64_t> &shape) {
 }
 
 } // namespace
+
+NpyArray braid::rt::readNpy(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw NpzError("cannot read '" + path +
+                   "' as .npy: " + std::strerror(errno));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (in.bad())
+    throw NpzError("cannot read '" + path + "': " + std::strerror(errno));
+  return parseNpy(bytes, path);
+}
 
 std::map<std::string, NpyArray> braid::rt::readNpz(const std::string &path) {
   int error = 0;

@@ -35,7 +35,10 @@ constexpr uint32_t kEpochStream = 0x65706f63u;
 } // namespace
 
 bool braid::rt::isTokenFile(const std::string &path) {
-  return path.size() < 4 || path.compare(path.size() - 4, 4, ".npz") != 0;
+  auto endsWith = [&](const char *suffix) {
+    return path.size() >= 4 && path.compare(path.size() - 4, 4, suffix) == 0;
+  };
+  return !endsWith(".npz") && !endsWith(".npy");
 }
 
 uint64_t braid::rt::windowStart(Sampling sampling,

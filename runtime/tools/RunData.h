@@ -155,7 +155,8 @@ private:
   std::FILE *log = nullptr;
 };
 
-/// Whether --data names a token file rather than a batch (.npz).
+/// Whether --data names a token file rather than a batch or samples (.npz,
+/// or .npy for a plan of one batch input).
 bool isTokenFile(const std::string &path);
 
 } // namespace braid::rt

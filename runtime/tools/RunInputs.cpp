@@ -330,6 +330,19 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
     inputs.tokens = std::make_shared<TokenStream>(plan, o, currentRank);
     if (inputs.tokens->filled().empty())
       inputs.tokens.reset();
+  } else if (!o.data.empty() && o.data.size() >= 4 &&
+             o.data.compare(o.data.size() - 4, 4, ".npy") == 0) {
+    // One array: the plan's one batch input (over all its programs).
+    std::vector<std::string> names(dataNames.begin(), dataNames.end());
+    if (names.size() != 1) {
+      std::string list;
+      for (const std::string &n : names)
+        list += (list.empty() ? "" : ", ") + n;
+      throw NpzError(o.data + " holds one array, but the plan has " +
+                     std::to_string(names.size()) + " batch inputs (" + list +
+                     "): pass a .npz with an array for each");
+    }
+    data[names.front()] = readNpy(o.data);
   } else if (!o.data.empty()) {
     data = readNpz(o.data);
   }

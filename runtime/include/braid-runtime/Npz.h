@@ -30,6 +30,9 @@ struct NpyArray {
 /// The arrays of an .npz file by name (without ".npy").
 std::map<std::string, NpyArray> readNpz(const std::string &path);
 
+/// The array of a .npy file.
+NpyArray readNpy(const std::string &path);
+
 void writeNpz(const std::string &path,
               const std::map<std::string, NpyArray> &arrays);
 
