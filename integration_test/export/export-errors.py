@@ -1,6 +1,6 @@
 # braid.export's errors: each names the problem, `python3 -m braid.export`
 # exits 1, and nothing is written.
-#  - an op without a lowering (Softplus in blocks.1.act, sin in the model's
+#  - an op without a lowering (Cosine in blocks.1.act, sin in the model's
 #    own forward, a random draw other than dropout) names the aten op and
 #    the module path, and the
 #    ops missing in its backward by name, each with its number of uses;
@@ -57,9 +57,9 @@ def main():
     # Ops without a lowering name the aten op and where it came from.
     # (and the command that lists the supported ops names this interpreter:
     # `python3` on the documented machine has no torch)
-    cli("softplus", [SPECS + ":softplus"], "1 aten op of the step has no braid lowering",
-        "aten.softplus.default (from blocks.1.act (Softplus))",
-        "and in its backward: aten.softplus_backward.default",
+    cli("cosine", [SPECS + ":cosine"], "1 aten op of the step has no braid lowering",
+        "aten.cos.default (from blocks.1.act (Cosine))",
+        "and in its backward: aten.sin.default",
         "(`%s -m braid.export --list-ops` prints" % sys.executable,
         absent=["random ops"])
     cli("own-forward", [SPECS + ":own_forward"], "aten.sin.default",
@@ -68,7 +68,7 @@ def main():
     cli("noise", [SPECS + ":noise"], "aten.randn_like.default (from blocks.1.act (Noise))",
         "random ops other than dropout are not supported")
     cli("two-ops", [SPECS + ":two_ops"], "2 aten ops of the step have no braid lowering",
-        "aten.softplus.default (from blocks.1.act (Softplus))",
+        "aten.cos.default (from blocks.1.act (Cosine))",
         "aten.sin.default (from the model's own forward (TwoOps))")
 
     # The command line.

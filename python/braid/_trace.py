@@ -9,7 +9,7 @@ import inspect
 import torch
 
 from braid import optimizers
-from braid.aten import DTYPES, ExportError
+from braid.aten import DTYPES, ExportError, decompositions, legacy_capture
 
 # Marks the fx nodes that a module's forward creates (see _module_paths).
 _TAG = "braid-module: "
@@ -169,42 +169,85 @@ def _loss_function(model, params, aliases, num_inputs, loss_fn, autocast=None):
     return loss
 
 
-def _trace(model, params, aliases, inputs, targets, loss_fn, autocast=None):
-    """The joint forward+backward fx graph of loss_fn(model(*inputs), *targets),
-    the forward and the loss under torch.autocast("cpu", autocast) when it is
-    given (autograd's backward then holds the casts' backward)."""
-    from functorch.compile import aot_function, default_partition, make_boxed_func
+def _capture(function, flat, joint, what):
+    """The fx graph AOT autograd traces of `function` on the flat list of
+    tensors `flat`: the joint forward and backward graph when `joint` (its
+    inputs the primals, then one tangent for the loss; its outputs the
+    loss, then a gradient or None per primal), else the forward alone (its
+    inputs the primals, its output the loss). `what` names it in errors.
 
-    buffers = list(model.named_buffers())
-    step = _loss_function(model, params, aliases, len(inputs), loss_fn, autocast)
+    Torch 2.x: `aot_export_joint_simple`, with braid.aten.decompositions()
+    (torch's core-ATen table less the ops braid lowers). The legacy capture
+    (torch 1.13): `aot_function`, whose compilers receive the forward and
+    whose partitioner receives the joint graph, with no decomposition
+    table."""
+    def tupled(*args):
+        out = function(*args)
+        # Checked on the traced value, whose shape and dtype are known.
+        if not isinstance(out, torch.Tensor) or out.dim() != 0 or \
+                not out.dtype.is_floating_point:
+            raise ExportError("loss_fn must return a scalar float tensor%s, not %s"
+                              % (" in eval mode too" if not joint else "",
+                                 "a tensor of shape %s" % (tuple(out.shape),)
+                                 if isinstance(out, torch.Tensor) else type(out).__name__))
+        return (out,)
 
-    captured = {}
-
-    def partition(joint, joint_inputs, **kwargs):
-        captured["graph"] = joint
-        return default_partition(joint, joint_inputs, **kwargs)
-
-    def compiler(gm, example):
-        return make_boxed_func(gm.forward)
-
-    flat = [p.detach().clone().requires_grad_(True) for _, p in params] + \
-        [t.detach().clone() for _, t in buffers] + inputs + targets
-    traced = aot_function(step, fw_compiler=compiler, bw_compiler=compiler,
-                          partition_fn=partition)
-    with _module_paths(model):
+    if not legacy_capture():
+        from torch._functorch.aot_autograd import aot_export_joint_simple
         try:
-            out = traced(*flat)
+            graph = aot_export_joint_simple(tupled, tuple(flat), trace_joint=joint,
+                                            decompositions=decompositions())
         except ExportError:
             raise
         except Exception as e:  # the model or the loss failed under tracing
-            raise ExportError("tracing the step failed: %s: %s" % (type(e).__name__, e)) from e
-    if not isinstance(out, torch.Tensor) or out.dim() != 0 or not out.dtype.is_floating_point:
-        raise ExportError("loss_fn must return a scalar float tensor, not %s"
-                          % (tuple(out.shape) if isinstance(out, torch.Tensor) else type(out)))
+            reason = str(e).splitlines()[0] if str(e) else ""
+            if "input mutations" in reason:
+                reason = ("the step writes to one of its inputs in place (a buffer "
+                          "such as BatchNorm's running statistics): braid's steps "
+                          "have no state besides parameters and optimizer state")
+            raise ExportError("tracing %s failed: %s: %s" % (what, type(e).__name__, reason)) \
+                from e
+        return graph
+
+    from functorch.compile import aot_function, default_partition, make_boxed_func
+    captured = {}
+
+    def partition(graph, joint_inputs, **kwargs):
+        captured["graph"] = graph
+        return default_partition(graph, joint_inputs, **kwargs)
+
+    def compiler(gm, example):
+        if not joint:
+            captured["graph"] = gm
+        return make_boxed_func(gm.forward)
+
+    traced = aot_function(tupled, fw_compiler=compiler, bw_compiler=compiler,
+                          partition_fn=partition) if joint else \
+        aot_function(tupled, fw_compiler=compiler)
+    try:
+        traced(*flat)
+    except ExportError:
+        raise
+    except Exception as e:  # the model or the loss failed under tracing
+        raise ExportError("tracing %s failed: %s: %s" % (what, type(e).__name__, e)) from e
     if "graph" not in captured:
         raise ExportError("AOT autograd produced no joint graph (do the parameters "
                           "reach the loss?)")
-    return captured["graph"], len(flat)
+    return captured["graph"]
+
+
+def _trace(model, params, aliases, inputs, targets, loss_fn, autocast=None):
+    """The joint forward+backward fx graph of loss_fn(model(*inputs), *targets),
+    the forward and the loss under torch.autocast("cpu", autocast) when it is
+    given (autograd's backward then holds the casts' backward), and the
+    number of its primals."""
+    buffers = list(model.named_buffers())
+    step = _loss_function(model, params, aliases, len(inputs), loss_fn, autocast)
+    flat = [p.detach().clone().requires_grad_(True) for _, p in params] + \
+        [t.detach().clone() for _, t in buffers] + inputs + targets
+    with _module_paths(model):
+        graph = _capture(step, flat, True, "the step")
+    return graph, len(flat)
 
 
 def _trace_forward(model, params, aliases, inputs, targets, loss_fn, autocast=None):
@@ -212,32 +255,14 @@ def _trace_forward(model, params, aliases, inputs, targets, loss_fn, autocast=No
     model as it is (braid.export puts it in eval mode first): the loss that
     `with torch.no_grad()` computes (under torch.autocast("cpu", autocast)
     when it is given), for the evaluation program."""
-    from functorch.compile import aot_function, make_boxed_func
-
     buffers = list(model.named_buffers())
     forward = _loss_function(model, params, aliases, len(inputs), loss_fn, autocast)
-
-    captured = {}
-
-    def compiler(gm, example):
-        captured["graph"] = gm
-        return make_boxed_func(gm.forward)
-
     # No input needs a gradient, so AOT autograd traces the forward alone.
     flat = [p.detach().clone() for _, p in params] + \
         [t.detach().clone() for _, t in buffers] + inputs + targets
-    traced = aot_function(forward, fw_compiler=compiler)
     with _module_paths(model), torch.no_grad():
-        try:
-            out = traced(*flat)
-        except ExportError:
-            raise
-        except Exception as e:
-            raise ExportError("tracing the evaluation forward failed: %s: %s"
-                              % (type(e).__name__, e)) from e
-    if not isinstance(out, torch.Tensor) or out.dim() != 0:
-        raise ExportError("loss_fn must return a scalar tensor in eval mode too")
-    return captured["graph"], len(flat)
+        graph = _capture(forward, flat, False, "the evaluation forward")
+    return graph, len(flat)
 
 
 def _describe(node):

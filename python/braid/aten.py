@@ -305,6 +305,10 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
             hint = ("; random ops other than dropout are not supported (braid draws "
                     "dropout's masks with braid.dropout_mask; other draws would need a "
                     "generator of their own)")
+        if legacy_capture():
+            hint += ("; torch %s captures without core-ATen decompositions (torch 2.x "
+                     "splits ops braid does not lower into ones it does where torch has "
+                     "a rule)" % ".".join(torch.__version__.split(".")[:2]))
         raise ExportError("%d aten op%s of the step %s no braid lowering: %s%s "
                           "(`%s --list-ops` prints the %d supported ops)"
                           % (len(shown), "s" if len(shown) > 1 else "",
@@ -335,6 +339,12 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
     # -- data movement ----------------------------------------------------------------
     def alias(self, x, *args, **kwargs):
         return self.ref(x)
+
+    def assert_tensor_metadata(self, x, *args, **kwargs):
+        """torch 2.x's check of a value's dtype and shape (a `.to()` that
+        changes nothing): the traced shapes and dtypes are the step's, so it
+        holds; nothing is written."""
+        return None
 
     def view(self, x, *args, **kwargs):
         return self.reshape(self.ref(x), self.out_shape())
@@ -457,7 +467,16 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         shape = self.out_shape()
         sa, sb = self.scalar_of(ra), self.scalar_of(rb)
         if isinstance(ra, Scalar):
-            self.fail("a number as the first operand")
+            if isinstance(rb, Scalar):
+                self.fail("two numbers as operands")
+            if op in (Binary.ADD, Binary.MUL) and alpha == 1:
+                return self._binary(op, b, a)
+            # `1 - x` (a decomposed sigmoid's gradient), `1 / x`: the number
+            # as a splat of the result's shape and the tensor's type.
+            dtype = self.materialize(rb).dtype
+            ra = self.b.fill(sa, shape, dtype, hint="cst") if shape else \
+                self.b.constant(sa, dtype, hint="cst")
+            sa = None
         if sb is not None and alpha != 1:
             sb, alpha = sb * alpha, 1
         if sb is not None:
@@ -677,6 +696,7 @@ TORCH2_LOWERINGS = {
         Lowering._scaled_dot_product_flash_attention_for_cpu,
     "_scaled_dot_product_flash_attention_for_cpu_backward":
         Lowering._scaled_dot_product_flash_attention_for_cpu_backward,
+    "_assert_tensor_metadata": Lowering.assert_tensor_metadata,
 }
 for _packet, _lowering in TORCH2_LOWERINGS.items():
     if hasattr(_aten, _packet):
@@ -684,3 +704,30 @@ for _packet, _lowering in TORCH2_LOWERINGS.items():
     elif int(torch.__version__.split(".")[0]) >= 2:
         raise ImportError("braid.aten: torch %s has no aten.%s" % (torch.__version__, _packet))
 
+
+
+def legacy_capture():
+    """Whether the installed torch predates aot_export_joint_simple and the
+    core-ATen decomposition table (Debian's torch 1.13): then braid.export
+    captures the step the legacy way, through functorch.compile.aot_function,
+    with no decompositions (docs/Export.md, "Capture")."""
+    try:
+        from torch._functorch.aot_autograd import aot_export_joint_simple  # noqa: F401
+        from torch._decomp import core_aten_decompositions  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+def decompositions():
+    """The decompositions braid.export's capture applies: torch's core-ATen
+    table less the ops that LOWERINGS lowers, which stay whole
+    (`native_layer_norm_backward` is one braid op, not a dozen elementwise
+    ones). An op braid does not lower is split into core-ATen ops where
+    torch has a rule for it (`mse_loss` into a subtraction, a square and a
+    mean). Empty under the legacy capture."""
+    if legacy_capture():
+        return {}
+    from torch._decomp import core_aten_decompositions
+    return {op: rule for op, rule in core_aten_decompositions().items()
+            if op not in LOWERINGS}

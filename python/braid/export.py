@@ -10,9 +10,11 @@ The world size counts every rank, as torch, Megatron and mpirun count them:
 with tensor or pipeline parallelism the data-parallel size is
 world_size / (tensor_parallel x pipeline_stages).
 
-AOT autograd (functorch.compile.aot_function, in torch 1.13 and 2.x) traces
-`loss_fn(model(*example_inputs), *example_targets)` and its backward into
-one joint graph of aten ops. braid.aten lowers each op to braid ops; this
+AOT autograd traces `loss_fn(model(*example_inputs), *example_targets)` and
+its backward into one joint graph of aten ops: under torch 2.x through
+`aot_export_joint_simple` with torch's core-ATen decompositions (less the ops
+braid lowers whole), under torch 1.13 through `functorch.compile.aot_function`
+(the legacy capture; docs/Export.md, "Capture"). braid.aten lowers each op to braid ops; this
 module adds one data-parallel gradient all-reduce (average) per parameter
 over the data-parallel ranks of a grid of `world_size` ranks, right after
 the gradient is complete, and the optimizer's update (torch.optim.SGD or
