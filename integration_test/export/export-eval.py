@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from exporttest import Checker, braidtest, load_spec  # noqa: E402
+from exporttest import Checker, braidtest, load_spec, read_log, text_like  # noqa: E402
 import braid  # noqa: E402
 from braid import data  # noqa: E402
 from braid.spec import torch_reference  # noqa: E402
@@ -52,17 +52,6 @@ BATCHES = 3
 # losses export-token-data.py holds within 1e-5 of float64; float32
 # PyTorch's distance (printed) is of the same size.
 BOUND = 1e-5
-
-
-def text_like(vocab, n, seed):
-    """Runs that count up from random starts (something to learn)."""
-    rng = np.random.default_rng(seed)
-    pieces, k = [], 0
-    while k < n:
-        m = int(rng.integers(5, 40))
-        pieces.append((int(rng.integers(0, vocab)) + np.arange(m)) % vocab)
-        k += m
-    return np.concatenate(pieces)[:n].astype(np.uint16)
 
 
 def main():
@@ -154,8 +143,7 @@ def main():
     # windows, the same at every evaluation.
     ok = True
     for r in range(RANKS):
-        with open("%s.eval.rank%d.jsonl" % (log, r)) as f:
-            lines = [json.loads(x) for x in f]
+        lines = read_log(log + ".eval", r)
         ok &= len(lines) == BATCHES * len(evals)
         for i, line in enumerate(lines):
             j = i % BATCHES + 1

@@ -25,7 +25,6 @@
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
 
-import json
 import os
 import sys
 
@@ -33,7 +32,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from exporttest import Checker, braidtest, load_spec  # noqa: E402
+from exporttest import Checker, braidtest, load_spec, read_log  # noqa: E402
 import braid  # noqa: E402
 from braid import compare, data  # noqa: E402
 
@@ -41,11 +40,6 @@ STEPS = 20
 RANKS = 2
 SEED = 5
 SAMPLES = 200
-
-
-def read_log(prefix, rank):
-    with open("%s.rank%d.jsonl" % (prefix, rank)) as f:
-        return [json.loads(line) for line in f]
 
 
 class AutoEncoder(torch.nn.Module):

@@ -28,7 +28,6 @@
 # REQUIRES: torch, numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t %examples/pytorch
 
-import json
 import os
 import sys
 
@@ -36,18 +35,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from exporttest import Checker, braidtest, load_spec  # noqa: E402
+from exporttest import Checker, braidtest, load_spec, read_log, text_like  # noqa: E402
 import braid  # noqa: E402
 from braid import compare, data  # noqa: E402
 
 STEPS = 20
 RANKS = 2
 SEED = 7
-
-
-def read_log(prefix, rank):
-    with open("%s.rank%d.jsonl" % (prefix, rank)) as f:
-        return [json.loads(line) for line in f]
 
 
 def main():
@@ -66,13 +60,7 @@ def main():
 
     # A text-like stream: runs that count up from random starts, so that the
     # model has something to learn, of random lengths.
-    rng = np.random.default_rng(0)
-    pieces, n = [], 0
-    while n < 5000:
-        k = int(rng.integers(5, 40))
-        pieces.append((int(rng.integers(0, vocab)) + np.arange(k)) % vocab)
-        n += k
-    tokens = np.concatenate(pieces)[:5000].astype(np.uint16)
+    tokens = text_like(vocab, 5000, 0)
     path = os.path.join(out, "tokens.bin")
     tokens.tofile(path)
 

@@ -8,6 +8,27 @@ import braidtest  # noqa: E402,F401  (re-exported for the tests)
 from braid.export import load_spec, torch_reference  # noqa: E402,F401  (re-exported)
 
 
+def read_log(prefix, rank):
+    """Rank `rank`'s `braid-run --data-log PREFIX` lines, as dicts."""
+    import json
+    with open("%s.rank%d.jsonl" % (prefix, rank)) as f:
+        return [json.loads(line) for line in f]
+
+
+def text_like(vocab, n, seed):
+    """`n` uint16 tokens below `vocab` that read like text to a small model:
+    runs that count up from random starts, of random lengths (something to
+    learn)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    pieces, k = [], 0
+    while k < n:
+        m = int(rng.integers(5, 40))
+        pieces.append((int(rng.integers(0, vocab)) + np.arange(m)) % vocab)
+        k += m
+    return np.concatenate(pieces)[:n].astype(np.uint16)
+
+
 class Checker:
     def __init__(self):
         self.failures = []
