@@ -11,9 +11,10 @@
 #   float64 PyTorch, the final arrays within float32 PyTorch's spread, as
 #   derived in compare.py).
 # - torch 1.13 (the legacy capture, aot_function, no decompositions): the
-#   same model is a clear ExportError naming aten.mse_loss and aten.glu with
-#   their modules and saying that torch 1.13 captures without core-ATen
-#   decompositions; nothing is written.
+#   same model is a clear ExportError naming aten.mse_loss and aten.glu
+#   with where they come from (loss_fn (MSELoss), glu (GLU)) and saying
+#   that torch 1.13 captures without core-ATen decompositions; nothing is
+#   written.
 # The test command runs the exporter's tests under both (docs/Testing.md).
 #
 # REQUIRES: torch, numpy, mpi
@@ -78,7 +79,7 @@ def main():
         except braid.ExportError as e:
             text = str(e)
             print(text)
-            check("aten.mse_loss.default" in text and
+            check("aten.mse_loss.default (from loss_fn (MSELoss))" in text and
                   "aten.glu.default (from glu (GLU))" in text and
                   "torch 1.13 captures without core-ATen decompositions" in text and
                   not os.path.exists(prefix + ".mlir"),

@@ -165,6 +165,13 @@ def main():
             return self.fc(x)
 
     api("data-dependent-branch", "tracing the step failed: ", model=Branches())
+
+    def cosine_loss(out, y):
+        return F.cross_entropy(torch.cos(out), y)
+
+    # An op of the loss function is named as the loss function's, not as
+    # the backward of the module whose output it reads.
+    api("loss-op", "aten.cos.default (from loss_fn (cosine_loss))", loss_fn=cosine_loss)
     api("rmsprop", "optimizer RMSprop is not supported",
         optimizer=lambda m: torch.optim.RMSprop(m.parameters()))
     api("amsgrad", "AdamW(amsgrad=True) is not supported",

@@ -13,6 +13,9 @@ from braid.aten import DTYPES, ExportError, decompositions, legacy_capture
 
 # Marks the fx nodes that a module's forward creates (see _module_paths).
 _TAG = "braid-module: "
+# What is running while the step is traced, innermost last: the modules
+# whose forward is running, and loss_fn (see _module_paths, _labelled).
+_LABELS = []
 
 
 def _tensors(xs, what):
@@ -84,18 +87,19 @@ def _optimizer_groups(optimizer, params):
 @contextlib.contextmanager
 def _module_paths(model):
     """Tags each fx node that a module's forward creates with the module's
-    path. AOT autograd keeps the tag (an fx stack trace) through its
-    functionalizing retrace; backward nodes carry none."""
-    stack, handles = [], []
+    path (and each that loss_fn creates with its name, see _labelled). AOT
+    autograd keeps the tag (an fx stack trace) through its functionalizing
+    retrace; backward nodes carry none."""
+    handles = []
 
     def push(label):
         def hook(module, args):
-            stack.append(label)
+            _LABELS.append(label)
         return hook
 
     def pop(module, args, out):
-        if stack:
-            stack.pop()
+        if _LABELS:
+            _LABELS.pop()
 
     for path, mod in model.named_modules():
         label = "%s (%s)" % (path or "the model's own forward", type(mod).__name__)
@@ -105,8 +109,8 @@ def _module_paths(model):
 
     def create_node(self, *args, **kwargs):
         node = original(self, *args, **kwargs)
-        if stack and not node.stack_trace:
-            node.stack_trace = _TAG + stack[-1]
+        if _LABELS and not node.stack_trace:
+            node.stack_trace = _TAG + _LABELS[-1]
         return node
 
     torch.fx.Graph.create_node = create_node
@@ -114,8 +118,28 @@ def _module_paths(model):
         yield
     finally:
         torch.fx.Graph.create_node = original
+        del _LABELS[:]
         for h in handles:
             h.remove()
+
+
+@contextlib.contextmanager
+def _labelled(label):
+    """Tags the fx nodes created meanwhile with `label`, as a module's forward
+    tags its own (inside _module_paths)."""
+    _LABELS.append(label)
+    try:
+        yield
+    finally:
+        _LABELS.pop()
+
+
+def _loss_label(loss_fn):
+    """How errors name the loss function: `loss_fn (MSELoss)`,
+    `loss_fn (cross_entropy)`."""
+    kind = type(loss_fn).__name__ if isinstance(loss_fn, torch.nn.Module) else \
+        getattr(loss_fn, "__name__", type(loss_fn).__name__)
+    return "loss_fn (%s)" % kind
 
 
 @contextlib.contextmanager
@@ -165,7 +189,8 @@ def _loss_function(model, params, aliases, num_inputs, loss_fn, autocast=None):
         with (torch.autocast("cpu", dtype=autocast) if autocast is not None
               else contextlib.nullcontext()):
             out = _functional_call(model, mapping, tuple(flat[P + B:P + B + I]))
-            return loss_fn(out, *flat[P + B + I:])
+            with _labelled(_loss_label(loss_fn)):
+                return loss_fn(out, *flat[P + B + I:])
     return loss
 
 
