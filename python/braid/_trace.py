@@ -9,7 +9,7 @@ import inspect
 import torch
 
 from braid import optimizers
-from braid.aten import DTYPES, ExportError, decompositions, legacy_capture
+from braid.aten import DTYPES, ExportError, composites_kept, decompositions, legacy_capture
 
 # Marks the fx nodes that a module's forward creates (see _module_paths).
 _TAG = "braid-module: "
@@ -202,7 +202,8 @@ def _capture(function, flat, joint, what):
     inputs the primals, its output the loss). `what` names it in errors.
 
     Torch 2.x: `aot_export_joint_simple`, with braid.aten.decompositions()
-    (torch's core-ATen table less the ops braid lowers). The legacy capture
+    (torch's core-ATen table less the ops braid lowers) and the ops braid
+    lowers kept whole (braid.aten.composites_kept). The legacy capture
     (torch 1.13): `aot_function`, whose compilers receive the forward and
     whose partitioner receives the joint graph, with no decomposition
     table."""
@@ -220,8 +221,9 @@ def _capture(function, flat, joint, what):
     if not legacy_capture():
         from torch._functorch.aot_autograd import aot_export_joint_simple
         try:
-            graph = aot_export_joint_simple(tupled, tuple(flat), trace_joint=joint,
-                                            decompositions=decompositions())
+            with composites_kept():
+                graph = aot_export_joint_simple(tupled, tuple(flat), trace_joint=joint,
+                                                decompositions=decompositions())
         except ExportError:
             raise
         except Exception as e:  # the model or the loss failed under tracing

@@ -17,8 +17,9 @@ are evaluated here, with torch, at export time.
 """
 
 import collections
-import operator
+import contextlib
 import enum
+import operator
 
 import torch
 
@@ -731,3 +732,24 @@ def decompositions():
     from torch._decomp import core_aten_decompositions
     return {op: rule for op, rule in core_aten_decompositions().items()
             if op not in LOWERINGS}
+
+
+@contextlib.contextmanager
+def composites_kept():
+    """While torch 2.x's export capture runs: the ops braid lowers whole that
+    have a CompositeImplicitAutograd kernel (`silu_backward`), which the
+    export would otherwise always decompose (into eight elementwise ops for
+    silu's gradient), are kept as they are, the way torch.export keeps the
+    ops a decomposition table leaves out (its private
+    `_override_composite_implicit_decomp`; a torch without it decomposes
+    them, which is slower but not wrong). Nothing under the legacy capture."""
+    try:
+        from torch.export.exported_program import _override_composite_implicit_decomp
+        from torch._export.utils import _check_valid_to_preserve, _special_op_to_preserve_cia
+    except ImportError:
+        yield
+        return
+    keep = {op: _special_op_to_preserve_cia for op in LOWERINGS
+            if op._can_decompose() and _check_valid_to_preserve(op)}
+    with _override_composite_implicit_decomp(keep):
+        yield
