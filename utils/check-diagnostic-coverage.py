@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every diagnostic the braid dialect can emit is tested.
 
-For each `emitOpError`/`emitError`/`emitOptionalError` statement in the
+For each `emitOpError`/`emitError`/`emitOptionalError`/`inferError` statement in the
 dialect's C++ sources, takes the longest string literal of the message and
 looks for it in the expected diagnostics of the lit tests: an
 `expected-error`/`expected-warning`/`expected-remark` annotation, or a
@@ -17,7 +17,7 @@ import pathlib
 import re
 import sys
 
-EMIT = re.compile(r"(emitOpError|emitError|emitOptionalError)\s*\(")
+EMIT = re.compile(r"(emitOpError|emitError|emitOptionalError|inferError)\s*\(")
 LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 

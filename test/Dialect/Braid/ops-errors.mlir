@@ -2,6 +2,7 @@
 
 func.func @matmul_lhs_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
   // expected-error @below {{'braid.matmul' op lhs must have rank 2 or more, but has rank 1}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b : tensor<8xf32>, tensor<8x4xf32> -> tensor<4xf32>
   return
 }
@@ -10,6 +11,7 @@ func.func @matmul_lhs_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
 
 func.func @matmul_rhs_rank(%a: tensor<2x8xf32>, %b: tensor<8xf32>) {
   // expected-error @below {{rhs must have rank 2 or more, but has rank 1}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b : tensor<2x8xf32>, tensor<8xf32> -> tensor<2xf32>
   return
 }
@@ -25,7 +27,8 @@ func.func @matmul_operand_types(%a: tensor<2x8xf32>, %b: tensor<8x4xbf16>) {
 // -----
 
 func.func @matmul_result_type(%a: tensor<2x8xf32>, %b: tensor<8x4xf32>) {
-  // expected-error @below {{lhs element type 'f32' differs from result element type 'bf16'}}
+  // expected-error @below {{'braid.matmul' op inferred type(s) 'tensor<2x4xf32>' are incompatible with return type(s) of operation 'tensor<2x4xbf16>'}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b : tensor<2x8xf32>, tensor<8x4xf32> -> tensor<2x4xbf16>
   return
 }
@@ -34,6 +37,7 @@ func.func @matmul_result_type(%a: tensor<2x8xf32>, %b: tensor<8x4xf32>) {
 
 func.func @matmul_batch(%a: tensor<3x2x8xf32>, %b: tensor<4x8x4xf32>) {
   // expected-error @below {{batch dimensions 3 of lhs and 4 of rhs differ (rhs may also have rank 2)}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b : tensor<3x2x8xf32>, tensor<4x8x4xf32> -> tensor<3x2x4xf32>
   return
 }
@@ -42,6 +46,7 @@ func.func @matmul_batch(%a: tensor<3x2x8xf32>, %b: tensor<4x8x4xf32>) {
 
 func.func @matmul_contracting(%a: tensor<2x8xf32>, %b: tensor<4x8xf32>) {
   // expected-error @below {{contracting sizes differ: lhs has 8, rhs has 4}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b : tensor<2x8xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -49,7 +54,8 @@ func.func @matmul_contracting(%a: tensor<2x8xf32>, %b: tensor<4x8xf32>) {
 // -----
 
 func.func @matmul_result_shape(%a: tensor<2x8xf32>, %b: tensor<4x8xf32>) {
-  // expected-error @below {{result has shape 2x8, expected 2x4}}
+  // expected-error @below {{'braid.matmul' op inferred type(s) 'tensor<2x4xf32>' are incompatible with return type(s) of operation 'tensor<2x8xf32>'}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {transpose_b} : tensor<2x8xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -156,6 +162,7 @@ func.func @cast_to_integer(%a: tensor<4xf32>) {
 
 func.func @reduce_no_dims(%a: tensor<2x8xf32>) {
   // expected-error @below {{dims must not be empty}}
+  // expected-error @below {{'braid.reduce_sum' op failed to infer returned types}}
   %0 = braid.reduce_sum %a dims = [] : tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -164,6 +171,7 @@ func.func @reduce_no_dims(%a: tensor<2x8xf32>) {
 
 func.func @reduce_dim_range(%a: tensor<2x8xf32>) {
   // expected-error @below {{reduced dimension 2 is out of range for rank 2}}
+  // expected-error @below {{'braid.reduce_mean' op failed to infer returned types}}
   %0 = braid.reduce_mean %a dims = [2] : tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -172,6 +180,7 @@ func.func @reduce_dim_range(%a: tensor<2x8xf32>) {
 
 func.func @reduce_dim_order(%a: tensor<2x8xf32>) {
   // expected-error @below {{dims must be strictly increasing, but 0 follows 1}}
+  // expected-error @below {{'braid.reduce_sum' op failed to infer returned types}}
   %0 = braid.reduce_sum %a dims = [1, 0] : tensor<2x8xf32> -> tensor<f32>
   return
 }
@@ -179,7 +188,8 @@ func.func @reduce_dim_order(%a: tensor<2x8xf32>) {
 // -----
 
 func.func @reduce_type(%a: tensor<2x8xf32>) {
-  // expected-error @below {{input element type 'f32' differs from result element type 'bf16'}}
+  // expected-error @below {{'braid.reduce_sum' op inferred type(s) 'tensor<8xf32>' are incompatible with return type(s) of operation 'tensor<8xbf16>'}}
+  // expected-error @below {{'braid.reduce_sum' op failed to infer returned types}}
   %0 = braid.reduce_sum %a dims = [0] : tensor<2x8xf32> -> tensor<8xbf16>
   return
 }
@@ -187,7 +197,8 @@ func.func @reduce_type(%a: tensor<2x8xf32>) {
 // -----
 
 func.func @reduce_shape(%a: tensor<2x8xf32>) {
-  // expected-error @below {{result has shape 8, expected 1x8}}
+  // expected-error @below {{'braid.reduce_sum' op inferred type(s) 'tensor<1x8xf32>' are incompatible with return type(s) of operation 'tensor<8xf32>'}}
+  // expected-error @below {{'braid.reduce_sum' op failed to infer returned types}}
   %0 = braid.reduce_sum %a dims = [0] {keep_dims} : tensor<2x8xf32> -> tensor<8xf32>
   return
 }
@@ -332,6 +343,7 @@ func.func @loss_float_labels(%x: tensor<4x16xf32>, %l: tensor<4xf32>) {
 
 func.func @embedding_table_rank(%t: tensor<100xf32>, %i: tensor<4xi64>) {
   // expected-error @below {{table must have rank 2 ([V, D]), but has rank 1}}
+  // expected-error @below {{'braid.embedding' op failed to infer returned types}}
   %0 = braid.embedding %t, %i : tensor<100xf32>, tensor<4xi64> -> tensor<4xf32>
   return
 }
@@ -339,7 +351,8 @@ func.func @embedding_table_rank(%t: tensor<100xf32>, %i: tensor<4xi64>) {
 // -----
 
 func.func @embedding_type(%t: tensor<100x16xf32>, %i: tensor<4xi64>) {
-  // expected-error @below {{table element type 'f32' differs from rows element type 'bf16'}}
+  // expected-error @below {{'braid.embedding' op inferred type(s) 'tensor<4x16xf32>' are incompatible with return type(s) of operation 'tensor<4x16xbf16>'}}
+  // expected-error @below {{'braid.embedding' op failed to infer returned types}}
   %0 = braid.embedding %t, %i : tensor<100x16xf32>, tensor<4xi64> -> tensor<4x16xbf16>
   return
 }
@@ -347,7 +360,8 @@ func.func @embedding_type(%t: tensor<100x16xf32>, %i: tensor<4xi64>) {
 // -----
 
 func.func @embedding_shape(%t: tensor<100x16xf32>, %i: tensor<4xi64>) {
-  // expected-error @below {{rows has shape 4x8, expected 4x16}}
+  // expected-error @below {{'braid.embedding' op inferred type(s) 'tensor<4x16xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf32>'}}
+  // expected-error @below {{'braid.embedding' op failed to infer returned types}}
   %0 = braid.embedding %t, %i : tensor<100x16xf32>, tensor<4xi64> -> tensor<4x8xf32>
   return
 }
@@ -446,6 +460,7 @@ func.func @reshape_size(%a: tensor<2x8xf32>) {
 
 func.func @transpose_length(%a: tensor<2x8xf32>) {
   // expected-error @below {{permutation has 3 entries for an input of rank 2}}
+  // expected-error @below {{'braid.transpose' op failed to infer returned types}}
   %0 = braid.transpose %a permutation = [0, 1, 2] : tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -454,6 +469,7 @@ func.func @transpose_length(%a: tensor<2x8xf32>) {
 
 func.func @transpose_range(%a: tensor<2x8xf32>) {
   // expected-error @below {{permutation entry 2 is out of range for rank 2}}
+  // expected-error @below {{'braid.transpose' op failed to infer returned types}}
   %0 = braid.transpose %a permutation = [2, 0] : tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -462,6 +478,7 @@ func.func @transpose_range(%a: tensor<2x8xf32>) {
 
 func.func @transpose_repeat(%a: tensor<2x8xf32>) {
   // expected-error @below {{permutation repeats dimension 0}}
+  // expected-error @below {{'braid.transpose' op failed to infer returned types}}
   %0 = braid.transpose %a permutation = [0, 0] : tensor<2x8xf32> -> tensor<2x2xf32>
   return
 }
@@ -469,7 +486,8 @@ func.func @transpose_repeat(%a: tensor<2x8xf32>) {
 // -----
 
 func.func @transpose_type(%a: tensor<2x8xf32>) {
-  // expected-error @below {{input element type 'f32' differs from result element type 'f16'}}
+  // expected-error @below {{'braid.transpose' op inferred type(s) 'tensor<8x2xf32>' are incompatible with return type(s) of operation 'tensor<8x2xf16>'}}
+  // expected-error @below {{'braid.transpose' op failed to infer returned types}}
   %0 = braid.transpose %a permutation = [1, 0] : tensor<2x8xf32> -> tensor<8x2xf16>
   return
 }
@@ -477,7 +495,8 @@ func.func @transpose_type(%a: tensor<2x8xf32>) {
 // -----
 
 func.func @transpose_shape(%a: tensor<2x8xf32>) {
-  // expected-error @below {{result has shape 2x8, expected 8x2}}
+  // expected-error @below {{'braid.transpose' op inferred type(s) 'tensor<8x2xf32>' are incompatible with return type(s) of operation 'tensor<2x8xf32>'}}
+  // expected-error @below {{'braid.transpose' op failed to infer returned types}}
   %0 = braid.transpose %a permutation = [1, 0] : tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -566,6 +585,7 @@ func.func @slice_type(%a: tensor<2x8xf32>) {
 
 func.func @concat_empty() {
   // expected-error @below {{needs at least one input}}
+  // expected-error @below {{'braid.concat' op failed to infer returned types}}
   %0 = "braid.concat"() {dim = 0 : i64} : () -> tensor<2xf32>
   return
 }
@@ -574,6 +594,7 @@ func.func @concat_empty() {
 
 func.func @concat_dim(%a: tensor<2x8xf32>) {
   // expected-error @below {{dim 2 is out of range for rank 2}}
+  // expected-error @below {{'braid.concat' op failed to infer returned types}}
   %0 = braid.concat %a, %a dim = 2 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -581,7 +602,8 @@ func.func @concat_dim(%a: tensor<2x8xf32>) {
 // -----
 
 func.func @concat_rank(%a: tensor<2x8xf32>, %b: tensor<8xf32>) {
-  // expected-error @below {{input #1 has rank 1, the result has rank 2}}
+  // expected-error @below {{'braid.concat' op input #1 has rank 1, input #0 has rank 2}}
+  // expected-error @below {{'braid.concat' op failed to infer returned types}}
   %0 = braid.concat %a, %b dim = 0 : tensor<2x8xf32>, tensor<8xf32> -> tensor<3x8xf32>
   return
 }
@@ -589,7 +611,8 @@ func.func @concat_rank(%a: tensor<2x8xf32>, %b: tensor<8xf32>) {
 // -----
 
 func.func @concat_type(%a: tensor<2x8xf32>, %b: tensor<2x8xbf16>) {
-  // expected-error @below {{input #1 element type 'bf16' differs from the result element type 'f32'}}
+  // expected-error @below {{'braid.concat' op input #1 element type 'bf16' differs from input #0's element type 'f32'}}
+  // expected-error @below {{'braid.concat' op failed to infer returned types}}
   %0 = braid.concat %a, %b dim = 0 : tensor<2x8xf32>, tensor<2x8xbf16> -> tensor<4x8xf32>
   return
 }
@@ -597,7 +620,8 @@ func.func @concat_type(%a: tensor<2x8xf32>, %b: tensor<2x8xbf16>) {
 // -----
 
 func.func @concat_other_dim(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
-  // expected-error @below {{input #1 has size 4 in dimension 1, the result has 8}}
+  // expected-error @below {{'braid.concat' op input #1 has size 4 in dimension 1, input #0 has 8}}
+  // expected-error @below {{'braid.concat' op failed to infer returned types}}
   %0 = braid.concat %a, %b dim = 0 : tensor<2x8xf32>, tensor<2x4xf32> -> tensor<4x8xf32>
   return
 }
@@ -605,7 +629,8 @@ func.func @concat_other_dim(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
 // -----
 
 func.func @concat_total(%a: tensor<2x8xf32>) {
-  // expected-error @below {{inputs add up to 4 in dimension 0, the result has 5}}
+  // expected-error @below {{'braid.concat' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<5x8xf32>'}}
+  // expected-error @below {{'braid.concat' op failed to infer returned types}}
   %0 = braid.concat %a, %a dim = 0 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<5x8xf32>
   return
 }
@@ -870,6 +895,7 @@ func.func @gelu_backward_bias_type(%a: tensor<4x8xf32>, %b: tensor<8xbf16>) {
 
 func.func @matmul_permutation_rank(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
   // expected-error @below {{'braid.matmul' op lhs_permutation has 2 entries for rank 3}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {lhs_permutation = array<i64: 1, 0>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
   return
 }
@@ -878,6 +904,7 @@ func.func @matmul_permutation_rank(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>)
 
 func.func @matmul_permutation_repeats(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
   // expected-error @below {{'braid.matmul' op rhs_permutation 0x0x2 is not a permutation of 3 dimensions}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {rhs_permutation = array<i64: 0, 0, 2>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
   return
 }
@@ -886,6 +913,7 @@ func.func @matmul_permutation_repeats(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf3
 
 func.func @matmul_permutation_no_unit_stride(%a: tensor<4x3x2xf32>, %b: tensor<2x4x5xf32>) {
   // expected-error @below {{'braid.matmul' op lhs_permutation must put the operand's last dimension at one of the last two places, but is 2x1x0}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {lhs_permutation = array<i64: 2, 1, 0>} : tensor<4x3x2xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
   return
 }
@@ -894,6 +922,7 @@ func.func @matmul_permutation_no_unit_stride(%a: tensor<4x3x2xf32>, %b: tensor<2
 
 func.func @matmul_slice_entries(%a: tensor<4x3x2xf32>, %b: tensor<2x5xf32>) {
   // expected-error @below {{'braid.matmul' op lhs_slice must be [dim, offset, size], but has 2 entries}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {lhs_slice = array<i64: 0, 1>} : tensor<4x3x2xf32>, tensor<2x5xf32> -> tensor<4x3x5xf32>
   return
 }
@@ -902,6 +931,7 @@ func.func @matmul_slice_entries(%a: tensor<4x3x2xf32>, %b: tensor<2x5xf32>) {
 
 func.func @matmul_slice_range(%a: tensor<4x3x2xf32>, %b: tensor<2x5xf32>) {
   // expected-error @below {{'braid.matmul' op lhs_slice takes 2 entries from 3 of dimension 0, which has 4}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {lhs_slice = array<i64: 0, 3, 2>} : tensor<4x3x2xf32>, tensor<2x5xf32> -> tensor<2x3x5xf32>
   return
 }
@@ -910,6 +940,7 @@ func.func @matmul_slice_range(%a: tensor<4x3x2xf32>, %b: tensor<2x5xf32>) {
 
 func.func @matmul_slice_matrix(%a: tensor<4x3x2xf32>, %b: tensor<4x2x5xf32>) {
   // expected-error @below {{'braid.matmul' op rhs_slice slices dimension 1, which the product reads as a matrix dimension; only a batch dimension can be sliced}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {rhs_slice = array<i64: 1, 0, 1>} : tensor<4x3x2xf32>, tensor<4x2x5xf32> -> tensor<4x3x5xf32>
   return
 }
@@ -919,7 +950,8 @@ func.func @matmul_slice_matrix(%a: tensor<4x3x2xf32>, %b: tensor<4x2x5xf32>) {
 // The slice is taken before the permutation: dimension 1 of the operand is
 // the product's batch dimension, and its 2 entries the product's batch.
 func.func @matmul_slice_batch(%a: tensor<3x4x2xf32>, %b: tensor<2x5xf32>) {
-  // expected-error @below {{'braid.matmul' op result has shape 4x3x5, expected 2x3x5}}
+  // expected-error @below {{'braid.matmul' op inferred type(s) 'tensor<2x3x5xf32>' are incompatible with return type(s) of operation 'tensor<4x3x5xf32>'}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {lhs_slice = array<i64: 1, 1, 2>, lhs_permutation = array<i64: 1, 0, 2>} : tensor<3x4x2xf32>, tensor<2x5xf32> -> tensor<4x3x5xf32>
   return
 }
@@ -928,6 +960,7 @@ func.func @matmul_slice_batch(%a: tensor<3x4x2xf32>, %b: tensor<2x5xf32>) {
 
 func.func @matmul_result_permutation(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
   // expected-error @below {{'braid.matmul' op result_permutation must store one of the product's last two dimensions last, but is 1x2x0}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {result_permutation = array<i64: 1, 2, 0>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<3x5x2xf32>
   return
 }
@@ -935,7 +968,8 @@ func.func @matmul_result_permutation(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32
 // -----
 
 func.func @matmul_result_permuted_shape(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
-  // expected-error @below {{'braid.matmul' op result has shape 2x3x5, expected 3x2x5}}
+  // expected-error @below {{'braid.matmul' op inferred type(s) 'tensor<3x2x5xf32>' are incompatible with return type(s) of operation 'tensor<2x3x5xf32>'}}
+  // expected-error @below {{'braid.matmul' op failed to infer returned types}}
   %0 = braid.matmul %a, %b {result_permutation = array<i64: 1, 0, 2>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
   return
 }

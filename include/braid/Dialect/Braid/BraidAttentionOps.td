@@ -9,7 +9,7 @@
 #ifndef BRAID_DIALECT_BRAID_BRAIDATTENTIONOPS_TD
 #define BRAID_DIALECT_BRAID_BRAIDATTENTIONOPS_TD
 
-def Braid_AttentionOp : Braid_ComputeOp<"attention", [
+def Braid_AttentionOp : Braid_ComputeOp<"attention", [InferTypeOpAdaptor,
     AllElementTypesMatch<["query", "key", "value", "output"]>]> {
   let opcode = 42;
   let summary = "fused scaled dot-product attention";
@@ -39,7 +39,6 @@ def Braid_AttentionOp : Braid_ComputeOp<"attention", [
     $query `,` $key `,` $value attr-dict `scale` `=` $scale `:` type($query) `,`
     type($key) `,` type($value) `->` type($output) `,` type($logsumexp)
   }];
-  let hasVerifier = 1;
 }
 
 def Braid_AttentionBackwardOp : Braid_ComputeOp<"attention_backward", [

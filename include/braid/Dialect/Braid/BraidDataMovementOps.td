@@ -27,7 +27,7 @@ def Braid_ReshapeOp : Braid_ComputeOp<"reshape", [Braid_View],
   let hasFolder = 1;
 }
 
-def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
+def Braid_TransposeOp : Braid_ComputeOp<"transpose", [InferTypeOpAdaptor]> {
   let kernelTables = ["cpu_moves_bytes"];
   let opcode = 71;
   let summary = "permute the dimensions";
@@ -44,7 +44,6 @@ def Braid_TransposeOp : Braid_ComputeOp<"transpose"> {
   let assemblyFormat = [{
     $input `permutation` `=` $permutation attr-dict `:` type($input) `->` type($result)
   }];
-  let hasVerifier = 1;
   // The identity permutation is its input; a transpose of a transpose is
   // one transpose of the first one's input, by the composed permutation.
   let hasFolder = 1;
@@ -122,7 +121,7 @@ def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [Braid_ShardReplicated],
   let hasVerifier = 1;
 }
 
-def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
+def Braid_ConcatOp : Braid_ComputeOp<"concat", [InferTypeOpAdaptor]> {
   let kernelTables = ["cpu_moves_bytes"];
   let opcode = 74;
   let summary = "join tensors along one dimension";
@@ -131,7 +130,6 @@ def Braid_ConcatOp : Braid_ComputeOp<"concat"> {
   let assemblyFormat = [{
     $inputs `dim` `=` $dim attr-dict `:` type($inputs) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 def Braid_ConstantOp : Braid_ComputeOp<"constant", [

@@ -140,7 +140,8 @@ class Braid_BackwardOp<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def Braid_MatmulOp
-    : Braid_ComputeOp<"matmul", [], ["getProductShape", "getBytesRead"]> {
+    : Braid_ComputeOp<"matmul", [InferTypeOpAdaptor],
+                      ["getProductShape", "getBytesRead"]> {
   let opcode = 1;
   let summary = "matrix product, optionally batched and transposed";
   let description = [{
@@ -297,14 +298,14 @@ def Braid_CastOp : Braid_ComputeOp<"cast", [Braid_PerToken, Braid_ShardElementwi
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class Braid_ReduceOp<string mnemonic> : Braid_ComputeOp<mnemonic> {
+class Braid_ReduceOp<string mnemonic>
+    : Braid_ComputeOp<mnemonic, [InferTypeOpAdaptor]> {
   let arguments = (ins Braid_FloatTensor:$input, DenseI64ArrayAttr:$dims,
                        UnitAttr:$keep_dims);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $input `dims` `=` $dims attr-dict `:` type($input) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 def Braid_ReduceSumOp : Braid_ReduceOp<"reduce_sum"> {
@@ -441,7 +442,7 @@ include "braid/Dialect/Braid/BraidAttentionOps.td"
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Braid_LayerNormOp : Braid_ComputeOp<"layer_norm", [
+def Braid_LayerNormOp : Braid_ComputeOp<"layer_norm", [InferTypeOpAdaptor,
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
     AllTypesMatch<["mean", "rstd"]>, Braid_PerToken]> {
   let kernelTables = ["cuda_reduction", "cpu_norm"];
@@ -507,7 +508,8 @@ include "braid/Dialect/Braid/BraidLossOps.td"
 // Embedding
 //===----------------------------------------------------------------------===//
 
-def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"],
+def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [InferTypeOpAdaptor],
+                                         ["getBytesRead"],
                                          ["localizeForSharding"]> {
   let opcode = 60;
   let summary = "gather rows of a table";
@@ -524,7 +526,6 @@ def Braid_EmbeddingOp : Braid_ComputeOp<"embedding", [], ["getBytesRead"],
   let assemblyFormat = [{
     $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 def Braid_EmbeddingBackwardOp

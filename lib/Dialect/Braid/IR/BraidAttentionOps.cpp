@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "VerifierUtils.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -34,48 +35,51 @@ std::string shapeText(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
-/// Checks the operands' ranks and sizes and the output's and logsumexp's
-/// shapes, naming the value that does not fit.
-LogicalResult verifyAttention(Operation *op, Value query, Value key,
-                              Value value, Value output, Value logsumexp) {
+/// Checks the operands' ranks and sizes, naming the value that does not
+/// fit, at `location` (as inferError words it for op `opName`).
+LogicalResult checkAttentionOperands(std::optional<Location> location,
+                                     StringRef opName, Value query, Value key,
+                                     Value value) {
   for (auto [name, v] : {std::pair<StringRef, Value>{"query", query},
                          {"key", key},
-                         {"value", value},
-                         {"output", output}}) {
-    auto type = cast<RankedTensorType>(v.getType());
+                         {"value", value}}) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type)
+      // The verifier rules this out: not reachable from input.
+      return inferError(location, opName, name, " must be a ranked tensor");
     if (type.getRank() != 4)
-      return op->emitOpError()
-             << name << " must be [batch, heads, sequence, head size], but is "
-             << shapeText(type.getShape());
+      return inferError(location, opName, name,
+                        " must be [batch, heads, sequence, head size], but is ",
+                        shapeText(type.getShape()));
   }
   AttentionSizes s = sizesOf(query, key, value);
   auto k = cast<RankedTensorType>(key.getType()).getShape();
   auto v = cast<RankedTensorType>(value.getType()).getShape();
   if (k[0] != s.batch || v[0] != s.batch)
-    return op->emitOpError() << "query, key and value have batch sizes "
-                             << s.batch << ", " << k[0] << " and " << v[0];
+    return inferError(location, opName,
+                      "query, key and value have batch sizes ", s.batch, ", ",
+                      k[0], " and ", v[0]);
   if (v[1] != s.kvHeads || v[2] != s.kvSeq)
-    return op->emitOpError() << "key " << shapeText(k) << " and value "
-                             << shapeText(v) << " differ in heads or sequence";
+    return inferError(location, opName, "key ", shapeText(k), " and value ",
+                      shapeText(v), " differ in heads or sequence");
   if (k[3] != s.dim)
-    return op->emitOpError() << "key head size " << k[3]
-                             << " differs from the query's (" << s.dim << ")";
+    return inferError(location, opName, "key head size ", k[3],
+                      " differs from the query's (", s.dim, ")");
   if (s.kvHeads <= 0 || s.heads % s.kvHeads)
-    return op->emitOpError()
-           << s.heads << " query heads do not group over " << s.kvHeads
-           << " key/value heads (the query heads must be a multiple)";
-  SmallVector<int64_t> out = {s.batch, s.heads, s.seq, s.valueDim};
-  auto outShape = cast<RankedTensorType>(output.getType()).getShape();
-  if (outShape != ArrayRef<int64_t>(out))
-    return op->emitOpError() << "output is " << shapeText(outShape)
-                             << ", expected " << shapeText(out);
-  auto lse = cast<RankedTensorType>(logsumexp.getType());
-  SmallVector<int64_t> rows = {s.batch, s.heads, s.seq};
-  if (lse.getShape() != ArrayRef<int64_t>(rows) ||
-      !lse.getElementType().isF32())
-    return op->emitOpError()
-           << "logsumexp must be f32 " << shapeText(rows) << ", but is " << lse;
+    return inferError(location, opName, s.heads,
+                      " query heads do not group over ", s.kvHeads,
+                      " key/value heads (the query heads must be a multiple)");
   return success();
+}
+
+/// The output [B, H, S, Dv] and the logsumexp, f32 [B, H, S], of an
+/// attention of these operands.
+SmallVector<Type, 2> attentionResultTypes(Value query, Value key, Value value) {
+  AttentionSizes s = sizesOf(query, key, value);
+  Type element = cast<RankedTensorType>(query.getType()).getElementType();
+  return {RankedTensorType::get({s.batch, s.heads, s.seq, s.valueDim}, element),
+          RankedTensorType::get({s.batch, s.heads, s.seq},
+                                Float32Type::get(query.getContext()))};
 }
 
 /// Query-key pairs that one head of the attention scores: all of them, or
@@ -91,14 +95,35 @@ uint64_t scoredPairs(const AttentionSizes &s, bool causal) {
 
 } // namespace
 
-LogicalResult AttentionOp::verify() {
-  return verifyAttention(*this, getQuery(), getKey(), getValue(), getOutput(),
-                         getLogsumexp());
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  if (failed(checkAttentionOperands(location, getOperationName(),
+                                    adaptor.getQuery(), adaptor.getKey(),
+                                    adaptor.getValue())))
+    return failure();
+  llvm::append_range(inferred,
+                     attentionResultTypes(adaptor.getQuery(), adaptor.getKey(),
+                                          adaptor.getValue()));
+  return success();
 }
 
+// The backward takes the forward's output and logsumexp: they have the types
+// the forward infers.
 LogicalResult AttentionBackwardOp::verify() {
-  return verifyAttention(*this, getQuery(), getKey(), getValue(), getOutput(),
-                         getLogsumexp());
+  if (failed(checkAttentionOperands(getLoc(), getOperationName(), getQuery(),
+                                    getKey(), getValue())))
+    return failure();
+  SmallVector<Type, 2> forward =
+      attentionResultTypes(getQuery(), getKey(), getValue());
+  if (getOutput().getType() != forward[0])
+    return emitOpError() << "output is " << getOutput().getType()
+                         << ", the forward's is " << forward[0];
+  if (getLogsumexp().getType() != forward[1])
+    return emitOpError() << "logsumexp is " << getLogsumexp().getType()
+                         << ", the forward's is " << forward[1];
+  return success();
 }
 
 // FlashAttention's count: the two products of each scored pair, 2 * D for

@@ -54,9 +54,13 @@ slicedShape(ArrayRef<int64_t> shape, std::optional<ArrayRef<int64_t>> slice) {
   return out;
 }
 
-/// Operand `i` of `op` as the product sees it: sliced, then permuted.
-static SmallVector<int64_t> productOperandShape(MatmulOp op, unsigned i) {
-  ArrayRef<int64_t> shape = tensorType(op->getOperand(i)).getShape();
+/// Operand `i` of a matmul (an op or its adaptor) as the product sees it:
+/// sliced, then permuted.
+template <typename MatmulLike>
+static SmallVector<int64_t> productOperandShape(MatmulLike op, unsigned i) {
+  ArrayRef<int64_t> shape =
+      cast<ShapedType>((i == 0 ? op.getLhs() : op.getRhs()).getType())
+          .getShape();
   return i == 0 ? permutedShape(slicedShape(shape, op.getLhsSlice()),
                                 op.getLhsPermutation())
                 : permutedShape(slicedShape(shape, op.getRhsSlice()),
@@ -64,8 +68,8 @@ static SmallVector<int64_t> productOperandShape(MatmulOp op, unsigned i) {
 }
 
 /// The batch, M, K, N sizes of a matmul, from the operands as the product
-/// sees them (through their slices and permutations); assumes a verified
-/// op.
+/// sees them (through their slices and permutations); assumes operands
+/// that inferReturnTypes accepts.
 namespace {
 struct MatmulSizes {
   SmallVector<int64_t> batch;
@@ -73,7 +77,8 @@ struct MatmulSizes {
 };
 } // namespace
 
-static MatmulSizes getMatmulSizes(MatmulOp op) {
+template <typename MatmulLike>
+static MatmulSizes getMatmulSizes(MatmulLike op) {
   SmallVector<int64_t> a = productOperandShape(op, 0);
   SmallVector<int64_t> b = productOperandShape(op, 1);
   MatmulSizes s;
@@ -91,109 +96,128 @@ static MatmulSizes getMatmulSizes(MatmulOp op) {
 /// whose matrices keep a unit-stride dimension (an operand's last dimension
 /// at one of the last two places; the result's last dimension one of the
 /// product's last two).
-static LogicalResult verifyMatmulPermutation(MatmulOp op, StringRef name,
-                                             ArrayRef<int64_t> perm,
-                                             int64_t rank, bool result) {
+static LogicalResult checkMatmulPermutation(std::optional<Location> location,
+                                            StringRef name,
+                                            ArrayRef<int64_t> perm,
+                                            int64_t rank, bool result) {
+  StringRef op = MatmulOp::getOperationName();
   if (int64_t(perm.size()) != rank)
-    return op.emitOpError()
-           << name << " has " << perm.size() << " entries for rank " << rank;
+    return inferError(location, op, name, " has ", perm.size(),
+                      " entries for rank ", rank);
   SmallVector<bool> seen(rank, false);
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[p])
-      return op.emitOpError()
-             << name << " " << shapeString(perm) << " is not a permutation of "
-             << rank << " dimensions";
+      return inferError(location, op, name, " ", shapeString(perm),
+                        " is not a permutation of ", rank, " dimensions");
     seen[p] = true;
   }
   if (result && perm.back() != rank - 1 && perm.back() != rank - 2)
-    return op.emitOpError()
-           << name << " must store one of the product's last two dimensions "
-           << "last, but is " << shapeString(perm);
+    return inferError(location, op, name,
+                      " must store one of the product's last two dimensions "
+                      "last, but is ",
+                      shapeString(perm));
   if (!result && perm[rank - 1] != rank - 1 && perm[rank - 2] != rank - 1)
-    return op.emitOpError()
-           << name << " must put the operand's last dimension at one of the "
-           << "last two places, but is " << shapeString(perm);
+    return inferError(location, op, name,
+                      " must put the operand's last dimension at one of the "
+                      "last two places, but is ",
+                      shapeString(perm));
   return success();
 }
 
 /// Checks matmul slice `name` (`[dim, offset, size]`) of operand `type`
 /// read through `perm`: a range of a dimension the product reads as a batch
 /// dimension.
-static LogicalResult verifyMatmulSlice(MatmulOp op, StringRef name,
-                                       ArrayRef<int64_t> slice,
-                                       RankedTensorType type,
-                                       std::optional<ArrayRef<int64_t>> perm) {
+static LogicalResult checkMatmulSlice(std::optional<Location> location,
+                                      StringRef name, ArrayRef<int64_t> slice,
+                                      RankedTensorType type,
+                                      std::optional<ArrayRef<int64_t>> perm) {
+  StringRef op = MatmulOp::getOperationName();
   int64_t rank = type.getRank();
   if (slice.size() != 3)
-    return op.emitOpError() << name << " must be [dim, offset, size], but has "
-                            << slice.size() << " entries";
+    return inferError(location, op, name,
+                      " must be [dim, offset, size], but has ", slice.size(),
+                      " entries");
   int64_t dim = slice[0], offset = slice[1], size = slice[2];
   if (dim < 0 || dim >= rank)
-    return op.emitOpError() << name << " slices dimension " << dim
-                            << " of a rank-" << rank << " operand";
+    return inferError(location, op, name, " slices dimension ", dim,
+                      " of a rank-", rank, " operand");
   if (offset < 0 || size < 1 || offset + size > type.getDimSize(dim))
-    return op.emitOpError()
-           << name << " takes " << size << " entries from " << offset
-           << " of dimension " << dim << ", which has " << type.getDimSize(dim);
+    return inferError(location, op, name, " takes ", size, " entries from ",
+                      offset, " of dimension ", dim, ", which has ",
+                      type.getDimSize(dim));
   int64_t at = perm ? llvm::find(*perm, dim) - perm->begin() : dim;
   if (at >= rank - 2)
-    return op.emitOpError()
-           << name << " slices dimension " << dim
-           << ", which the product reads as a matrix dimension; only a "
-              "batch dimension can be sliced";
+    return inferError(location, op, name, " slices dimension ", dim,
+                      ", which the product reads as a matrix dimension; only "
+                      "a batch dimension can be sliced");
+  return success();
+}
+
+// The one rule of a matmul's result type: the verifier compares the
+// declared type with it (InferTypeOpInterface), and builders and the
+// Python IR builder (braid.ir, through libBraidCAPI) take it from here.
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  StringRef op = getOperationName();
+  auto a = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto b = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (!a || !b)
+    // The verifier rules this out: not reachable from input.
+    return inferError(location, op, "operands must be ranked tensors");
+  if (a.getRank() < 2)
+    return inferError(location, op,
+                      "lhs must have rank 2 or more, but has rank ",
+                      a.getRank());
+  if (b.getRank() < 2)
+    return inferError(location, op,
+                      "rhs must have rank 2 or more, but has rank ",
+                      b.getRank());
+  if (auto perm = adaptor.getLhsPermutation())
+    if (failed(checkMatmulPermutation(location, "lhs_permutation", *perm,
+                                      a.getRank(), false)))
+      return failure();
+  if (auto perm = adaptor.getRhsPermutation())
+    if (failed(checkMatmulPermutation(location, "rhs_permutation", *perm,
+                                      b.getRank(), false)))
+      return failure();
+  if (auto slice = adaptor.getLhsSlice())
+    if (failed(checkMatmulSlice(location, "lhs_slice", *slice, a,
+                                adaptor.getLhsPermutation())))
+      return failure();
+  if (auto slice = adaptor.getRhsSlice())
+    if (failed(checkMatmulSlice(location, "rhs_slice", *slice, b,
+                                adaptor.getRhsPermutation())))
+      return failure();
+  SmallVector<int64_t> aShape = productOperandShape(adaptor, 0);
+  SmallVector<int64_t> bShape = productOperandShape(adaptor, 1);
+  ArrayRef<int64_t> aBatch = ArrayRef<int64_t>(aShape).drop_back(2);
+  ArrayRef<int64_t> bBatch = ArrayRef<int64_t>(bShape).drop_back(2);
+  if (b.getRank() != 2 && aBatch != bBatch)
+    return inferError(location, op, "batch dimensions ", shapeString(aBatch),
+                      " of lhs and ", shapeString(bBatch),
+                      " of rhs differ (rhs may also have rank 2)");
+  MatmulSizes s = getMatmulSizes(adaptor);
+  if (s.k != s.rhsK)
+    return inferError(location, op, "contracting sizes differ: lhs has ", s.k,
+                      ", rhs has ", s.rhsK);
+  SmallVector<int64_t> shape(s.batch);
+  shape.push_back(s.m);
+  shape.push_back(s.n);
+  if (auto perm = adaptor.getResultPermutation()) {
+    if (failed(checkMatmulPermutation(location, "result_permutation", *perm,
+                                      shape.size(), true)))
+      return failure();
+    shape = permutedShape(shape, *perm);
+  }
+  inferred.push_back(RankedTensorType::get(shape, a.getElementType()));
   return success();
 }
 
 LogicalResult MatmulOp::verify() {
-  RankedTensorType a = tensorType(getLhs()), b = tensorType(getRhs());
-  if (a.getRank() < 2)
-    return emitOpError() << "lhs must have rank 2 or more, but has rank "
-                         << a.getRank();
-  if (b.getRank() < 2)
-    return emitOpError() << "rhs must have rank 2 or more, but has rank "
-                         << b.getRank();
-  if (failed(verifySameElementType(*this, "lhs", getLhs(), "rhs", getRhs())) ||
-      failed(
-          verifySameElementType(*this, "lhs", getLhs(), "result", getResult())))
-    return failure();
-  if (auto perm = getLhsPermutation())
-    if (failed(verifyMatmulPermutation(*this, "lhs_permutation", *perm,
-                                       a.getRank(), false)))
-      return failure();
-  if (auto perm = getRhsPermutation())
-    if (failed(verifyMatmulPermutation(*this, "rhs_permutation", *perm,
-                                       b.getRank(), false)))
-      return failure();
-  if (auto slice = getLhsSlice())
-    if (failed(verifyMatmulSlice(*this, "lhs_slice", *slice, a,
-                                 getLhsPermutation())))
-      return failure();
-  if (auto slice = getRhsSlice())
-    if (failed(verifyMatmulSlice(*this, "rhs_slice", *slice, b,
-                                 getRhsPermutation())))
-      return failure();
-  SmallVector<int64_t> aShape = productOperandShape(*this, 0);
-  SmallVector<int64_t> bShape = productOperandShape(*this, 1);
-  ArrayRef<int64_t> aBatch = ArrayRef<int64_t>(aShape).drop_back(2);
-  ArrayRef<int64_t> bBatch = ArrayRef<int64_t>(bShape).drop_back(2);
-  if (b.getRank() != 2 && aBatch != bBatch)
-    return emitOpError() << "batch dimensions " << shapeString(aBatch)
-                         << " of lhs and " << shapeString(bBatch)
-                         << " of rhs differ (rhs may also have rank 2)";
-  MatmulSizes s = getMatmulSizes(*this);
-  if (s.k != s.rhsK)
-    return emitOpError() << "contracting sizes differ: lhs has " << s.k
-                         << ", rhs has " << s.rhsK;
-  SmallVector<int64_t> expected(s.batch);
-  expected.push_back(s.m);
-  expected.push_back(s.n);
-  if (auto perm = getResultPermutation()) {
-    if (failed(verifyMatmulPermutation(*this, "result_permutation", *perm,
-                                       expected.size(), true)))
-      return failure();
-    expected = permutedShape(expected, *perm);
-  }
-  return verifyShape(*this, "result", getResult(), expected);
+  // The shapes are inferReturnTypes'; the operands' element types remain.
+  return verifySameElementType(*this, "lhs", getLhs(), "rhs", getRhs());
 }
 
 /// Whether `perm` swaps the last two dimensions and keeps the others.
@@ -446,33 +470,51 @@ LogicalResult CastOp::verify() {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-template <typename ReduceOp> static LogicalResult verifyReduce(ReduceOp op) {
-  RankedTensorType input = tensorType(op.getInput());
-  ArrayRef<int64_t> dims = op.getDims();
+/// A reduction's result type, the one rule that its verifier
+/// (InferTypeOpInterface) and its builders share.
+template <typename ReduceOp>
+static LogicalResult inferReduce(std::optional<Location> location,
+                                 typename ReduceOp::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
+  StringRef op = ReduceOp::getOperationName();
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!input)
+    // The verifier rules this out: not reachable from input.
+    return inferError(location, op, "input must be a ranked tensor");
+  ArrayRef<int64_t> dims = adaptor.getDims();
   if (dims.empty())
-    return op.emitOpError() << "dims must not be empty";
+    return inferError(location, op, "dims must not be empty");
   for (auto [i, dim] : llvm::enumerate(dims)) {
-    if (failed(verifyDimIndex(op, "reduced dimension", dim, input.getRank())))
-      return failure();
+    if (dim < 0 || dim >= input.getRank())
+      return inferError(location, op, "reduced dimension ", dim,
+                        " is out of range for rank ", input.getRank());
     if (i > 0 && dims[i - 1] >= dim)
-      return op.emitOpError() << "dims must be strictly increasing, but " << dim
-                              << " follows " << dims[i - 1];
+      return inferError(location, op, "dims must be strictly increasing, but ",
+                        dim, " follows ", dims[i - 1]);
   }
-  if (failed(verifySameElementType(op, "input", op.getInput(), "result",
-                                   op.getResult())))
-    return failure();
-  SmallVector<int64_t> expected;
+  SmallVector<int64_t> shape;
   for (auto [i, size] : llvm::enumerate(input.getShape())) {
     if (!llvm::is_contained(dims, static_cast<int64_t>(i)))
-      expected.push_back(size);
-    else if (op.getKeepDims())
-      expected.push_back(1);
+      shape.push_back(size);
+    else if (adaptor.getKeepDims())
+      shape.push_back(1);
   }
-  return verifyShape(op, "result", op.getResult(), expected);
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
 }
 
-LogicalResult ReduceSumOp::verify() { return verifyReduce(*this); }
-LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this); }
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferReduce<ReduceSumOp>(location, adaptor, inferred);
+}
+LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> location,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
+  return inferReduce<ReduceMeanOp>(location, adaptor, inferred);
+}
 uint64_t ReduceSumOp::getFlops() { return numElements(getInput()); }
 uint64_t ReduceMeanOp::getFlops() {
   return numElements(getInput()) + numElements(getResult());
@@ -559,6 +601,28 @@ static LogicalResult verifyLayerNormShapes(Operation *op, Value input,
   return verifyShape(op, "mean", mean, x.drop_back(g.size()));
 }
 
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  auto gamma = dyn_cast<RankedTensorType>(adaptor.getGamma().getType());
+  if (!input || !gamma)
+    // The verifier rules this out: not reachable from input.
+    return inferError(location, getOperationName(),
+                      "input and gamma must be ranked tensors");
+  ArrayRef<int64_t> x = input.getShape(), g = gamma.getShape();
+  if (g.empty() || g.size() > x.size())
+    return inferError(location, getOperationName(),
+                      "gamma must have rank between 1 and the input's rank (",
+                      x.size(), "), but has rank ", g.size());
+  // The statistics: one f32 per normalized row.
+  auto stats =
+      RankedTensorType::get(x.drop_back(g.size()), Float32Type::get(context));
+  inferred.append({input, stats, stats});
+  return success();
+}
+
 LogicalResult LayerNormOp::verify() {
   if (getEpsilon().convertToDouble() <= 0)
     return emitOpError() << "epsilon must be positive, but is "
@@ -594,9 +658,26 @@ static LogicalResult verifyEmbeddingShapes(Operation *op, Value table,
   return verifyShape(op, "rows", rows, expected);
 }
 
-LogicalResult EmbeddingOp::verify() {
-  return verifyEmbeddingShapes(*this, getTable(), getIds(), getResult());
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto table = dyn_cast<RankedTensorType>(adaptor.getTable().getType());
+  auto ids = dyn_cast<RankedTensorType>(adaptor.getIds().getType());
+  if (!table || !ids)
+    // The verifier rules this out: not reachable from input.
+    return inferError(location, getOperationName(),
+                      "table and ids must be ranked tensors");
+  if (table.getRank() != 2)
+    return inferError(location, getOperationName(),
+                      "table must have rank 2 ([V, D]), but has rank ",
+                      table.getRank());
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getDimSize(1));
+  inferred.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
 }
+
 /// A padding row inside a table of `rows` rows.
 static LogicalResult
 verifyPaddingIdx(Operation *op, std::optional<int64_t> padding, int64_t rows) {

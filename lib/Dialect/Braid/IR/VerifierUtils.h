@@ -12,6 +12,7 @@
 #include "braid/Dialect/Braid/BraidOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <string>
@@ -36,6 +37,18 @@ inline std::string shapeString(ArrayRef<int64_t> shape) {
   llvm::raw_string_ostream os(s);
   llvm::interleave(shape, os, "x");
   return s;
+}
+
+/// Reports what an op's type inference finds wrong with its operands or
+/// attributes, worded as emitOpError words it ("'braid.matmul' op ..."), at
+/// `location`; silent where there is none (inference outside verification,
+/// as a builder's, only fails). The verifier of an op with
+/// InferTypeOpInterface runs its inference before its own verify().
+template <typename... Args>
+LogicalResult inferError(std::optional<Location> location, StringRef opName,
+                         Args &&...args) {
+  return emitOptionalError(location, "'", opName, "' op ",
+                           std::forward<Args>(args)...);
 }
 
 /// Checks that `dim` indexes a dimension of a rank-`rank` tensor.
