@@ -27,6 +27,9 @@ config.substitutions.append(("%python", python))
 config.substitutions.append(("%examples", os.path.join(config.braid_src_root, "examples")))
 config.substitutions.append(("%braid_src", config.braid_src_root))
 config.environment["PYTHONPATH"] = os.path.join(config.braid_src_root, "python")
+# braid.ir's result-type inference: this build's libBraidCAPI.so
+# (python/braid/_native.py).
+config.environment["BRAID_CAPI"] = os.path.join(config.braid_obj_root, "lib", "libBraidCAPI.so")
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -171,8 +171,10 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
         if isinstance(r, torch.Tensor):
             return r.permute(perm)
         base = self.materialize(r)
-        return Deferred(tuple(base.shape[p] for p in perm), base.dtype,
-                        lambda: self.b.transpose(base, perm, hint="t"))
+        # The transpose's type, as braid.transpose infers it, before it is
+        # written (a Deferred may never be).
+        [(shape, dtype)] = self.b.infer("transpose", [base], permutation=perm)
+        return Deferred(shape, dtype, lambda: self.b.transpose(base, perm, hint="t"))
 
     def broadcast_to(self, r, shape):
         """numpy-style broadcast of a written value to `shape`."""

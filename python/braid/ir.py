@@ -1,15 +1,18 @@
 """A small builder that writes graph-level braid IR as text.
 
-It tracks shapes so that each op's result type is computed, not typed by
-hand; braid-opt's verifiers check the result. Every op it writes is checked
-against the op table generated from the ODS (braid.op_table): an op the
-dialect does not have, or a result count it does not give, is an error
-here, not a parse error later. Only the standard library is used, so any
-python3 runs it.
+Where an op's result shape differs from its operands', the op says what it
+yields: its InferTypeOpInterface (the rule its verifier checks), asked
+through braid's build (braid._native), so no shape rule is written here
+again; operands it rejects are a ValueError in its verifier's words, here,
+not a parse error later. Every op it writes is checked against the op
+table generated from the ODS (braid.op_table): an op the dialect does not
+have, or a result count it does not give, is an error too. Only the
+standard library is used, so any python3 runs it.
 """
 
 import math
 
+from braid import _native
 from braid.op_table import OPS, InstrKind, PipelineScheduleKind
 
 # The schedules braid-pipeline knows, from the ODS (PipelineScheduleKind in
@@ -102,6 +105,41 @@ def _float(x):
     return "%e" % x
 
 
+def _attribute(value):
+    """`value` as an attribute in MLIR's generic syntax: an int an I64Attr,
+    a float an F64Attr, a list or tuple of ints a DenseI64ArrayAttr."""
+    if isinstance(value, bool):
+        raise TypeError("a flag is a unit attribute, named or left out")
+    if isinstance(value, int):
+        return "%d : i64" % value
+    if isinstance(value, float):
+        return "%s : f64" % _float(value)
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return "array<i64%s>" % "".join(", %d" % v if i else ": %d" % v
+                                         for i, v in enumerate(value))
+    raise TypeError("no attribute form for %r" % (value,))
+
+
+def _attributes(attrs):
+    """An attribute dictionary in MLIR's generic syntax: a flag (True) is a
+    unit attribute, False or None leaves the attribute out."""
+    items = []
+    for name, value in attrs.items():
+        if value is None or value is False:
+            continue
+        items.append(name if value is True else "%s = %s" % (name, _attribute(value)))
+    return "{%s}" % ", ".join(items)
+
+
+def _parse_type(text):
+    """(shape, element type) of a ranked tensor type's text."""
+    if not (text.startswith("tensor<") and text.endswith(">")):
+        raise ValueError("not a ranked tensor type: %r" % text)
+    parts = text[len("tensor<"):-1].split("x")
+    return tuple(int(d) for d in parts[:-1]), parts[-1]
+
+
 def _lr(lr):
     """An update's learning rate: a constant, or a scalar f32 operand."""
     if isinstance(lr, Value):
@@ -181,6 +219,14 @@ class StepBuilder:
         self.body.append("%s = %s" % (v.name, text))
         return v
 
+    def infer(self, op, operands, **attrs):
+        """[(shape, dtype)] of each result of braid.`op` on `operands` with
+        `attrs` (generic attribute values: see _attributes), as the op
+        infers them; ValueError in the op's words where it rejects them."""
+        types = _native.infer_result_types("braid." + op, [v.type for v in operands],
+                                           _attributes(attrs))
+        return [_parse_type(t) for t in types]
+
     def _emit_multi(self, hints, shapes, dtypes, text):
         _check_op(text, len(hints))
         vals = [Value(self._fresh(h), s, d) for h, s, d in zip(hints, shapes, dtypes)]
@@ -217,16 +263,11 @@ class StepBuilder:
 
     # -- compute ops ---------------------------------------------------------
     def matmul(self, a, b, ta=False, tb=False, hint="mm"):
-        m = a.shape[-1] if ta else a.shape[-2]
-        k = a.shape[-2] if ta else a.shape[-1]
-        kb = b.shape[-1] if tb else b.shape[-2]
-        n = b.shape[-2] if tb else b.shape[-1]
-        assert k == kb, (a.shape, b.shape, ta, tb)
-        shape = a.shape[:-2] + (m, n)
+        [(shape, dtype)] = self.infer("matmul", [a, b], transpose_a=ta, transpose_b=tb)
         attrs = [x for x, on in (("transpose_a", ta), ("transpose_b", tb)) if on]
         attr = " {%s}" % ", ".join(attrs) if attrs else ""
-        r = Value(None, shape, a.dtype)
-        return self._emit(hint, shape, a.dtype, "braid.matmul %s, %s%s : %s, %s -> %s"
+        r = Value(None, shape, dtype)
+        return self._emit(hint, shape, dtype, "braid.matmul %s, %s%s : %s, %s -> %s"
                           % (a, b, attr, a.type, b.type, r.type))
 
     def _binary(self, op, a, b, hint):
@@ -252,12 +293,9 @@ class StepBuilder:
         return self._emit(hint, x.shape, x.dtype, "braid.bias_add %s, %s : %s, %s" % (x, b, x.type, b.type))
 
     def reduce_sum(self, x, dims, hint="sum", keep_dims=False, op="reduce_sum"):
-        if keep_dims:
-            shape = tuple(1 if i in dims else d for i, d in enumerate(x.shape))
-        else:
-            shape = tuple(d for i, d in enumerate(x.shape) if i not in dims)
-        r = Value(None, shape, x.dtype)
-        return self._emit(hint, shape, x.dtype, "braid.%s %s dims = [%s]%s : %s -> %s"
+        [(shape, dtype)] = self.infer(op, [x], dims=list(dims), keep_dims=keep_dims)
+        r = Value(None, shape, dtype)
+        return self._emit(hint, shape, dtype, "braid.%s %s dims = [%s]%s : %s -> %s"
                           % (op, x, ", ".join(map(str, dims)), " {keep_dims}" if keep_dims else "",
                              x.type, r.type))
 
@@ -321,9 +359,9 @@ class StepBuilder:
 
     def attention(self, q, k, v, causal, scale, hint="attn"):
         """braid.attention: (output, logsumexp)."""
-        o = Value(None, q.shape[:3] + v.shape[3:], q.dtype)
-        lse = Value(None, q.shape[:3], "f32")
-        return self._emit_multi([hint, hint + "_lse"], [o.shape, lse.shape], [q.dtype, "f32"],
+        o, lse = (Value(None, shape, dtype) for shape, dtype in
+                  self.infer("attention", [q, k, v], causal=causal, scale=float(scale)))
+        return self._emit_multi([hint, hint + "_lse"], [o.shape, lse.shape], [o.dtype, lse.dtype],
                                 "braid.attention %s, %s, %s%s scale = %s : %s, %s, %s -> %s, %s"
                                 % (q, k, v, " {causal}" if causal else "", _float(scale),
                                    q.type, k.type, v.type, o.type, lse.type))
@@ -357,10 +395,11 @@ class StepBuilder:
                           "braid.causal_mask %s fill = %s : %s" % (x, _float(fill), x.type))
 
     def layer_norm(self, x, gamma, beta, eps=1e-5, hint="ln"):
-        stats = Value(None, x.shape[:len(x.shape) - len(gamma.shape)], "f32")
+        y, stats, _ = (Value(None, shape, dtype) for shape, dtype in
+                       self.infer("layer_norm", [x, gamma, beta], epsilon=float(eps)))
         return self._emit_multi(
-            [hint, hint + "_mean", hint + "_rstd"], [x.shape, stats.shape, stats.shape],
-            [x.dtype, "f32", "f32"],
+            [hint, hint + "_mean", hint + "_rstd"], [y.shape, stats.shape, stats.shape],
+            [y.dtype, stats.dtype, stats.dtype],
             "braid.layer_norm %s, %s, %s eps = %s : %s, %s -> %s"
             % (x, gamma, beta, _float(eps), x.type, gamma.type, stats.type))
 
@@ -396,9 +435,9 @@ class StepBuilder:
                              logp.type, labels.type))
 
     def embedding(self, table, ids, hint="emb"):
-        shape = ids.shape + (table.shape[1],)
-        r = Value(None, shape, table.dtype)
-        return self._emit(hint, shape, table.dtype, "braid.embedding %s, %s : %s, %s -> %s"
+        [(shape, dtype)] = self.infer("embedding", [table, ids])
+        r = Value(None, shape, dtype)
+        return self._emit(hint, shape, dtype, "braid.embedding %s, %s : %s, %s -> %s"
                           % (table, ids, table.type, ids.type, r.type))
 
     def embedding_backward(self, dy, ids, table_shape, padding_idx=None, hint="demb"):
@@ -415,9 +454,9 @@ class StepBuilder:
         return self._emit(hint, shape, x.dtype, "braid.reshape %s : %s -> %s" % (x, x.type, r.type))
 
     def transpose(self, x, perm, hint="t"):
-        shape = tuple(x.shape[p] for p in perm)
-        r = Value(None, shape, x.dtype)
-        return self._emit(hint, shape, x.dtype, "braid.transpose %s permutation = [%s] : %s -> %s"
+        [(shape, dtype)] = self.infer("transpose", [x], permutation=list(perm))
+        r = Value(None, shape, dtype)
+        return self._emit(hint, shape, dtype, "braid.transpose %s permutation = [%s] : %s -> %s"
                           % (x, ", ".join(map(str, perm)), x.type, r.type))
 
     def broadcast(self, x, dims, shape, hint="bcast"):
@@ -432,10 +471,9 @@ class StepBuilder:
                           % (x, ", ".join(map(str, offsets)), st, x.type, r.type))
 
     def concat(self, xs, dim, hint="cat"):
-        shape = list(xs[0].shape)
-        shape[dim] = sum(x.shape[dim] for x in xs)
-        r = Value(None, shape, xs[0].dtype)
-        return self._emit(hint, shape, xs[0].dtype, "braid.concat %s dim = %d : %s -> %s"
+        [(shape, dtype)] = self.infer("concat", xs, dim=dim)
+        r = Value(None, shape, dtype)
+        return self._emit(hint, shape, dtype, "braid.concat %s dim = %d : %s -> %s"
                           % (", ".join(map(str, xs)), dim, ", ".join(x.type for x in xs), r.type))
 
     def fill(self, value, shape, dtype="f32", hint="fill"):
