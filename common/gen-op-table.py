@@ -42,6 +42,93 @@ def fail(message):
     sys.exit("gen-op-table: " + message)
 
 
+def write_file(path, text):
+    """Writes `text` to `path` unless it holds it already, so that what
+    includes an unchanged table is not rebuilt."""
+    if os.path.exists(path) and open(path).read() == text:
+        return
+    open(path, "w").write(text)
+
+
+def parse_format(op, text):
+    """An assemblyFormat as nested tuples, the elements in order:
+    ("lit", text), ("var", name), ("type", name), ("attr-dict",),
+    ("optional", anchor, elements) for `(...)?` and
+    ("alternative", anchor, elements, else_elements) for `(...):(...)?`."""
+    pos = 0
+
+    def error(what):
+        fail("%s: cannot read its assemblyFormat at %d (%s): %r" % (op, pos, what, text))
+
+    def skip():
+        nonlocal pos
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+
+    def name():
+        nonlocal pos
+        if not text.startswith("$", pos):
+            error("expected $name")
+        end = pos + 1
+        while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            end += 1
+        n, pos = text[pos + 1:end], end
+        return n
+
+    def elements(stop):
+        """Elements up to `stop` (")" or the end); (elements, anchor)."""
+        nonlocal pos
+        out, anchor = [], None
+        while True:
+            skip()
+            if pos >= len(text) or text.startswith(stop, pos) and stop:
+                return tuple(out), anchor
+            if text[pos] == "`":
+                end = text.index("`", pos + 1)
+                out.append(("lit", text[pos + 1:end]))
+                pos = end + 1
+            elif text[pos] == "$":
+                out.append(("var", name()))
+            elif text.startswith("attr-dict", pos):
+                out.append(("attr-dict",))
+                pos += len("attr-dict")
+            elif text.startswith("qualified(type(", pos):
+                pos += len("qualified(type(")
+                out.append(("type", name()))
+                pos += 2
+            elif text.startswith("type(", pos):
+                pos += len("type(")
+                out.append(("type", name()))
+                pos += 1
+            elif text[pos] == "(":
+                pos += 1
+                inner, inner_anchor = elements(")")
+                pos += 1
+                if text.startswith(":(", pos):
+                    pos += 2
+                    other, _ = elements(")")
+                    pos += 1
+                    if not text.startswith("?", pos):
+                        error("expected ? after an alternative")
+                    pos += 1
+                    out.append(("alternative", inner_anchor, inner, other))
+                elif text.startswith("?", pos):
+                    pos += 1
+                    out.append(("optional", inner_anchor, inner))
+                else:
+                    error("expected ? or : after a group")
+                continue
+            else:
+                error("unknown directive")
+            if text.startswith("^", pos):
+                anchor = out[-1][1]
+                pos += 1
+        return tuple(out), anchor
+
+    result, _ = elements("")
+    return result
+
+
 def camel(name):
     return "".join(w[:1].upper() + w[1:] for w in name.split("_"))
 
@@ -159,13 +246,22 @@ class Table:
                  % (name, kind, ", ".join(INSTR_KINDS)))
         operands, attrs, variadic = 0, [], False
         operandNames, resultNames = [], []
+        # (name, kind) of each argument as the assembly format prints it.
+        syntax = []
         for arg, argname in rec["arguments"]["args"]:
             d = arg["def"]
             sup = self.supers(d)
             if "Attr" in sup or "AttrConstraint" in sup and "TypeConstraint" not in sup:
                 if argname in GROUP_ARGS:
+                    syntax.append((argname, "Symbol" if argname == "grid" else "Ints"))
                     continue
-                attrs.append(self.attr(name, argname, d))
+                attr = self.attr(name, argname, d)
+                syntax.append((argname, attr["kind"]))
+            else:
+                syntax.append((argname, "Operands" if "Variadic" in sup else
+                               "OptionalOperand" if "Optional" in sup else "Operand"))
+            if "Attr" in sup or "AttrConstraint" in sup and "TypeConstraint" not in sup:
+                attrs.append(attr)
             elif d in NON_TENSOR_TYPES:
                 continue
             elif "Variadic" in sup:
@@ -201,7 +297,11 @@ class Table:
                     inPlace=rec["inPlaceOperands"],
                     isView=any(t["def"] == "Braid_View" for t in rec["traits"]),
                     kernelTables=rec["kernelTables"],
-                    operandNames=operandNames, resultNames=resultNames)
+                    operandNames=operandNames, resultNames=resultNames,
+                    syntax=tuple(syntax),
+                    resultSyntax=tuple((r, "Variadic" in self.supers(res["def"]))
+                                       for res, r in rec["results"]["args"]),
+                    format=parse_format(name, rec["assemblyFormat"] or ""))
 
 
 HEADER = "// Generated by common/gen-op-table.py from BraidOps.td. Do not edit.\n"
@@ -278,7 +378,7 @@ def write_header(t, out):
                  % (name, cases(lambda o: table in o["kernelTables"])))
         w.append("#define BRAID_CASE_NOT_%s_OPCODES \\\n  %s\n"
                  % (name, cases(lambda o: table not in o["kernelTables"])))
-    open(os.path.join(out, "BraidOpTable.h.inc"), "w").write("".join(w))
+    write_file(os.path.join(out, "BraidOpTable.h.inc"), "".join(w))
 
 
 def write_table(t, out):
@@ -318,7 +418,7 @@ def write_table(t, out):
     for defname, (cls, cases) in sorted(t.enums.items()):
         enums.append("static const char *const k%sNames[] = {%s};\n"
                      % (cls, ", ".join('"%s"' % c[2] for c in cases)))
-    open(out_path, "w").write(HEADER + "".join(enums) + "".join(w[1:]))
+    write_file(out_path, HEADER + "".join(enums) + "".join(w[1:]))
 
 
 def write_decode(t, out):
@@ -342,7 +442,7 @@ def write_decode(t, out):
                 w.append("  if (r.has(%d))\n    a.%s = %s;\n" % (i, a["name"], get))
         w.append("  return a;\n}\n")
     w.append("}\n")
-    open(os.path.join(out, "BraidOpDecode.inc"), "w").write("".join(w))
+    write_file(os.path.join(out, "BraidOpDecode.inc"), "".join(w))
 
 
 def write_encode(t, out):
@@ -352,7 +452,7 @@ def write_encode(t, out):
         w.append("    {mlir::TypeID::get<::braid::%s>(), ::braid::ops::Opcode::%s},\n"
                  % (o["cppClass"], o["enumName"]))
     w.append("};\n")
-    open(os.path.join(out, "BraidOpEncode.inc"), "w").write("".join(w))
+    write_file(os.path.join(out, "BraidOpEncode.inc"), "".join(w))
 
 
 def write_python(t, out):
@@ -378,6 +478,20 @@ def write_python(t, out):
                     "CollectiveKind." + collective if collective else None,
                     o["numOperands"], o["numResults"], tuple(a["name"] for a in o["attrs"])))
     w.append("}\n")
+    # How each op is written: its arguments, results and assembly format
+    # (braid.ir writes an op from these).
+    doc = ("An op's assembly: its arguments as (name, kind) (an operand's kind\n"
+           "Operand, Operands or OptionalOperand; an attribute's its plan kind, Symbol\n"
+           "for the grid), its results as (name, variadic) and its assemblyFormat as\n"
+           "nested tuples: ('lit', text), ('var', name), ('type', name), ('attr-dict',),\n"
+           "('optional', anchor, elements), ('alternative', anchor, elements, else).")
+    w.append('\n\nSyntax = collections.namedtuple("Syntax", "arguments results format")\n'
+             'Syntax.__doc__ = %r\n' % doc)
+    w.append("\n# mnemonic -> Syntax\nSYNTAX = {\n")
+    for o in t.ops:
+        w.append("    %r: Syntax(\n        %r,\n        %r,\n        %r),\n"
+                 % (o["mnemonic"], o["syntax"], o["resultSyntax"], o["format"]))
+    w.append("}\n")
     # Every enum of the dialect, as a Python enum whose values are the names
     # the IR spells (PipelineScheduleKind("1f1b")).
     for defname in sorted(n for n in t.r["!instanceof"]["EnumAttrInfo"]
@@ -387,7 +501,7 @@ def write_python(t, out):
         for e in rec["enumerants"]:
             case = t.r[e["def"]]
             w.append("    %s = %r\n" % (case["symbol"], case["str"]))
-    open(os.path.join(out, "braid_ops.py"), "w").write("".join(w))
+    write_file(os.path.join(out, "braid_ops.py"), "".join(w))
 
 
 def main():

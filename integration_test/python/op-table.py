@@ -27,14 +27,13 @@ def check(ok, what):
 b = ir.StepBuilder("f", 2)
 x = b.arg("batch", "x", (4, 8))
 try:
-    b._emit("y", (4, 8), "f32", "braid.relux %s : %s" % (x, x.type))
+    b.op("relux", "y", input=x)
     check(False, "an op the dialect does not have is refused")
 except ValueError as e:
     check("braid.relux is not an op of the braid dialect" in str(e),
           "an op the dialect does not have is refused: %s" % e)
 try:
-    b._emit_multi(["a", "b"], [(4, 8), (4, 8)], ["f32", "f32"],
-                  "braid.relu %s : %s" % (x, x.type))
+    b.op("relu", ["a", "b"], input=x)
     check(False, "a wrong result count is refused")
 except ValueError as e:
     check("braid.relu yields 1 values, not 2" in str(e), "a wrong result count is refused: %s" % e)

@@ -1,19 +1,21 @@
 """A small builder that writes graph-level braid IR as text.
 
-Where an op's result shape differs from its operands', the op says what it
-yields: its InferTypeOpInterface (the rule its verifier checks), asked
-through braid's build (braid._native), so no shape rule is written here
-again; operands it rejects are a ValueError in its verifier's words, here,
-not a parse error later. Every op it writes is checked against the op
-table generated from the ODS (braid.op_table): an op the dialect does not
-have, or a result count it does not give, is an error too. Only the
+Nothing about an op is written here again: each is written from the
+table generated from the ODS (braid.op_table's SYNTAX: its arguments by
+ODS name and its assembly format, spaced as MLIR's printer spaces it), and
+its result types are the op's own: its InferTypeOpInterface (the rule its
+verifier checks), asked through braid's build (braid._native), but for the
+ops that take their result type as an input (reshape, cast, fill, ...).
+Operands an op rejects are a ValueError in its verifier's words, here, not
+a parse error later; an op the dialect does not have, an argument it does
+not have or a result count it does not give is an error too. Only the
 standard library is used, so any python3 runs it.
 """
 
 import math
 
 from braid import _native
-from braid.op_table import OPS, InstrKind, PipelineScheduleKind
+from braid.op_table import OPS, SYNTAX, InstrKind, PipelineScheduleKind
 
 # The schedules braid-pipeline knows, from the ODS (PipelineScheduleKind in
 # BraidAttributes.td), and its default.
@@ -105,31 +107,141 @@ def _float(x):
     return "%e" % x
 
 
-def _attribute(value):
-    """`value` as an attribute in MLIR's generic syntax: an int an I64Attr,
-    a float an F64Attr, a list or tuple of ints a DenseI64ArrayAttr."""
-    if isinstance(value, bool):
-        raise TypeError("a flag is a unit attribute, named or left out")
-    if isinstance(value, int):
-        return "%d : i64" % value
-    if isinstance(value, float):
-        return "%s : f64" % _float(value)
-    if isinstance(value, (list, tuple)) and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return "array<i64%s>" % "".join(", %d" % v if i else ": %d" % v
-                                         for i, v in enumerate(value))
-    raise TypeError("no attribute form for %r" % (value,))
+# The attribute kinds (the op table's) that an attribute dictionary in
+# MLIR's generic syntax spells here, and how.
+_GENERIC = {
+    "Int": lambda v: "%d : i64" % v,
+    "Float": lambda v: "%s : f64" % _float(float(v)),
+    "Ints": lambda v: "array<i64%s>" % "".join(
+        (", %d" if i else ": %d") % x for i, x in enumerate(v)),
+    "Strings": lambda v: "[%s]" % ", ".join('"%s"' % x for x in v),
+}
+
+# The same where an op's assembly format places the attribute.
+_CUSTOM = {
+    "Int": lambda v: "%d" % v,
+    "Float": lambda v: _float(float(v)),
+    "Ints": lambda v: "[%s]" % ", ".join("%d" % x for x in v),
+    "Strings": lambda v: "[%s]" % ", ".join('"%s"' % x for x in v),
+    "Symbol": lambda v: "@%s" % v,
+    "Enum": lambda v: v.value if hasattr(v, "value") else str(v),
+    "Data": str,
+}
 
 
-def _attributes(attrs):
-    """An attribute dictionary in MLIR's generic syntax: a flag (True) is a
-    unit attribute, False or None leaves the attribute out."""
-    items = []
-    for name, value in attrs.items():
-        if value is None or value is False:
-            continue
-        items.append(name if value is True else "%s = %s" % (name, _attribute(value)))
-    return "{%s}" % ", ".join(items)
+def _present(value):
+    """Whether an argument is given: a flag set, a value, a non-empty list."""
+    return value is not None and value is not False and value != [] and value != ()
+
+
+def _attribute_dict(items, kinds):
+    """`items` ((name, value) of present attributes) as an attribute
+    dictionary in MLIR's generic syntax, by name as MLIR prints it: a flag
+    is a unit attribute."""
+    out = []
+    for name, value in sorted(items):
+        kind = kinds[name]
+        if kind == "Flag":
+            out.append(name)
+        elif kind in _GENERIC:
+            out.append("%s = %s" % (name, _GENERIC[kind](value)))
+        else:
+            raise TypeError("attribute %s (%s) has no generic form here" % (name, kind))
+    return "{%s}" % ", ".join(out)
+
+
+def _attributes(op, attrs):
+    """The attributes of `attrs` (name -> value) that braid.`op` has and
+    MLIR's generic syntax spells here (flags, integers, floats, lists), as
+    the attribute dictionary the op's type inference reads."""
+    kinds = dict(SYNTAX[op].arguments)
+    return _attribute_dict([(n, v) for n, v in attrs.items()
+                            if _present(v) and (kinds.get(n) == "Flag" or kinds.get(n) in _GENERIC)],
+                           kinds)
+
+
+def _op_text(op, args, result_types):
+    """braid.`op` in its assembly format (SYNTAX, generated from the ODS):
+    `args` maps its arguments (ODS names) to values (an operand a Value, a
+    variadic one a list; an attribute a Python value; absent: None or
+    False), `result_types` its results' type text. Spaced as MLIR's
+    printer spaces a declarative format."""
+    syntax = SYNTAX[op]
+    kinds = dict(syntax.arguments)
+    unknown = sorted(set(args) - set(kinds))
+    if unknown:
+        raise ValueError("braid.%s has no argument %s" % (op, ", ".join(unknown)))
+    results = dict(zip((name for name, _ in syntax.results),
+                       result_types if len(syntax.results) != 1 or not syntax.results[0][1]
+                       else [result_types]))
+    printed = set()
+
+    def names(elements):
+        for e in elements:
+            if e[0] == "var":
+                yield e[1]
+            elif e[0] == "optional":
+                yield from names(e[2])
+            elif e[0] == "alternative":
+                yield from names(e[2])
+                yield from names(e[3])
+
+    printed.update(names(syntax.format))
+    out = ["braid." + op]
+    state = {"space": True, "punct": False}
+
+    def put(text, literal=False):
+        if literal:
+            single = len(text) == 1 or text == "->"
+            if not single:
+                before = True
+            elif state["punct"]:
+                before = text[0] not in ">)}],"
+            else:
+                before = text[0] not in "<>(){}[],"
+            if state["space"] and before:
+                out.append(" ")
+            state["space"] = len(text) != 1 or text[0] not in "<({["
+            state["punct"] = text[0] != "_" and not text[0].isalpha()
+        else:
+            if state["space"]:
+                out.append(" ")
+            state["space"], state["punct"] = True, False
+        out.append(text)
+
+    def types_of(name):
+        if name in results:
+            value = results[name]
+            return ", ".join(value) if isinstance(value, (list, tuple)) else value
+        value = args[name]
+        return ", ".join(v.type for v in value) if isinstance(value, (list, tuple)) else value.type
+
+    def emit(elements):
+        for e in elements:
+            if e[0] == "lit":
+                put(e[1], literal=True)
+            elif e[0] == "var":
+                value, kind = args.get(e[1]), kinds[e[1]]
+                if kind.endswith("Operand") or kind == "Operands":
+                    put(", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
+                else:
+                    put(_CUSTOM[kind](value))
+            elif e[0] == "type":
+                put(types_of(e[1]))
+            elif e[0] == "attr-dict":
+                rest = [(n, v) for n, v in args.items()
+                        if n not in printed and not kinds[n].endswith("Operand")
+                        and kinds[n] != "Operands" and _present(v)]
+                if rest:
+                    out.append(" " + _attribute_dict(rest, kinds))
+            elif e[0] == "optional":
+                if _present(args.get(e[1])):
+                    emit(e[2])
+            elif e[0] == "alternative":
+                emit(e[2] if _present(args.get(e[1])) else e[3])
+
+    emit(syntax.format)
+    return "".join(out)
 
 
 def _parse_type(text):
@@ -138,25 +250,6 @@ def _parse_type(text):
         raise ValueError("not a ranked tensor type: %r" % text)
     parts = text[len("tensor<"):-1].split("x")
     return tuple(int(d) for d in parts[:-1]), parts[-1]
-
-
-def _lr(lr):
-    """An update's learning rate: a constant, or a scalar f32 operand."""
-    if isinstance(lr, Value):
-        assert lr.shape == () and lr.dtype == "f32", (lr.shape, lr.dtype)
-        return str(lr)
-    return _float(float(lr))
-
-
-def _ignore(ignore_index):
-    return "" if ignore_index is None else " ignore_index = %d" % int(ignore_index)
-
-
-def _scale(grad_scale):
-    if grad_scale is None:
-        return ""
-    assert grad_scale.shape == () and grad_scale.dtype == "f32"
-    return " grad_scale = %s" % grad_scale
 
 
 def data_parallel_degree(world_size, tp=1, pp=1):
@@ -213,25 +306,48 @@ class StepBuilder:
         self._names[hint] = n + 1
         return "%%%s%s" % (hint, "" if n == 0 else "_%d" % n)
 
-    def _emit(self, hint, shape, dtype, text):
-        _check_op(text, 1)
-        v = Value(self._fresh(hint), shape, dtype)
-        self.body.append("%s = %s" % (v.name, text))
-        return v
-
     def infer(self, op, operands, **attrs):
         """[(shape, dtype)] of each result of braid.`op` on `operands` with
-        `attrs` (generic attribute values: see _attributes), as the op
-        infers them; ValueError in the op's words where it rejects them."""
+        `attrs` (name -> value), as the op infers them; ValueError in the
+        op's words where it rejects them."""
         types = _native.infer_result_types("braid." + op, [v.type for v in operands],
-                                           _attributes(attrs))
+                                           _attributes(op, attrs))
         return [_parse_type(t) for t in types]
 
-    def _emit_multi(self, hints, shapes, dtypes, text):
-        _check_op(text, len(hints))
-        vals = [Value(self._fresh(h), s, d) for h, s, d in zip(hints, shapes, dtypes)]
-        self.body.append("%s = %s" % (", ".join(v.name for v in vals), text))
-        return vals
+    def op(self, op, hints, results=None, **args):
+        """Writes braid.`op` with `args` (its ODS argument names: operands
+        as Values, a variadic operand as a list, attributes as Python
+        values; None or False leaves one out) in its assembly format, and
+        returns its result (a list for several, or for `hints` a list).
+        `results`, [(shape, dtype)], gives the result types of an op whose
+        result type is an input (reshape, cast, fill, ...); else the op
+        infers them (infer)."""
+        if op not in SYNTAX:
+            raise ValueError("braid.%s is not an op of the braid dialect" % op)
+        kinds = dict(SYNTAX[op].arguments)
+        if results is None:
+            operands = []
+            for name, kind in SYNTAX[op].arguments:
+                value = args.get(name)
+                if kind in ("Operand", "OptionalOperand") and value is not None:
+                    operands.append(value)
+                elif kind == "Operands":
+                    operands.extend(value)
+            results = self.infer(op, operands, **{n: v for n, v in args.items()
+                                                  if not kinds.get(n, "").endswith("Operand")
+                                                  and kinds.get(n) != "Operands"})
+        many = isinstance(hints, (list, tuple))
+        names = list(hints) if many else [hints]
+        if len(names) != len(results):
+            raise ValueError("braid.%s yields %d values, not %d" % (op, len(results), len(names)))
+        values = [Value(self._fresh(h), shape, dtype) for h, (shape, dtype) in zip(names, results)]
+        text = _op_text(op, args, [v.type for v in values])
+        _check_op(text, len(values))
+        if values:
+            self.body.append("%s = %s" % (", ".join(v.name for v in values), text))
+        else:
+            self.body.append(text)
+        return values if many else values[0]
 
     # -- arguments and results ---------------------------------------------
     def arg(self, kind, name, shape, dtype="f32"):
@@ -262,17 +378,14 @@ class StepBuilder:
         self.results.append((value, kind, name))
 
     # -- compute ops ---------------------------------------------------------
+    # Each writes its op through `op` (its assembly format from the ODS);
+    # the result types are the op's own (inferred) but where the op takes
+    # them as an input.
     def matmul(self, a, b, ta=False, tb=False, hint="mm"):
-        [(shape, dtype)] = self.infer("matmul", [a, b], transpose_a=ta, transpose_b=tb)
-        attrs = [x for x, on in (("transpose_a", ta), ("transpose_b", tb)) if on]
-        attr = " {%s}" % ", ".join(attrs) if attrs else ""
-        r = Value(None, shape, dtype)
-        return self._emit(hint, shape, dtype, "braid.matmul %s, %s%s : %s, %s -> %s"
-                          % (a, b, attr, a.type, b.type, r.type))
+        return self.op("matmul", hint, lhs=a, rhs=b, transpose_a=ta, transpose_b=tb)
 
     def _binary(self, op, a, b, hint):
-        assert a.shape == b.shape, (op, a.shape, b.shape)
-        return self._emit(hint, a.shape, a.dtype, "braid.%s %s, %s : %s" % (op, a, b, a.type))
+        return self.op(op, hint, lhs=a, rhs=b)
 
     def add(self, a, b, hint="add"):
         return self._binary("add", a, b, hint)
@@ -287,17 +400,13 @@ class StepBuilder:
         return self._binary("div", a, b, hint)
 
     def scale(self, x, factor, hint="scaled"):
-        return self._emit(hint, x.shape, x.dtype, "braid.scale %s by %s : %s" % (x, _float(factor), x.type))
+        return self.op("scale", hint, input=x, factor=factor)
 
     def bias_add(self, x, b, hint="biased"):
-        return self._emit(hint, x.shape, x.dtype, "braid.bias_add %s, %s : %s, %s" % (x, b, x.type, b.type))
+        return self.op("bias_add", hint, input=x, bias=b)
 
     def reduce_sum(self, x, dims, hint="sum", keep_dims=False, op="reduce_sum"):
-        [(shape, dtype)] = self.infer(op, [x], dims=list(dims), keep_dims=keep_dims)
-        r = Value(None, shape, dtype)
-        return self._emit(hint, shape, dtype, "braid.%s %s dims = [%s]%s : %s -> %s"
-                          % (op, x, ", ".join(map(str, dims)), " {keep_dims}" if keep_dims else "",
-                             x.type, r.type))
+        return self.op(op, hint, input=x, dims=list(dims), keep_dims=keep_dims)
 
     def reduce_mean(self, x, dims, hint="mean", keep_dims=False):
         return self.reduce_sum(x, dims, hint, keep_dims, op="reduce_mean")
@@ -310,175 +419,127 @@ class StepBuilder:
         source = getattr(x, "widened_from", None)
         if source is not None and source.dtype == dtype:
             return source
-        r = Value(None, x.shape, dtype)
-        v = self._emit(hint, x.shape, dtype, "braid.cast %s : %s -> %s" % (x, x.type, r.type))
+        v = self.op("cast", hint, results=[(x.shape, dtype)], input=x)
         if x.dtype in ("bf16", "f16") and dtype in ("f32", "f64"):
             v.widened_from = x
         return v
 
-    def _unary(self, op, x, hint, attrs=""):
-        return self._emit(hint, x.shape, x.dtype, "braid.%s %s%s : %s" % (op, x, attrs, x.type))
-
     def relu(self, x, hint="relu"):
-        return self._unary("relu", x, hint)
+        return self.op("relu", hint, input=x)
 
     def relu_backward(self, dy, y, hint="drelu"):
-        return self._emit(hint, y.shape, y.dtype, "braid.relu_backward %s, %s : %s" % (dy, y, y.type))
+        return self.op("relu_backward", hint, grad=dy, saved=y)
 
     def gelu(self, x, hint="gelu", tanh=True):
-        return self._unary("gelu", x, hint, " {approximate_tanh}" if tanh else "")
+        return self.op("gelu", hint, input=x, approximate_tanh=tanh)
 
     def gelu_backward(self, dy, x, hint="dgelu", tanh=True):
-        return self._emit(hint, x.shape, x.dtype, "braid.gelu_backward %s, %s%s : %s"
-                          % (dy, x, " {approximate_tanh}" if tanh else "", x.type))
+        return self.op("gelu_backward", hint, grad=dy, input=x, approximate_tanh=tanh)
 
     def unary(self, kind, x, hint="fn"):
-        return self._emit(hint, x.shape, x.dtype, "braid.unary %s %s : %s" % (kind, x, x.type))
+        return self.op("unary", hint, kind=kind, input=x)
 
     def unary_backward(self, kind, dy, saved, hint="dfn"):
-        return self._emit(hint, saved.shape, saved.dtype, "braid.unary_backward %s %s, %s : %s"
-                          % (kind, dy, saved, saved.type))
+        return self.op("unary_backward", hint, kind=kind, grad=dy, saved=saved)
 
     def pow(self, x, exponent, hint="pow"):
-        return self._emit(hint, x.shape, x.dtype, "braid.pow %s exponent = %s : %s"
-                          % (x, _float(exponent), x.type))
+        return self.op("pow", hint, input=x, exponent=exponent)
 
     def dropout_mask(self, step, rank, shape, keep, seed, stream, hint="keep"):
-        v = Value("", shape, "i1")
-        return self._emit(hint, shape, "i1", "braid.dropout_mask %s, %s keep = %s seed = %d "
-                          "stream = %d : %s" % (step, rank, _float(keep), seed, stream, v.type))
+        return self.op("dropout_mask", hint, results=[(shape, "i1")], step=step, rank=rank,
+                       keep=keep, seed=seed, stream=stream)
 
     def axis_index(self, axis, hint="rank"):
         """This rank's index along grid axis `axis` (a tensor<i64>)."""
-        return self._emit(hint, (), "i64", "braid.axis_index on @%s grid_axes = [%d] : tensor<i64>"
-                          % (self.grid, axis))
+        return self.op("axis_index", hint, results=[((), "i64")], grid=self.grid,
+                       grid_axes=[axis])
 
     def where(self, cond, a, b, hint="where"):
-        return self._emit(hint, a.shape, a.dtype, "braid.where %s, %s, %s : %s, %s"
-                          % (cond, a, b, cond.type, a.type))
+        return self.op("where", hint, condition=cond, lhs=a, rhs=b)
 
     def attention(self, q, k, v, causal, scale, hint="attn"):
         """braid.attention: (output, logsumexp)."""
-        o, lse = (Value(None, shape, dtype) for shape, dtype in
-                  self.infer("attention", [q, k, v], causal=causal, scale=float(scale)))
-        return self._emit_multi([hint, hint + "_lse"], [o.shape, lse.shape], [o.dtype, lse.dtype],
-                                "braid.attention %s, %s, %s%s scale = %s : %s, %s, %s -> %s, %s"
-                                % (q, k, v, " {causal}" if causal else "", _float(scale),
-                                   q.type, k.type, v.type, o.type, lse.type))
+        return self.op("attention", [hint, hint + "_lse"], query=q, key=k, value=v,
+                       causal=causal, scale=scale)
 
     def attention_backward(self, do, q, k, v, o, lse, causal, scale, hint="dattn"):
         """braid.attention_backward: (dq, dk, dv)."""
-        return self._emit_multi(
-            [hint + "_q", hint + "_k", hint + "_v"], [q.shape, k.shape, v.shape],
-            [q.dtype, k.dtype, v.dtype],
-            "braid.attention_backward %s, %s, %s, %s, %s, %s%s scale = %s : %s, %s, %s, %s, %s"
-            % (do, q, k, v, o, lse, " {causal}" if causal else "", _float(scale), do.type,
-               q.type, k.type, v.type, lse.type))
+        return self.op("attention_backward", [hint + "_q", hint + "_k", hint + "_v"],
+                       results=[(q.shape, q.dtype), (k.shape, k.dtype), (v.shape, v.dtype)],
+                       grad_output=do, query=q, key=k, value=v, output=o, logsumexp=lse,
+                       causal=causal, scale=scale)
 
     def softmax(self, x, dim, hint="probs", safe=False):
-        return self._emit(hint, x.shape, x.dtype, "braid.softmax %s dim = %d%s : %s"
-                          % (x, dim, " {safe}" if safe else "", x.type))
+        return self.op("softmax", hint, input=x, dim=dim, safe=safe)
 
     def softmax_backward(self, dy, y, dim, hint="dsoftmax"):
-        return self._emit(hint, y.shape, y.dtype,
-                          "braid.softmax_backward %s, %s dim = %d : %s" % (dy, y, dim, y.type))
+        return self.op("softmax_backward", hint, grad=dy, output=y, dim=dim)
 
     def log_softmax(self, x, dim, hint="logp"):
-        return self._emit(hint, x.shape, x.dtype, "braid.log_softmax %s dim = %d : %s" % (x, dim, x.type))
+        return self.op("log_softmax", hint, input=x, dim=dim)
 
     def log_softmax_backward(self, dy, y, dim, hint="dlogp"):
-        return self._emit(hint, y.shape, y.dtype,
-                          "braid.log_softmax_backward %s, %s dim = %d : %s" % (dy, y, dim, y.type))
+        return self.op("log_softmax_backward", hint, grad=dy, output=y, dim=dim)
 
     def causal_mask(self, x, fill, hint="masked"):
-        return self._emit(hint, x.shape, x.dtype,
-                          "braid.causal_mask %s fill = %s : %s" % (x, _float(fill), x.type))
+        return self.op("causal_mask", hint, input=x, fill=fill)
 
     def layer_norm(self, x, gamma, beta, eps=1e-5, hint="ln"):
-        y, stats, _ = (Value(None, shape, dtype) for shape, dtype in
-                       self.infer("layer_norm", [x, gamma, beta], epsilon=float(eps)))
-        return self._emit_multi(
-            [hint, hint + "_mean", hint + "_rstd"], [y.shape, stats.shape, stats.shape],
-            [y.dtype, stats.dtype, stats.dtype],
-            "braid.layer_norm %s, %s, %s eps = %s : %s, %s -> %s"
-            % (x, gamma, beta, _float(eps), x.type, gamma.type, stats.type))
+        return self.op("layer_norm", [hint, hint + "_mean", hint + "_rstd"], input=x,
+                       gamma=gamma, beta=beta, epsilon=eps)
 
     def layer_norm_backward(self, dy, x, mean, rstd, gamma, hint="dln"):
-        return self._emit_multi(
-            [hint + "_dx", hint + "_dgamma", hint + "_dbeta"],
-            [x.shape, gamma.shape, gamma.shape], [x.dtype] * 3,
-            "braid.layer_norm_backward %s, %s, %s, %s, %s : %s, %s, %s"
-            % (dy, x, mean, rstd, gamma, x.type, mean.type, gamma.type))
+        return self.op("layer_norm_backward", [hint + "_dx", hint + "_dgamma", hint + "_dbeta"],
+                       results=[(x.shape, x.dtype), (gamma.shape, gamma.dtype),
+                                (gamma.shape, gamma.dtype)],
+                       grad=dy, input=x, mean=mean, rstd=rstd, gamma=gamma)
 
     def cross_entropy(self, logits, labels, hint="loss"):
-        return self._emit(hint, (), logits.dtype,
-                          "braid.cross_entropy %s, %s reduction = mean : %s, %s -> tensor<%s>"
-                          % (logits, labels, logits.type, labels.type, logits.dtype))
+        return self.nll_loss(logits, labels, hint=hint, op="cross_entropy")
 
     def cross_entropy_backward(self, dloss, logits, labels, hint="dlogits"):
-        return self._emit(hint, logits.shape, logits.dtype,
-                          "braid.cross_entropy_backward %s, %s, %s reduction = mean : %s, %s, %s"
-                          % (dloss, logits, labels, dloss.type, logits.type, labels.type))
+        return self.nll_loss_backward(dloss, logits, labels, hint=hint,
+                                      op="cross_entropy_backward")
 
-    def nll_loss(self, logp, labels, reduction="mean", ignore_index=None, hint="loss"):
+    def nll_loss(self, logp, labels, reduction="mean", ignore_index=None, hint="loss",
+                 op="nll_loss"):
         """`ignore_index`: rows with this label are left out (torch's)."""
-        return self._emit(hint, (), logp.dtype,
-                          "braid.nll_loss %s, %s reduction = %s%s : %s, %s -> tensor<%s>"
-                          % (logp, labels, reduction, _ignore(ignore_index), logp.type,
-                             labels.type, logp.dtype))
+        return self.op(op, hint, results=[((), logp.dtype)], input=logp, labels=labels,
+                       reduction=reduction, ignore_index=ignore_index)
 
     def nll_loss_backward(self, dloss, logp, labels, reduction="mean", ignore_index=None,
-                          hint="dlogp"):
-        return self._emit(hint, logp.shape, logp.dtype,
-                          "braid.nll_loss_backward %s, %s, %s reduction = %s%s : %s, %s, %s"
-                          % (dloss, logp, labels, reduction, _ignore(ignore_index), dloss.type,
-                             logp.type, labels.type))
+                          hint="dlogp", op="nll_loss_backward"):
+        return self.op(op, hint, results=[(logp.shape, logp.dtype)], grad=dloss, input=logp,
+                       labels=labels, reduction=reduction, ignore_index=ignore_index)
 
     def embedding(self, table, ids, hint="emb"):
-        [(shape, dtype)] = self.infer("embedding", [table, ids])
-        r = Value(None, shape, dtype)
-        return self._emit(hint, shape, dtype, "braid.embedding %s, %s : %s, %s -> %s"
-                          % (table, ids, table.type, ids.type, r.type))
+        return self.op("embedding", hint, table=table, ids=ids)
 
     def embedding_backward(self, dy, ids, table_shape, padding_idx=None, hint="demb"):
         """The table's gradient; the tokens of row `padding_idx` (if given)
         add nothing, as torch.nn.Embedding(padding_idx=...)'s."""
-        r = Value(None, table_shape, dy.dtype)
-        pad = "" if padding_idx is None else " padding_idx = %d" % padding_idx
-        return self._emit(hint, table_shape, dy.dtype, "braid.embedding_backward %s, %s%s : %s, %s -> %s"
-                          % (dy, ids, pad, dy.type, ids.type, r.type))
+        return self.op("embedding_backward", hint, results=[(table_shape, dy.dtype)], grad=dy,
+                       ids=ids, padding_idx=padding_idx)
 
     def reshape(self, x, shape, hint="view"):
         assert math.prod(shape) == math.prod(x.shape), (x.shape, shape)
-        r = Value(None, shape, x.dtype)
-        return self._emit(hint, shape, x.dtype, "braid.reshape %s : %s -> %s" % (x, x.type, r.type))
+        return self.op("reshape", hint, results=[(shape, x.dtype)], input=x)
 
     def transpose(self, x, perm, hint="t"):
-        [(shape, dtype)] = self.infer("transpose", [x], permutation=list(perm))
-        r = Value(None, shape, dtype)
-        return self._emit(hint, shape, dtype, "braid.transpose %s permutation = [%s] : %s -> %s"
-                          % (x, ", ".join(map(str, perm)), x.type, r.type))
+        return self.op("transpose", hint, input=x, permutation=list(perm))
 
     def broadcast(self, x, dims, shape, hint="bcast"):
-        r = Value(None, shape, x.dtype)
-        return self._emit(hint, shape, x.dtype, "braid.broadcast %s dims = [%s] : %s -> %s"
-                          % (x, ", ".join(map(str, dims)), x.type, r.type))
+        return self.op("broadcast", hint, results=[(shape, x.dtype)], input=x, dims=list(dims))
 
     def slice(self, x, offsets, shape, hint="slice", strides=None):
-        r = Value(None, shape, x.dtype)
-        st = " strides = [%s]" % ", ".join(map(str, strides)) if strides else ""
-        return self._emit(hint, shape, x.dtype, "braid.slice %s offsets = [%s]%s : %s -> %s"
-                          % (x, ", ".join(map(str, offsets)), st, x.type, r.type))
+        return self.op("slice", hint, results=[(shape, x.dtype)], input=x,
+                       offsets=list(offsets), strides=list(strides) if strides else None)
 
     def concat(self, xs, dim, hint="cat"):
-        [(shape, dtype)] = self.infer("concat", xs, dim=dim)
-        r = Value(None, shape, dtype)
-        return self._emit(hint, shape, dtype, "braid.concat %s dim = %d : %s -> %s"
-                          % (", ".join(map(str, xs)), dim, ", ".join(x.type for x in xs), r.type))
+        return self.op("concat", hint, inputs=list(xs), dim=dim)
 
     def fill(self, value, shape, dtype="f32", hint="fill"):
-        v = Value("", shape, dtype)
-        return self._emit(hint, shape, dtype, "braid.fill %s : %s" % (_float(value), v.type))
+        return self.op("fill", hint, results=[(shape, dtype)], value=value)
 
     def splat(self, value, shape, dtype, hint="cst"):
         """A tensor of `shape` with every element `value`: braid.fill for a
@@ -486,16 +547,18 @@ class StepBuilder:
         if dtype.startswith(("f", "b")):
             return self.fill(value, shape, dtype, hint=hint)
         v = Value("", shape, dtype)
-        return self._emit(hint, shape, dtype, "braid.constant dense<%d> : %s" % (int(value), v.type))
+        return self.op("constant", hint, results=[(shape, dtype)],
+                       value="dense<%d> : %s" % (int(value), v.type))
 
     def constant(self, value, dtype="f32", hint="cst"):
-        return self._emit(hint, (), dtype, "braid.constant dense<%s> : tensor<%s>" % (_float(value), dtype))
+        return self.op("constant", hint, results=[((), dtype)],
+                       value="dense<%s> : tensor<%s>" % (_float(value), dtype))
 
     def constant_bytes(self, data, shape, dtype, hint="cst"):
         """A constant from its little-endian bytes (MLIR's hex form)."""
         v = Value("", shape, dtype)
-        return self._emit(hint, shape, dtype, 'braid.constant dense<"0x%s"> : %s'
-                          % (bytes(data).hex().upper(), v.type))
+        return self.op("constant", hint, results=[(shape, dtype)],
+                       value='dense<"0x%s"> : %s' % (bytes(data).hex().upper(), v.type))
 
     # -- collectives and optimizers -------------------------------------------
     def grad_all_reduce(self, grad, param_name, dtype=None):
@@ -506,51 +569,55 @@ class StepBuilder:
         hint = "g_" + param_name
         if dtype is not None and dtype != grad.dtype:
             grad = self.cast(grad, dtype, hint="g16_" + param_name)
-        return self._emit(hint, grad.shape, grad.dtype,
-                          'braid.all_reduce %s on @%s grid_axes = [%d] reduction = avg grad_of = ["%s"] : %s'
-                          % (grad, self.grid, self.dp_axis, param_name, grad.type))
+        return self.op("all_reduce", [hint], results=[(grad.shape, grad.dtype)], inputs=[grad],
+                       grid=self.grid, grid_axes=[self.dp_axis], reduction="avg",
+                       grad_of=[param_name])[0]
+
+    @staticmethod
+    def _lr_args(lr):
+        """An update's learning rate: a constant (`lr`), or a scalar f32
+        operand (`scheduled_lr`)."""
+        if isinstance(lr, Value):
+            assert lr.shape == () and lr.dtype == "f32", (lr.shape, lr.dtype)
+            return {"scheduled_lr": lr}
+        return {"lr": float(lr)}
+
+    @staticmethod
+    def _scale_arg(grad_scale):
+        assert grad_scale is None or (grad_scale.shape == () and grad_scale.dtype == "f32")
+        return grad_scale
+
+    def update(self, op, name, state_names, lr, grad_scale=None, **args):
+        """Optimizer update braid.`op` of parameter `name`: its results
+        named new_<name>, then new_<name>.<s> for each of `state_names`;
+        `lr` a number, or a scalar Value (a scheduled learning rate);
+        `grad_scale` a scalar Value the gradient is multiplied by (gradient
+        clipping's factor) or None; `args` the op's other arguments by
+        their ODS names. An optimizer of the registry (braid.optimizers)
+        needs nothing more here."""
+        hints = ["new_" + name] + ["new_%s.%s" % (name, s) for s in state_names]
+        return self.op(op, hints, param=self._params[name],
+                       grad_scale=self._scale_arg(grad_scale), **self._lr_args(lr), **args)
 
     def sgd(self, name, grad, buf, lr, momentum, weight_decay=0.0, dampening=0.0,
             nesterov=False, grad_scale=None):
-        """`lr` is a number, or a scalar Value (a scheduled learning rate);
-        `grad_scale` a scalar Value the gradient is multiplied by (gradient
-        clipping's factor)."""
-        p = self._params[name]
-        attrs = (["dampening = %s : f64" % _float(dampening)] if dampening else []) + \
-            (["nesterov"] if nesterov else [])
-        return self._emit_multi(
-            ["new_" + name, "new_" + name + ".momentum"], [p.shape] * 2, [p.dtype] * 2,
-            "braid.sgd %s, %s, %s lr = %s%s momentum = %s weight_decay = %s%s : %s"
-            % (p, grad, buf, _lr(lr), _scale(grad_scale), _float(momentum),
-               _float(weight_decay), " {%s}" % ", ".join(attrs) if attrs else "", p.type))
+        """`lr` and `grad_scale` as for update."""
+        return self.update("sgd", name, ["momentum"], lr, grad_scale, grad=grad,
+                           momentum_buffer=buf, momentum=momentum, weight_decay=weight_decay,
+                           dampening=dampening or None, nesterov=nesterov)
 
     def adamw(self, name, grad, m, v, step, lr, betas, eps, weight_decay, grad_scale=None):
-        """`lr` and `grad_scale` as for sgd."""
-        p = self._params[name]
-        return self._emit_multi(
-            ["new_" + name, "new_" + name + ".exp_avg", "new_" + name + ".exp_avg_sq"],
-            [p.shape] * 3, [p.dtype] * 3,
-            "braid.adamw %s, %s, %s, %s, %s lr = %s%s beta1 = %s beta2 = %s eps = %s weight_decay = %s : %s, %s"
-            % (p, grad, m, v, step, _lr(lr), _scale(grad_scale), _float(betas[0]),
-               _float(betas[1]), _float(eps), _float(weight_decay), p.type, step.type))
-
-    def lion(self, name, grad, m, lr, betas, weight_decay, grad_scale=None):
-        """`lr` and `grad_scale` as for sgd."""
-        p = self._params[name]
-        return self._emit_multi(
-            ["new_" + name, "new_" + name + ".exp_avg"], [p.shape] * 2, [p.dtype] * 2,
-            "braid.lion %s, %s, %s lr = %s%s beta1 = %s beta2 = %s weight_decay = %s : %s"
-            % (p, grad, m, _lr(lr), _scale(grad_scale), _float(betas[0]), _float(betas[1]),
-               _float(weight_decay), p.type))
+        """`lr` and `grad_scale` as for update."""
+        return self.update("adamw", name, ["exp_avg", "exp_avg_sq"], lr, grad_scale, grad=grad,
+                           exp_avg=m, exp_avg_sq=v, step=step, beta1=betas[0],
+                           beta2=betas[1], eps=eps, weight_decay=weight_decay)
 
     # -- gradient clipping ------------------------------------------------------------
     def sum_squares(self, xs, hint="sumsq"):
-        return self._emit(hint, (), "f32", "braid.sum_squares %s : %s -> tensor<f32>"
-                          % (", ".join(str(x) for x in xs), ", ".join(x.type for x in xs)))
+        return self.op("sum_squares", hint, results=[((), "f32")], inputs=list(xs))
 
     def clip_coefficient(self, sumsq, max_norm, hint="clip"):
-        return self._emit(hint, (), "f32", "braid.clip_coefficient %s max_norm = %s : tensor<f32>"
-                          % (sumsq, _float(max_norm)))
+        return self.op("clip_coefficient", hint, input=sumsq, max_norm=max_norm)
 
     def clip_factor(self, grads, max_norm):
         """torch.nn.utils.clip_grad_norm_'s factor over `grads` (name ->

@@ -115,6 +115,314 @@ OPS = {
 }
 
 
+Syntax = collections.namedtuple("Syntax", "arguments results format")
+Syntax.__doc__ = "An op's assembly: its arguments as (name, kind) (an operand's kind\nOperand, Operands or OptionalOperand; an attribute's its plan kind, Symbol\nfor the grid), its results as (name, variadic) and its assemblyFormat as\nnested tuples: ('lit', text), ('var', name), ('type', name), ('attr-dict',),\n('optional', anchor, elements), ('alternative', anchor, elements, else)."
+
+# mnemonic -> Syntax
+SYNTAX = {
+    'matmul': Syntax(
+        (('lhs', 'Operand'), ('rhs', 'Operand'), ('transpose_a', 'Flag'), ('transpose_b', 'Flag'), ('lhs_permutation', 'Ints'), ('rhs_permutation', 'Ints'), ('result_permutation', 'Ints'), ('lhs_slice', 'Ints'), ('rhs_slice', 'Ints')),
+        (('result', False),),
+        (('var', 'lhs'), ('lit', ','), ('var', 'rhs'), ('attr-dict',), ('lit', ':'), ('type', 'lhs'), ('lit', ','), ('type', 'rhs'), ('lit', '->'), ('type', 'result'))),
+    'add': Syntax(
+        (('lhs', 'Operand'), ('rhs', 'Operand')),
+        (('result', False),),
+        (('var', 'lhs'), ('lit', ','), ('var', 'rhs'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'sub': Syntax(
+        (('lhs', 'Operand'), ('rhs', 'Operand')),
+        (('result', False),),
+        (('var', 'lhs'), ('lit', ','), ('var', 'rhs'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'mul': Syntax(
+        (('lhs', 'Operand'), ('rhs', 'Operand')),
+        (('result', False),),
+        (('var', 'lhs'), ('lit', ','), ('var', 'rhs'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'div': Syntax(
+        (('lhs', 'Operand'), ('rhs', 'Operand')),
+        (('result', False),),
+        (('var', 'lhs'), ('lit', ','), ('var', 'rhs'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'scale': Syntax(
+        (('input', 'Operand'), ('factor', 'Float')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'by'), ('var', 'factor'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'bias_add': Syntax(
+        (('input', 'Operand'), ('bias', 'Operand')),
+        (('result', False),),
+        (('var', 'input'), ('lit', ','), ('var', 'bias'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', ','), ('type', 'bias'))),
+    'cast': Syntax(
+        (('input', 'Operand'),),
+        (('result', False),),
+        (('var', 'input'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'unary': Syntax(
+        (('kind', 'Enum'), ('input', 'Operand')),
+        (('result', False),),
+        (('var', 'kind'), ('var', 'input'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'pow': Syntax(
+        (('input', 'Operand'), ('exponent', 'Float')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'exponent'), ('lit', '='), ('var', 'exponent'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'where': Syntax(
+        (('condition', 'Operand'), ('lhs', 'Operand'), ('rhs', 'Operand')),
+        (('result', False),),
+        (('var', 'condition'), ('lit', ','), ('var', 'lhs'), ('lit', ','), ('var', 'rhs'), ('attr-dict',), ('lit', ':'), ('type', 'condition'), ('lit', ','), ('type', 'result'))),
+    'reduce_sum': Syntax(
+        (('input', 'Operand'), ('dims', 'Ints'), ('keep_dims', 'Flag')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'dims'), ('lit', '='), ('var', 'dims'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'reduce_mean': Syntax(
+        (('input', 'Operand'), ('dims', 'Ints'), ('keep_dims', 'Flag')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'dims'), ('lit', '='), ('var', 'dims'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'relu': Syntax(
+        (('input', 'Operand'),),
+        (('result', False),),
+        (('var', 'input'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'relu_backward': Syntax(
+        (('grad', 'Operand'), ('saved', 'Operand')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'saved'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'gelu': Syntax(
+        (('input', 'Operand'), ('bias', 'OptionalOperand'), ('approximate_tanh', 'Flag')),
+        (('result', False),),
+        (('var', 'input'), ('optional', 'bias', (('lit', ','), ('var', 'bias'))), ('attr-dict',), ('lit', ':'), ('type', 'result'), ('optional', 'bias', (('lit', ','), ('type', 'bias'))))),
+    'gelu_backward': Syntax(
+        (('grad', 'Operand'), ('input', 'Operand'), ('bias', 'OptionalOperand'), ('approximate_tanh', 'Flag')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'input'), ('optional', 'bias', (('lit', ','), ('var', 'bias'))), ('attr-dict',), ('lit', ':'), ('type', 'result'), ('optional', 'bias', (('lit', ','), ('type', 'bias'))))),
+    'softmax': Syntax(
+        (('input', 'Operand'), ('dim', 'Int'), ('safe', 'Flag'), ('scale', 'Float'), ('causal', 'Flag')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'softmax_backward': Syntax(
+        (('grad', 'Operand'), ('output', 'Operand'), ('dim', 'Int'), ('scale', 'Float'), ('causal', 'Flag')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'output'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'log_softmax': Syntax(
+        (('input', 'Operand'), ('dim', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'log_softmax_backward': Syntax(
+        (('grad', 'Operand'), ('output', 'Operand'), ('dim', 'Int')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'output'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'causal_mask': Syntax(
+        (('input', 'Operand'), ('fill', 'Float')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'fill'), ('lit', '='), ('var', 'fill'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'unary_backward': Syntax(
+        (('kind', 'Enum'), ('grad', 'Operand'), ('saved', 'Operand')),
+        (('result', False),),
+        (('var', 'kind'), ('var', 'grad'), ('lit', ','), ('var', 'saved'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'layer_norm': Syntax(
+        (('input', 'Operand'), ('gamma', 'Operand'), ('beta', 'Operand'), ('epsilon', 'Float')),
+        (('result', False), ('mean', False), ('rstd', False)),
+        (('var', 'input'), ('lit', ','), ('var', 'gamma'), ('lit', ','), ('var', 'beta'), ('lit', 'eps'), ('lit', '='), ('var', 'epsilon'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', ','), ('type', 'gamma'), ('lit', '->'), ('type', 'mean'))),
+    'layer_norm_backward': Syntax(
+        (('grad', 'Operand'), ('input', 'Operand'), ('mean', 'Operand'), ('rstd', 'Operand'), ('gamma', 'Operand')),
+        (('grad_input', False), ('grad_gamma', False), ('grad_beta', False)),
+        (('var', 'grad'), ('lit', ','), ('var', 'input'), ('lit', ','), ('var', 'mean'), ('lit', ','), ('var', 'rstd'), ('lit', ','), ('var', 'gamma'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', ','), ('type', 'mean'), ('lit', ','), ('type', 'gamma'))),
+    'attention': Syntax(
+        (('query', 'Operand'), ('key', 'Operand'), ('value', 'Operand'), ('causal', 'Flag'), ('scale', 'Float')),
+        (('output', False), ('logsumexp', False)),
+        (('var', 'query'), ('lit', ','), ('var', 'key'), ('lit', ','), ('var', 'value'), ('attr-dict',), ('lit', 'scale'), ('lit', '='), ('var', 'scale'), ('lit', ':'), ('type', 'query'), ('lit', ','), ('type', 'key'), ('lit', ','), ('type', 'value'), ('lit', '->'), ('type', 'output'), ('lit', ','), ('type', 'logsumexp'))),
+    'attention_backward': Syntax(
+        (('grad_output', 'Operand'), ('query', 'Operand'), ('key', 'Operand'), ('value', 'Operand'), ('output', 'Operand'), ('logsumexp', 'Operand'), ('causal', 'Flag'), ('scale', 'Float')),
+        (('grad_query', False), ('grad_key', False), ('grad_value', False)),
+        (('var', 'grad_output'), ('lit', ','), ('var', 'query'), ('lit', ','), ('var', 'key'), ('lit', ','), ('var', 'value'), ('lit', ','), ('var', 'output'), ('lit', ','), ('var', 'logsumexp'), ('attr-dict',), ('lit', 'scale'), ('lit', '='), ('var', 'scale'), ('lit', ':'), ('type', 'grad_output'), ('lit', ','), ('type', 'query'), ('lit', ','), ('type', 'key'), ('lit', ','), ('type', 'value'), ('lit', ','), ('type', 'logsumexp'))),
+    'dropout_mask': Syntax(
+        (('step', 'Operand'), ('rank', 'Operand'), ('keep', 'Float'), ('seed', 'Int'), ('stream', 'Int')),
+        (('result', False),),
+        (('var', 'step'), ('lit', ','), ('var', 'rank'), ('lit', 'keep'), ('lit', '='), ('var', 'keep'), ('lit', 'seed'), ('lit', '='), ('var', 'seed'), ('lit', 'stream'), ('lit', '='), ('var', 'stream'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'nll_loss': Syntax(
+        (('input', 'Operand'), ('labels', 'Operand'), ('reduction', 'Enum'), ('ignore_index', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', ','), ('var', 'labels'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'ignore_index', (('lit', 'ignore_index'), ('lit', '='), ('var', 'ignore_index'))), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', ','), ('type', 'labels'), ('lit', '->'), ('type', 'result'))),
+    'nll_loss_backward': Syntax(
+        (('grad', 'Operand'), ('input', 'Operand'), ('labels', 'Operand'), ('reduction', 'Enum'), ('ignore_index', 'Int')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'input'), ('lit', ','), ('var', 'labels'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'ignore_index', (('lit', 'ignore_index'), ('lit', '='), ('var', 'ignore_index'))), ('attr-dict',), ('lit', ':'), ('type', 'grad'), ('lit', ','), ('type', 'input'), ('lit', ','), ('type', 'labels'))),
+    'cross_entropy': Syntax(
+        (('input', 'Operand'), ('labels', 'Operand'), ('reduction', 'Enum'), ('ignore_index', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', ','), ('var', 'labels'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'ignore_index', (('lit', 'ignore_index'), ('lit', '='), ('var', 'ignore_index'))), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', ','), ('type', 'labels'), ('lit', '->'), ('type', 'result'))),
+    'cross_entropy_backward': Syntax(
+        (('grad', 'Operand'), ('input', 'Operand'), ('labels', 'Operand'), ('reduction', 'Enum'), ('ignore_index', 'Int')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'input'), ('lit', ','), ('var', 'labels'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'ignore_index', (('lit', 'ignore_index'), ('lit', '='), ('var', 'ignore_index'))), ('attr-dict',), ('lit', ':'), ('type', 'grad'), ('lit', ','), ('type', 'input'), ('lit', ','), ('type', 'labels'))),
+    'cross_entropy_shard_stats': Syntax(
+        (('logits', 'Operand'), ('labels', 'Operand'), ('index', 'Operand'), ('parts', 'Int'), ('ignore_index', 'Int')),
+        (('result', False),),
+        (('var', 'logits'), ('lit', ','), ('var', 'labels'), ('lit', ','), ('var', 'index'), ('lit', 'parts'), ('lit', '='), ('var', 'parts'), ('optional', 'ignore_index', (('lit', 'ignore_index'), ('lit', '='), ('var', 'ignore_index'))), ('attr-dict',), ('lit', ':'), ('type', 'logits'), ('lit', ','), ('type', 'labels'), ('lit', '->'), ('type', 'result'))),
+    'cross_entropy_shard_loss': Syntax(
+        (('stats', 'Operand'), ('reduction', 'Enum')),
+        (('result', False),),
+        (('var', 'stats'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('attr-dict',), ('lit', ':'), ('type', 'stats'), ('lit', '->'), ('type', 'result'))),
+    'cross_entropy_shard_backward': Syntax(
+        (('grad', 'Operand'), ('logits', 'Operand'), ('labels', 'Operand'), ('stats', 'Operand'), ('index', 'Operand'), ('reduction', 'Enum'), ('ignore_index', 'Int')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'logits'), ('lit', ','), ('var', 'labels'), ('lit', ','), ('var', 'stats'), ('lit', ','), ('var', 'index'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'ignore_index', (('lit', 'ignore_index'), ('lit', '='), ('var', 'ignore_index'))), ('attr-dict',), ('lit', ':'), ('type', 'grad'), ('lit', ','), ('type', 'logits'), ('lit', ','), ('type', 'labels'), ('lit', ','), ('type', 'stats'))),
+    'embedding': Syntax(
+        (('table', 'Operand'), ('ids', 'Operand')),
+        (('result', False),),
+        (('var', 'table'), ('lit', ','), ('var', 'ids'), ('attr-dict',), ('lit', ':'), ('type', 'table'), ('lit', ','), ('type', 'ids'), ('lit', '->'), ('type', 'result'))),
+    'embedding_backward': Syntax(
+        (('grad', 'Operand'), ('ids', 'Operand'), ('padding_idx', 'Int')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'ids'), ('optional', 'padding_idx', (('lit', 'padding_idx'), ('lit', '='), ('var', 'padding_idx'))), ('attr-dict',), ('lit', ':'), ('type', 'grad'), ('lit', ','), ('type', 'ids'), ('lit', '->'), ('type', 'result'))),
+    'embedding_shard': Syntax(
+        (('table', 'Operand'), ('ids', 'Operand'), ('index', 'Operand'), ('parts', 'Int')),
+        (('result', False),),
+        (('var', 'table'), ('lit', ','), ('var', 'ids'), ('lit', ','), ('var', 'index'), ('lit', 'parts'), ('lit', '='), ('var', 'parts'), ('attr-dict',), ('lit', ':'), ('type', 'table'), ('lit', ','), ('type', 'ids'), ('lit', '->'), ('type', 'result'))),
+    'embedding_shard_backward': Syntax(
+        (('grad', 'Operand'), ('ids', 'Operand'), ('index', 'Operand'), ('parts', 'Int'), ('padding_idx', 'Int')),
+        (('result', False),),
+        (('var', 'grad'), ('lit', ','), ('var', 'ids'), ('lit', ','), ('var', 'index'), ('lit', 'parts'), ('lit', '='), ('var', 'parts'), ('optional', 'padding_idx', (('lit', 'padding_idx'), ('lit', '='), ('var', 'padding_idx'))), ('attr-dict',), ('lit', ':'), ('type', 'grad'), ('lit', ','), ('type', 'ids'), ('lit', '->'), ('type', 'result'))),
+    'reshape': Syntax(
+        (('input', 'Operand'),),
+        (('result', False),),
+        (('var', 'input'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'transpose': Syntax(
+        (('input', 'Operand'), ('permutation', 'Ints')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'permutation'), ('lit', '='), ('var', 'permutation'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'broadcast': Syntax(
+        (('input', 'Operand'), ('dims', 'Ints')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'dims'), ('lit', '='), ('var', 'dims'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'slice': Syntax(
+        (('input', 'Operand'), ('offsets', 'Ints'), ('strides', 'Ints')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'offsets'), ('lit', '='), ('var', 'offsets'), ('optional', 'strides', (('lit', 'strides'), ('lit', '='), ('var', 'strides'))), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'concat': Syntax(
+        (('inputs', 'Operands'), ('dim', 'Int')),
+        (('result', False),),
+        (('var', 'inputs'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('attr-dict',), ('lit', ':'), ('type', 'inputs'), ('lit', '->'), ('type', 'result'))),
+    'constant': Syntax(
+        (('value', 'Data'),),
+        (('result', False),),
+        (('var', 'value'), ('attr-dict',))),
+    'fill': Syntax(
+        (('value', 'Float'),),
+        (('result', False),),
+        (('var', 'value'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'shard_slice': Syntax(
+        (('input', 'Operand'), ('index', 'Operand'), ('dim', 'Int'), ('parts', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', ','), ('var', 'index'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('lit', 'parts'), ('lit', '='), ('var', 'parts'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'sgd': Syntax(
+        (('param', 'Operand'), ('grad', 'Operand'), ('momentum_buffer', 'Operand'), ('scheduled_lr', 'OptionalOperand'), ('grad_scale', 'OptionalOperand'), ('lr', 'Float'), ('momentum', 'Float'), ('weight_decay', 'Float'), ('dampening', 'Float'), ('nesterov', 'Flag')),
+        (('new_param', False), ('new_momentum_buffer', False)),
+        (('var', 'param'), ('lit', ','), ('var', 'grad'), ('lit', ','), ('var', 'momentum_buffer'), ('lit', 'lr'), ('lit', '='), ('alternative', 'scheduled_lr', (('var', 'scheduled_lr'),), (('var', 'lr'),)), ('optional', 'grad_scale', (('lit', 'grad_scale'), ('lit', '='), ('var', 'grad_scale'))), ('lit', 'momentum'), ('lit', '='), ('var', 'momentum'), ('lit', 'weight_decay'), ('lit', '='), ('var', 'weight_decay'), ('attr-dict',), ('lit', ':'), ('type', 'param'))),
+    'adamw': Syntax(
+        (('param', 'Operand'), ('grad', 'Operand'), ('exp_avg', 'Operand'), ('exp_avg_sq', 'Operand'), ('step', 'Operand'), ('scheduled_lr', 'OptionalOperand'), ('grad_scale', 'OptionalOperand'), ('lr', 'Float'), ('beta1', 'Float'), ('beta2', 'Float'), ('eps', 'Float'), ('weight_decay', 'Float')),
+        (('new_param', False), ('new_exp_avg', False), ('new_exp_avg_sq', False)),
+        (('var', 'param'), ('lit', ','), ('var', 'grad'), ('lit', ','), ('var', 'exp_avg'), ('lit', ','), ('var', 'exp_avg_sq'), ('lit', ','), ('var', 'step'), ('lit', 'lr'), ('lit', '='), ('alternative', 'scheduled_lr', (('var', 'scheduled_lr'),), (('var', 'lr'),)), ('optional', 'grad_scale', (('lit', 'grad_scale'), ('lit', '='), ('var', 'grad_scale'))), ('lit', 'beta1'), ('lit', '='), ('var', 'beta1'), ('lit', 'beta2'), ('lit', '='), ('var', 'beta2'), ('lit', 'eps'), ('lit', '='), ('var', 'eps'), ('lit', 'weight_decay'), ('lit', '='), ('var', 'weight_decay'), ('attr-dict',), ('lit', ':'), ('type', 'param'), ('lit', ','), ('type', 'step'))),
+    'sum_squares': Syntax(
+        (('inputs', 'Operands'),),
+        (('result', False),),
+        (('var', 'inputs'), ('attr-dict',), ('lit', ':'), ('type', 'inputs'), ('lit', '->'), ('type', 'result'))),
+    'clip_coefficient': Syntax(
+        (('input', 'Operand'), ('max_norm', 'Float')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'max_norm'), ('lit', '='), ('var', 'max_norm'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'lion': Syntax(
+        (('param', 'Operand'), ('grad', 'Operand'), ('exp_avg', 'Operand'), ('scheduled_lr', 'OptionalOperand'), ('grad_scale', 'OptionalOperand'), ('lr', 'Float'), ('beta1', 'Float'), ('beta2', 'Float'), ('weight_decay', 'Float')),
+        (('new_param', False), ('new_exp_avg', False)),
+        (('var', 'param'), ('lit', ','), ('var', 'grad'), ('lit', ','), ('var', 'exp_avg'), ('lit', 'lr'), ('lit', '='), ('alternative', 'scheduled_lr', (('var', 'scheduled_lr'),), (('var', 'lr'),)), ('optional', 'grad_scale', (('lit', 'grad_scale'), ('lit', '='), ('var', 'grad_scale'))), ('lit', 'beta1'), ('lit', '='), ('var', 'beta1'), ('lit', 'beta2'), ('lit', '='), ('var', 'beta2'), ('lit', 'weight_decay'), ('lit', '='), ('var', 'weight_decay'), ('attr-dict',), ('lit', ':'), ('type', 'param'))),
+    'all_reduce': Syntax(
+        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('reduction', 'Enum'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
+        (('results', True),),
+        (('var', 'inputs'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'grad_of', (('lit', 'grad_of'), ('lit', '='), ('var', 'grad_of'))), ('attr-dict',), ('lit', ':'), ('type', 'inputs'))),
+    'all_reduce_start': Syntax(
+        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('reduction', 'Enum'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
+        (('future', False),),
+        (('var', 'inputs'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'grad_of', (('lit', 'grad_of'), ('lit', '='), ('var', 'grad_of'))), ('attr-dict',), ('lit', ':'), ('type', 'inputs'))),
+    'reduce_scatter': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('reduction', 'Enum'), ('scatter_dim', 'Int'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('lit', 'scatter_dim'), ('lit', '='), ('var', 'scatter_dim'), ('optional', 'grad_of', (('lit', 'grad_of'), ('lit', '='), ('var', 'grad_of'))), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'reduce_scatter_start': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('reduction', 'Enum'), ('scatter_dim', 'Int'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('lit', 'scatter_dim'), ('lit', '='), ('var', 'scatter_dim'), ('optional', 'grad_of', (('lit', 'grad_of'), ('lit', '='), ('var', 'grad_of'))), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'all_gather': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('gather_dim', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'gather_dim'), ('lit', '='), ('var', 'gather_dim'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'all_gather_start': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('gather_dim', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'gather_dim'), ('lit', '='), ('var', 'gather_dim'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'all_to_all': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('split_dim', 'Int'), ('concat_dim', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'split_dim'), ('lit', '='), ('var', 'split_dim'), ('lit', 'concat_dim'), ('lit', '='), ('var', 'concat_dim'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'all_to_all_start': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('split_dim', 'Int'), ('concat_dim', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'split_dim'), ('lit', '='), ('var', 'split_dim'), ('lit', 'concat_dim'), ('lit', '='), ('var', 'concat_dim'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'collective_broadcast': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('root', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'root'), ('lit', '='), ('var', 'root'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'collective_broadcast_start': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('root', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'root'), ('lit', '='), ('var', 'root'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'send': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('peer', 'Int')),
+        (),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'peer'), ('lit', '='), ('var', 'peer'), ('attr-dict',), ('lit', ':'), ('type', 'input'))),
+    'send_start': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('peer', 'Int')),
+        (('future', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'peer'), ('lit', '='), ('var', 'peer'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'future'))),
+    'recv': Syntax(
+        (('grid', 'Symbol'), ('grid_axes', 'Ints'), ('peer', 'Int')),
+        (('result', False),),
+        (('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'peer'), ('lit', '='), ('var', 'peer'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'recv_start': Syntax(
+        (('grid', 'Symbol'), ('grid_axes', 'Ints'), ('peer', 'Int')),
+        (('future', False),),
+        (('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'peer'), ('lit', '='), ('var', 'peer'), ('attr-dict',), ('lit', ':'), ('type', 'future'))),
+    'collective_permute': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('offset', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'offset'), ('lit', '='), ('var', 'offset'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'collective_permute_start': Syntax(
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('offset', 'Int')),
+        (('result', False),),
+        (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'offset'), ('lit', '='), ('var', 'offset'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'axis_index': Syntax(
+        (('grid', 'Symbol'), ('grid_axes', 'Ints')),
+        (('result', False),),
+        (('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'axis_index_start': Syntax(
+        (('grid', 'Symbol'), ('grid_axes', 'Ints')),
+        (('result', False),),
+        (('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
+    'send_recv': Syntax(
+        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('send_peer', 'Int'), ('recv_peer', 'Int')),
+        (('results', True),),
+        (('var', 'inputs'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'send_peer'), ('lit', '='), ('var', 'send_peer'), ('lit', 'recv_peer'), ('lit', '='), ('var', 'recv_peer'), ('attr-dict',), ('lit', ':'), ('type', 'inputs'), ('lit', '->'), ('type', 'results'))),
+    'send_recv_start': Syntax(
+        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('send_peer', 'Int'), ('recv_peer', 'Int')),
+        (('future', False),),
+        (('var', 'inputs'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'send_peer'), ('lit', '='), ('var', 'send_peer'), ('lit', 'recv_peer'), ('lit', '='), ('var', 'recv_peer'), ('attr-dict',), ('lit', ':'), ('type', 'inputs'), ('lit', '->'), ('type', 'future'))),
+    'wait': Syntax(
+        (('future', 'Operand'),),
+        (('results', True),),
+        (('var', 'future'), ('attr-dict',), ('lit', ':'), ('type', 'future'))),
+    'record_event': Syntax(
+        (),
+        (('event', False),),
+        (('attr-dict',),)),
+    'wait_event': Syntax(
+        (('event', 'Operand'),),
+        (),
+        (('var', 'event'), ('attr-dict',))),
+}
+
+
 class LossReduction(enum.Enum):
     'how a loss combines the per-sample losses'
     Mean = 'mean'

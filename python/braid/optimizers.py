@@ -167,8 +167,9 @@ class LionEntry(Optimizer):
 
     def build(self, b, name, grad, state, step, lr, group, grad_scale):
         beta1, beta2 = (float(x) for x in group["betas"])
-        return b.lion(name, grad, state[0], lr, (beta1, beta2),
-                      float(group["weight_decay"]), grad_scale=grad_scale)
+        return b.update("lion", name, ["exp_avg"], lr, grad_scale, grad=grad,
+                        exp_avg=state[0], beta1=beta1, beta2=beta2,
+                        weight_decay=float(group["weight_decay"]))
 
 
 def _is_plain_adam(optimizer):
