@@ -253,7 +253,7 @@ class Table:
             sup = self.supers(d)
             if "Attr" in sup or "AttrConstraint" in sup and "TypeConstraint" not in sup:
                 if argname in GROUP_ARGS:
-                    syntax.append((argname, "Symbol" if argname == "grid" else "Ints"))
+                    syntax.append((argname, "Symbol" if argname == "grid" else "Axes"))
                     continue
                 attr = self.attr(name, argname, d)
                 syntax.append((argname, attr["kind"]))
@@ -482,7 +482,7 @@ def write_python(t, out):
     # (braid.ir writes an op from these).
     doc = ("An op's assembly: its arguments as (name, kind) (an operand's kind\n"
            "Operand, Operands or OptionalOperand; an attribute's its plan kind, Symbol\n"
-           "for the grid), its results as (name, variadic) and its assemblyFormat as\n"
+           "and Axes for the grid and its axes), its results as (name, variadic) and its assemblyFormat as\n"
            "nested tuples: ('lit', text), ('var', name), ('type', name), ('attr-dict',),\n"
            "('optional', anchor, elements), ('alternative', anchor, elements, else).")
     w.append('\n\nSyntax = collections.namedtuple("Syntax", "arguments results format")\n'

@@ -124,6 +124,7 @@ _CUSTOM = {
     "Ints": lambda v: "[%s]" % ", ".join("%d" % x for x in v),
     "Strings": lambda v: "[%s]" % ", ".join('"%s"' % x for x in v),
     "Symbol": lambda v: "@%s" % v,
+    "Axes": lambda v: "[%s]" % ", ".join("%d" % x for x in v),
     "Enum": lambda v: v.value if hasattr(v, "value") else str(v),
     "Data": str,
 }
@@ -465,7 +466,6 @@ class StepBuilder:
     def attention_backward(self, do, q, k, v, o, lse, causal, scale, hint="dattn"):
         """braid.attention_backward: (dq, dk, dv)."""
         return self.op("attention_backward", [hint + "_q", hint + "_k", hint + "_v"],
-                       results=[(q.shape, q.dtype), (k.shape, k.dtype), (v.shape, v.dtype)],
                        grad_output=do, query=q, key=k, value=v, output=o, logsumexp=lse,
                        causal=causal, scale=scale)
 
@@ -490,8 +490,6 @@ class StepBuilder:
 
     def layer_norm_backward(self, dy, x, mean, rstd, gamma, hint="dln"):
         return self.op("layer_norm_backward", [hint + "_dx", hint + "_dgamma", hint + "_dbeta"],
-                       results=[(x.shape, x.dtype), (gamma.shape, gamma.dtype),
-                                (gamma.shape, gamma.dtype)],
                        grad=dy, input=x, mean=mean, rstd=rstd, gamma=gamma)
 
     def cross_entropy(self, logits, labels, hint="loss"):
@@ -503,13 +501,15 @@ class StepBuilder:
 
     def nll_loss(self, logp, labels, reduction="mean", ignore_index=None, hint="loss",
                  op="nll_loss"):
-        """`ignore_index`: rows with this label are left out (torch's)."""
+        """`ignore_index`: rows with this label are left out (torch's). The
+        loss is a scalar of any float type (the op leaves it to its
+        writer): here the input's."""
         return self.op(op, hint, results=[((), logp.dtype)], input=logp, labels=labels,
                        reduction=reduction, ignore_index=ignore_index)
 
     def nll_loss_backward(self, dloss, logp, labels, reduction="mean", ignore_index=None,
                           hint="dlogp", op="nll_loss_backward"):
-        return self.op(op, hint, results=[(logp.shape, logp.dtype)], grad=dloss, input=logp,
+        return self.op(op, hint, grad=dloss, input=logp,
                        labels=labels, reduction=reduction, ignore_index=ignore_index)
 
     def embedding(self, table, ids, hint="emb"):
@@ -569,7 +569,7 @@ class StepBuilder:
         hint = "g_" + param_name
         if dtype is not None and dtype != grad.dtype:
             grad = self.cast(grad, dtype, hint="g16_" + param_name)
-        return self.op("all_reduce", [hint], results=[(grad.shape, grad.dtype)], inputs=[grad],
+        return self.op("all_reduce", [hint], inputs=[grad],
                        grid=self.grid, grid_axes=[self.dp_axis], reduction="avg",
                        grad_of=[param_name])[0]
 
@@ -614,7 +614,7 @@ class StepBuilder:
 
     # -- gradient clipping ------------------------------------------------------------
     def sum_squares(self, xs, hint="sumsq"):
-        return self.op("sum_squares", hint, results=[((), "f32")], inputs=list(xs))
+        return self.op("sum_squares", hint, inputs=list(xs))
 
     def clip_coefficient(self, sumsq, max_norm, hint="clip"):
         return self.op("clip_coefficient", hint, input=sumsq, max_norm=max_norm)

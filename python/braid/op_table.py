@@ -116,7 +116,7 @@ OPS = {
 
 
 Syntax = collections.namedtuple("Syntax", "arguments results format")
-Syntax.__doc__ = "An op's assembly: its arguments as (name, kind) (an operand's kind\nOperand, Operands or OptionalOperand; an attribute's its plan kind, Symbol\nfor the grid), its results as (name, variadic) and its assemblyFormat as\nnested tuples: ('lit', text), ('var', name), ('type', name), ('attr-dict',),\n('optional', anchor, elements), ('alternative', anchor, elements, else)."
+Syntax.__doc__ = "An op's assembly: its arguments as (name, kind) (an operand's kind\nOperand, Operands or OptionalOperand; an attribute's its plan kind, Symbol\nand Axes for the grid and its axes), its results as (name, variadic) and its assemblyFormat as\nnested tuples: ('lit', text), ('var', name), ('type', name), ('attr-dict',),\n('optional', anchor, elements), ('alternative', anchor, elements, else)."
 
 # mnemonic -> Syntax
 SYNTAX = {
@@ -329,83 +329,83 @@ SYNTAX = {
         (('new_param', False), ('new_exp_avg', False)),
         (('var', 'param'), ('lit', ','), ('var', 'grad'), ('lit', ','), ('var', 'exp_avg'), ('lit', 'lr'), ('lit', '='), ('alternative', 'scheduled_lr', (('var', 'scheduled_lr'),), (('var', 'lr'),)), ('optional', 'grad_scale', (('lit', 'grad_scale'), ('lit', '='), ('var', 'grad_scale'))), ('lit', 'beta1'), ('lit', '='), ('var', 'beta1'), ('lit', 'beta2'), ('lit', '='), ('var', 'beta2'), ('lit', 'weight_decay'), ('lit', '='), ('var', 'weight_decay'), ('attr-dict',), ('lit', ':'), ('type', 'param'))),
     'all_reduce': Syntax(
-        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('reduction', 'Enum'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
+        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('reduction', 'Enum'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
         (('results', True),),
         (('var', 'inputs'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'grad_of', (('lit', 'grad_of'), ('lit', '='), ('var', 'grad_of'))), ('attr-dict',), ('lit', ':'), ('type', 'inputs'))),
     'all_reduce_start': Syntax(
-        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('reduction', 'Enum'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
+        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('reduction', 'Enum'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
         (('future', False),),
         (('var', 'inputs'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('optional', 'grad_of', (('lit', 'grad_of'), ('lit', '='), ('var', 'grad_of'))), ('attr-dict',), ('lit', ':'), ('type', 'inputs'))),
     'reduce_scatter': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('reduction', 'Enum'), ('scatter_dim', 'Int'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('reduction', 'Enum'), ('scatter_dim', 'Int'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('lit', 'scatter_dim'), ('lit', '='), ('var', 'scatter_dim'), ('optional', 'grad_of', (('lit', 'grad_of'), ('lit', '='), ('var', 'grad_of'))), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'reduce_scatter_start': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('reduction', 'Enum'), ('scatter_dim', 'Int'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('reduction', 'Enum'), ('scatter_dim', 'Int'), ('grad_of', 'Strings'), ('bucket_index', 'Int'), ('bucket_bytes', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'reduction'), ('lit', '='), ('var', 'reduction'), ('lit', 'scatter_dim'), ('lit', '='), ('var', 'scatter_dim'), ('optional', 'grad_of', (('lit', 'grad_of'), ('lit', '='), ('var', 'grad_of'))), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'all_gather': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('gather_dim', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('gather_dim', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'gather_dim'), ('lit', '='), ('var', 'gather_dim'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'all_gather_start': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('gather_dim', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('gather_dim', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'gather_dim'), ('lit', '='), ('var', 'gather_dim'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'all_to_all': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('split_dim', 'Int'), ('concat_dim', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('split_dim', 'Int'), ('concat_dim', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'split_dim'), ('lit', '='), ('var', 'split_dim'), ('lit', 'concat_dim'), ('lit', '='), ('var', 'concat_dim'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'all_to_all_start': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('split_dim', 'Int'), ('concat_dim', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('split_dim', 'Int'), ('concat_dim', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'split_dim'), ('lit', '='), ('var', 'split_dim'), ('lit', 'concat_dim'), ('lit', '='), ('var', 'concat_dim'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'collective_broadcast': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('root', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('root', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'root'), ('lit', '='), ('var', 'root'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'collective_broadcast_start': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('root', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('root', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'root'), ('lit', '='), ('var', 'root'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'send': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('peer', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('peer', 'Int')),
         (),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'peer'), ('lit', '='), ('var', 'peer'), ('attr-dict',), ('lit', ':'), ('type', 'input'))),
     'send_start': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('peer', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('peer', 'Int')),
         (('future', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'peer'), ('lit', '='), ('var', 'peer'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'future'))),
     'recv': Syntax(
-        (('grid', 'Symbol'), ('grid_axes', 'Ints'), ('peer', 'Int')),
+        (('grid', 'Symbol'), ('grid_axes', 'Axes'), ('peer', 'Int')),
         (('result', False),),
         (('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'peer'), ('lit', '='), ('var', 'peer'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
     'recv_start': Syntax(
-        (('grid', 'Symbol'), ('grid_axes', 'Ints'), ('peer', 'Int')),
+        (('grid', 'Symbol'), ('grid_axes', 'Axes'), ('peer', 'Int')),
         (('future', False),),
         (('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'peer'), ('lit', '='), ('var', 'peer'), ('attr-dict',), ('lit', ':'), ('type', 'future'))),
     'collective_permute': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('offset', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('offset', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'offset'), ('lit', '='), ('var', 'offset'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'collective_permute_start': Syntax(
-        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('offset', 'Int')),
+        (('input', 'Operand'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('offset', 'Int')),
         (('result', False),),
         (('var', 'input'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'offset'), ('lit', '='), ('var', 'offset'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
     'axis_index': Syntax(
-        (('grid', 'Symbol'), ('grid_axes', 'Ints')),
+        (('grid', 'Symbol'), ('grid_axes', 'Axes')),
         (('result', False),),
         (('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
     'axis_index_start': Syntax(
-        (('grid', 'Symbol'), ('grid_axes', 'Ints')),
+        (('grid', 'Symbol'), ('grid_axes', 'Axes')),
         (('result', False),),
         (('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
     'send_recv': Syntax(
-        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('send_peer', 'Int'), ('recv_peer', 'Int')),
+        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('send_peer', 'Int'), ('recv_peer', 'Int')),
         (('results', True),),
         (('var', 'inputs'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'send_peer'), ('lit', '='), ('var', 'send_peer'), ('lit', 'recv_peer'), ('lit', '='), ('var', 'recv_peer'), ('attr-dict',), ('lit', ':'), ('type', 'inputs'), ('lit', '->'), ('type', 'results'))),
     'send_recv_start': Syntax(
-        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Ints'), ('send_peer', 'Int'), ('recv_peer', 'Int')),
+        (('inputs', 'Operands'), ('grid', 'Symbol'), ('grid_axes', 'Axes'), ('send_peer', 'Int'), ('recv_peer', 'Int')),
         (('future', False),),
         (('var', 'inputs'), ('lit', 'on'), ('var', 'grid'), ('lit', 'grid_axes'), ('lit', '='), ('var', 'grid_axes'), ('lit', 'send_peer'), ('lit', '='), ('var', 'send_peer'), ('lit', 'recv_peer'), ('lit', '='), ('var', 'recv_peer'), ('attr-dict',), ('lit', ':'), ('type', 'inputs'), ('lit', '->'), ('type', 'future'))),
     'wait': Syntax(
