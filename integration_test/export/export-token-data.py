@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from exporttest import Checker, braidtest, load_spec, read_log, text_like  # noqa: E402
+from exporttest import Checker, braidtest, load_spec, read_log, resumed, text_like  # noqa: E402
 import braid  # noqa: E402
 from braid import compare, data  # noqa: E402
 
@@ -106,17 +106,9 @@ def main():
 
     # Resumed after 10 steps: windows 11 to 20, the same losses.
     half = STEPS // 2
-    run(half, "--params", prefix + ".npz", "--data", path, "--seed", str(SEED),
-        "--save", prefix + ".half.npz")
-    resumed_log = os.path.join(out, "resumed")
-    p = run(half, "--params", prefix + ".half.npz", "--data", path, "--seed", str(SEED),
-            "--data-log", resumed_log)
-    printed = [line.split()[-1] for line in p.stdout.splitlines() if line.startswith("step ")]
-    whole = [line.split()[-1] for line in
-             run(STEPS, "--params", prefix + ".npz", "--data", path, "--seed",
-                 str(SEED)).stdout.splitlines() if line.startswith("step ")]
-    steps = [line["step"] for line in read_log(resumed_log, 0)]
-    check(steps == list(range(half + 1, STEPS + 1)) and printed == whole[half:],
+    steps, printed, uninterrupted = resumed(run, out, prefix, STEPS,
+                                            ["--data", path, "--seed", str(SEED)])
+    check(steps == list(range(half + 1, STEPS + 1)) and printed == uninterrupted,
           "resumed at step %d: windows of steps %s, losses %s ... equal to the "
           "uninterrupted run's" % (half, steps[:2], printed[:2]))
 

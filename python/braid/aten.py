@@ -474,7 +474,7 @@ class Lowering(FunctionLowerings, NNLowerings, AttentionLowerings):
                 self.fail("two numbers as operands")
             if op in (Binary.ADD, Binary.MUL) and alpha == 1:
                 return self._binary(op, b, a)
-            # `1 - x` (a decomposed sigmoid's gradient), `1 / x`: the number
+            # `1 - x` (in GLU's decomposed backward), `1 / x`: the number
             # as a splat of the result's shape and the tensor's type.
             dtype = self.materialize(rb).dtype
             ra = self.b.fill(sa, shape, dtype, hint="cst") if shape else \

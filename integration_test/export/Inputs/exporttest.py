@@ -15,6 +15,24 @@ def read_log(prefix, rank):
         return [json.loads(line) for line in f]
 
 
+def resumed(run, out, prefix, steps, data_args):
+    """Training resumed from a --save after half the steps against the
+    uninterrupted run, both by `run(steps, *args)` (braid-run of the plan)
+    from `prefix`.npz with `data_args`: (the steps the resumed run's
+    --data-log records, its printed losses, the uninterrupted run's losses
+    from the same step), to be equal."""
+    half = steps // 2
+    run(half, "--params", prefix + ".npz", *data_args, "--save", prefix + ".half.npz")
+    log = os.path.join(out, "resumed")
+    p = run(half, "--params", prefix + ".half.npz", *data_args, "--data-log", log)
+
+    def losses(stdout):
+        return [line.split()[-1] for line in stdout.splitlines() if line.startswith("step ")]
+
+    whole = losses(run(steps, "--params", prefix + ".npz", *data_args).stdout)
+    return [line["step"] for line in read_log(log, 0)], losses(p.stdout), whole[half:]
+
+
 def text_like(vocab, n, seed):
     """`n` uint16 tokens below `vocab` that read like text to a small model:
     runs that count up from random starts, of random lengths (something to
