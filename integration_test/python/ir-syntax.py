@@ -11,20 +11,17 @@
 #
 # RUN: %python %s %braid_bin/braid-opt
 
-import re
+import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inputs"))
+import braidtest  # noqa: E402
 
 from braid import ir
 from braid.op_table import SYNTAX
 
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print("%s %s" % ("ok  " if ok else "FAIL", what))
-    failures += not ok
+check = braidtest.Checker()
 
 
 b = ir.StepBuilder("f", 2)
@@ -105,5 +102,4 @@ verified = subprocess.run([sys.argv[1], "-"], input=b.text(), capture_output=Tru
 check(verified.returncode == 0, "braid-opt verifies what it wrote%s"
       % ("" if verified.returncode == 0 else ": " + verified.stderr))
 
-print("ir-syntax: %d failed" % failures)
-sys.exit(1 if failures else 0)
+check.finish("ir-syntax")

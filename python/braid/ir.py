@@ -67,18 +67,6 @@ def check_virtual_stages(schedule, virtual_stages, stages, micro_batches):
                          "micro-batches, not %d" % (stages, stages, micro_batches))
 
 
-def _check_op(text, results):
-    """`text` starts with a braid op that yields `results` values."""
-    name = text.split(None, 1)[0]
-    if not name.startswith("braid."):
-        raise ValueError("not a braid op: %r" % text)
-    entry = OPS.get(name[len("braid."):])
-    if entry is None:
-        raise ValueError("%s is not an op of the braid dialect" % name)
-    if entry.kind is InstrKind.Kernel and entry.results >= 0 and entry.results != results:
-        raise ValueError("%s yields %d values, not %d" % (name, entry.results, results))
-
-
 class Value:
     """An SSA value of tensor type."""
 
@@ -339,11 +327,14 @@ class StepBuilder:
                                                   and kinds.get(n) != "Operands"})
         many = isinstance(hints, (list, tuple))
         names = list(hints) if many else [hints]
-        if len(names) != len(results):
-            raise ValueError("braid.%s yields %d values, not %d" % (op, len(results), len(names)))
+        # A kernel's result count is the table's; given results must match.
+        count = OPS[op].results if OPS[op].kind is InstrKind.Kernel and \
+            OPS[op].results >= 0 else len(results)
+        for n in (len(results), len(names)):
+            if n != count:
+                raise ValueError("braid.%s yields %d values, not %d" % (op, count, n))
         values = [Value(self._fresh(h), shape, dtype) for h, (shape, dtype) in zip(names, results)]
         text = _op_text(op, args, [v.type for v in values])
-        _check_op(text, len(values))
         if values:
             self.body.append("%s = %s" % (", ".join(v.name for v in values), text))
         else:

@@ -5,6 +5,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "Inputs"))
 import braidtest  # noqa: E402,F401  (re-exported for the tests)
+from braidtest import Checker  # noqa: E402,F401  (re-exported)
 from braid.export import load_spec, torch_reference  # noqa: E402,F401  (re-exported)
 
 
@@ -46,19 +47,6 @@ def text_like(vocab, n, seed):
         k += m
     return np.concatenate(pieces)[:n].astype(np.uint16)
 
-
-class Checker:
-    def __init__(self):
-        self.failures = []
-
-    def __call__(self, ok, message):
-        print(("ok   " if ok else "FAIL ") + message)
-        if not ok:
-            self.failures.append(message)
-
-    def finish(self, name):
-        print("%s: %d failed" % (name, len(self.failures)))
-        sys.exit(1 if self.failures else 0)
 
 
 def train(plan, exported, prefix, steps, ranks):

@@ -14,6 +14,23 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe",
           "-x", "ASAN_OPTIONS", "-x", "UBSAN_OPTIONS"]
 
 
+class Checker:
+    """A test's checks: each printed as ok or FAIL, the failures counted;
+    finish prints "NAME: N failed" and exits non-zero on any."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, ok, message):
+        print(("ok   " if ok else "FAIL ") + message)
+        if not ok:
+            self.failures.append(message)
+
+    def finish(self, name):
+        print("%s: %d failed" % (name, len(self.failures)))
+        sys.exit(1 if self.failures else 0)
+
+
 def tool(name):
     """A braid tool; BRAID_RUN overrides braid-run (a sanitizer build)."""
     if name == "braid-run" and os.environ.get("BRAID_RUN"):

@@ -40,13 +40,12 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 LogicalResult checkAttentionOperands(std::optional<Location> location,
                                      StringRef opName, Value query, Value key,
                                      Value value) {
+  if (failed(rankedOperandTypes(location, opName, {query, key, value})))
+    return failure();
   for (auto [name, v] : {std::pair<StringRef, Value>{"query", query},
                          {"key", key},
                          {"value", value}}) {
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type)
-      // The verifier rules this out: not reachable from input.
-      return inferError(location, opName, name, " must be a ranked tensor");
+    auto type = cast<RankedTensorType>(v.getType());
     if (type.getRank() != 4)
       return inferError(location, opName, name,
                         " must be [batch, heads, sequence, head size], but is ",

@@ -71,10 +71,10 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   StringRef op = getOperationName();
-  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  if (!input)
-    // The verifier rules this out: not reachable from input.
-    return inferError(location, op, "input must be a ranked tensor");
+  auto types = rankedOperandTypes(location, op, adaptor.getOperands());
+  if (failed(types))
+    return failure();
+  RankedTensorType input = types->front();
   ArrayRef<int64_t> shape = input.getShape();
   ArrayRef<int64_t> perm = adaptor.getPermutation();
   if (perm.size() != shape.size())
@@ -179,13 +179,10 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   StringRef op = getOperationName();
   if (adaptor.getInputs().empty())
     return inferError(location, op, "needs at least one input");
-  SmallVector<RankedTensorType> types;
-  for (Value input : adaptor.getInputs()) {
-    types.push_back(dyn_cast<RankedTensorType>(input.getType()));
-    if (!types.back())
-      // The verifier rules this out: not reachable from input.
-      return inferError(location, op, "inputs must be ranked tensors");
-  }
+  auto ranked = rankedOperandTypes(location, op, adaptor.getInputs());
+  if (failed(ranked))
+    return failure();
+  ArrayRef<RankedTensorType> types = *ranked;
   RankedTensorType first = types.front();
   // I64Attr accessors return uint64_t; read the dimension as signed.
   int64_t dim = adaptor.getDim();

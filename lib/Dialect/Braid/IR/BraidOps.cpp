@@ -161,11 +161,10 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   StringRef op = getOperationName();
-  auto a = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
-  auto b = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
-  if (!a || !b)
-    // The verifier rules this out: not reachable from input.
-    return inferError(location, op, "operands must be ranked tensors");
+  auto types = rankedOperandTypes(location, op, adaptor.getOperands());
+  if (failed(types))
+    return failure();
+  RankedTensorType a = (*types)[0], b = (*types)[1];
   if (a.getRank() < 2)
     return inferError(location, op,
                       "lhs must have rank 2 or more, but has rank ",
@@ -477,10 +476,10 @@ static LogicalResult inferReduce(std::optional<Location> location,
                                  typename ReduceOp::Adaptor adaptor,
                                  SmallVectorImpl<Type> &inferred) {
   StringRef op = ReduceOp::getOperationName();
-  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  if (!input)
-    // The verifier rules this out: not reachable from input.
-    return inferError(location, op, "input must be a ranked tensor");
+  auto types = rankedOperandTypes(location, op, adaptor.getOperands());
+  if (failed(types))
+    return failure();
+  RankedTensorType input = types->front();
   ArrayRef<int64_t> dims = adaptor.getDims();
   if (dims.empty())
     return inferError(location, op, "dims must not be empty");
@@ -605,12 +604,11 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *context,
                                             std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  auto gamma = dyn_cast<RankedTensorType>(adaptor.getGamma().getType());
-  if (!input || !gamma)
-    // The verifier rules this out: not reachable from input.
-    return inferError(location, getOperationName(),
-                      "input and gamma must be ranked tensors");
+  auto types =
+      rankedOperandTypes(location, getOperationName(), adaptor.getOperands());
+  if (failed(types))
+    return failure();
+  RankedTensorType input = (*types)[0], gamma = (*types)[1];
   ArrayRef<int64_t> x = input.getShape(), g = gamma.getShape();
   if (g.empty() || g.size() > x.size())
     return inferError(location, getOperationName(),
@@ -662,12 +660,11 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  auto table = dyn_cast<RankedTensorType>(adaptor.getTable().getType());
-  auto ids = dyn_cast<RankedTensorType>(adaptor.getIds().getType());
-  if (!table || !ids)
-    // The verifier rules this out: not reachable from input.
-    return inferError(location, getOperationName(),
-                      "table and ids must be ranked tensors");
+  auto types =
+      rankedOperandTypes(location, getOperationName(), adaptor.getOperands());
+  if (failed(types))
+    return failure();
+  RankedTensorType table = (*types)[0], ids = (*types)[1];
   if (table.getRank() != 2)
     return inferError(location, getOperationName(),
                       "table must have rank 2 ([V, D]), but has rank ",

@@ -51,6 +51,27 @@ LogicalResult inferError(std::optional<Location> location, StringRef opName,
                            std::forward<Args>(args)...);
 }
 
+/// The ranked tensor types of `values`, the operands an op's type inference
+/// reads; an error where one is not. A verified op's ODS type constraints
+/// fail first, so only braidInferResultTypes (lib/CAPI), which infers the
+/// types of an op it has not verified, reaches the error
+/// (integration_test/python/ir-infer.py).
+inline FailureOr<SmallVector<RankedTensorType>>
+rankedOperandTypes(std::optional<Location> location, StringRef opName,
+                   ValueRange values) {
+  SmallVector<RankedTensorType> types;
+  for (Value value : values) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type)
+      // The verifier rules this out: not reachable from input to braid-opt.
+      return inferError(location, opName,
+                        "operands must be ranked tensors, not ",
+                        value.getType());
+    types.push_back(type);
+  }
+  return types;
+}
+
 /// Checks that `dim` indexes a dimension of a rank-`rank` tensor.
 inline LogicalResult verifyDimIndex(Operation *op, StringRef what, int64_t dim,
                                     int64_t rank) {
