@@ -550,6 +550,22 @@ def build(rng):
     s.op("%%r = braid.shard_slice %s, %s dim = 1 parts = 3 : %s -> %s" % (
         s.input(whole), idx, ttype(whole.shape), t),
         [whole[:, index * shape[1]:(index + 1) * shape[1]]])
+    # The piece a ring step takes: (index + shift) mod parts.
+    block = (index - 2) % 3
+    s.op("%%r = braid.shard_slice %s, %s dim = 1 parts = 3 shift = -2 : %s -> %s" % (
+        s.input(whole), idx, ttype(whole.shape), t),
+        [whole[:, block * shape[1]:(block + 1) * shape[1]]])
+    # Its inverse over the pieces of a ring: piece k into block
+    # (index + shifts[k]) mod 3.
+    pieces = [randn(rng, shape[0], shape[1], shape[2]) for _ in range(3)]
+    shifts = [0, -1, 1]
+    joined = np.zeros((shape[0], 3 * shape[1], shape[2]))
+    for piece_k, shift in zip(pieces, shifts):
+        b = (index + shift) % 3
+        joined[:, b * shape[1]:(b + 1) * shape[1]] = piece_k
+    s.op("%%r = braid.shard_concat %s at %s dim = 1 shifts = [0, -1, 1] : %s -> %s" % (
+        ", ".join(s.input(p) for p in pieces), idx, ", ".join([t] * 3),
+        ttype(joined.shape)), [joined])
 
     # Data movement.
     s.op("%%r = braid.reshape %s : %s -> %s" % (s.input(x), t, ttype((shape[0] * shape[1], shape[2]))),

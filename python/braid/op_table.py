@@ -83,7 +83,8 @@ OPS = {
     'concat': Op(74, InstrKind.Kernel, None, -1, 1, ('dim',)),
     'constant': Op(75, InstrKind.Kernel, None, 0, 1, ('value',)),
     'fill': Op(76, InstrKind.Kernel, None, 0, 1, ('value',)),
-    'shard_slice': Op(77, InstrKind.Kernel, None, 2, 1, ('dim', 'parts')),
+    'shard_slice': Op(77, InstrKind.Kernel, None, 2, 1, ('dim', 'parts', 'shift')),
+    'shard_concat': Op(78, InstrKind.Kernel, None, -1, 1, ('dim', 'shifts')),
     'sgd': Op(80, InstrKind.Kernel, None, -1, 2, ('lr', 'momentum', 'weight_decay', 'dampening', 'nesterov')),
     'adamw': Op(81, InstrKind.Kernel, None, -1, 3, ('lr', 'beta1', 'beta2', 'eps', 'weight_decay')),
     'sum_squares': Op(82, InstrKind.Kernel, None, -1, 1, ()),
@@ -305,9 +306,13 @@ SYNTAX = {
         (('result', False),),
         (('var', 'value'), ('attr-dict',), ('lit', ':'), ('type', 'result'))),
     'shard_slice': Syntax(
-        (('input', 'Operand'), ('index', 'Operand'), ('dim', 'Int'), ('parts', 'Int')),
+        (('input', 'Operand'), ('index', 'Operand'), ('dim', 'Int'), ('parts', 'Int'), ('shift', 'Int')),
         (('result', False),),
-        (('var', 'input'), ('lit', ','), ('var', 'index'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('lit', 'parts'), ('lit', '='), ('var', 'parts'), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+        (('var', 'input'), ('lit', ','), ('var', 'index'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('lit', 'parts'), ('lit', '='), ('var', 'parts'), ('optional', 'shift', (('lit', 'shift'), ('lit', '='), ('var', 'shift'))), ('attr-dict',), ('lit', ':'), ('type', 'input'), ('lit', '->'), ('type', 'result'))),
+    'shard_concat': Syntax(
+        (('pieces', 'Operands'), ('index', 'Operand'), ('dim', 'Int'), ('shifts', 'Ints')),
+        (('result', False),),
+        (('var', 'pieces'), ('lit', 'at'), ('var', 'index'), ('lit', 'dim'), ('lit', '='), ('var', 'dim'), ('lit', 'shifts'), ('lit', '='), ('var', 'shifts'), ('attr-dict',), ('lit', ':'), ('type', 'pieces'), ('lit', '->'), ('type', 'result'))),
     'sgd': Syntax(
         (('param', 'Operand'), ('grad', 'Operand'), ('momentum_buffer', 'Operand'), ('scheduled_lr', 'OptionalOperand'), ('grad_scale', 'OptionalOperand'), ('lr', 'Float'), ('momentum', 'Float'), ('weight_decay', 'Float'), ('dampening', 'Float'), ('nesterov', 'Flag')),
         (('new_param', False), ('new_momentum_buffer', False)),

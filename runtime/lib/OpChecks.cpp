@@ -405,6 +405,30 @@ void shardSlice(Checker &c, const ops::ShardSliceAttrs &a) {
   c.shape(c.out(0), expected);
 }
 
+void shardConcat(Checker &c, const ops::ShardConcatAttrs &a) {
+  size_t n = c.instr.operands.size();
+  if (n < 2)
+    c.fail("expected pieces, a rank index and one result");
+  const Buffer &y = c.out(0), &first = c.in(0);
+  int64_t pieces = int64_t(n - 1);
+  shardIndex(c, c.in(n - 1), pieces);
+  int64_t d = c.dim(first, a.dim);
+  if (int64_t(a.shifts.size()) != pieces)
+    c.fail(std::to_string(a.shifts.size()) + " shifts for " +
+           std::to_string(pieces) + " pieces");
+  std::set<int64_t> blocks;
+  for (int64_t shift : a.shifts)
+    if (!blocks.insert(((shift % pieces) + pieces) % pieces).second)
+      c.fail("shift " + std::to_string(shift) +
+             " fills a block another shift fills");
+  for (size_t k = 0; k + 1 < n; ++k)
+    if (c.in(k).dtype != y.dtype || c.in(k).shape != first.shape)
+      c.fail("piece " + shapeOf(c.in(k)) + " differs from " + shapeOf(first));
+  std::vector<int64_t> expected = first.shape;
+  expected[d] *= pieces;
+  c.shape(y, expected);
+}
+
 void reshape(Checker &c) {
   if (c.in(0).dtype != c.out(0).dtype ||
       c.in(0).numElements() != c.out(0).numElements())
@@ -622,6 +646,8 @@ void checkKernel(Checker &c) {
     return shardSlice(c, instr.as<ops::ShardSliceAttrs>());
   case Opcode::Concat:
     return concat(c, instr.as<ops::ConcatAttrs>().dim);
+  case Opcode::ShardConcat:
+    return shardConcat(c, instr.as<ops::ShardConcatAttrs>());
   case Opcode::Constant:
     if (instr.as<ops::ConstantAttrs>().value.size() != c.out(0).bytes)
       c.fail("the constant's data does not fill " + shapeOf(c.out(0)));

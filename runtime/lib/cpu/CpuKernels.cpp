@@ -213,10 +213,17 @@ void reduce(const Args &a, bool mean, const std::vector<int64_t> &dims) {
     y[o] = float(mean && count ? acc[o] / count : acc[o]);
 }
 
-/// Piece `index` along `dim` of each row of the dimensions before it.
+/// Block `(index + shift) mod parts`, the shard ops' rank-relative place.
+int64_t shardBlock(int64_t index, int64_t shift, int64_t parts) {
+  return ((index + shift) % parts + parts) % parts;
+}
+
+/// Piece `(index + shift) mod parts` along `dim` of each row of the
+/// dimensions before it.
 void shardSlice(const Args &a, const ops::ShardSliceAttrs &attrs) {
   const Buffer &in = a.inBuf(0), &out = a.outBuf(0);
-  int64_t index = a.rankIndex(1, attrs.parts);
+  int64_t index =
+      shardBlock(a.rankIndex(1, attrs.parts), attrs.shift, attrs.parts);
   uint64_t rows = 1;
   for (int64_t d = 0; d < attrs.dim; ++d)
     rows *= in.shape[d];
@@ -227,6 +234,26 @@ void shardSlice(const Args &a, const ops::ShardSliceAttrs &attrs) {
   uint8_t *dst = a.arena + out.offset;
   for (uint64_t r = 0; r < rows; ++r)
     std::memcpy(dst + r * piece, src + r * pitch, piece);
+}
+
+/// Piece `k` into block `(index + shifts[k]) mod n` along `dim`.
+void shardConcat(const Args &a, const ops::ShardConcatAttrs &attrs) {
+  const Buffer &out = a.outBuf(0);
+  int64_t n = int64_t(a.instr.operands.size()) - 1;
+  int64_t index = a.rankIndex(size_t(n), n);
+  uint64_t rows = 1;
+  for (int64_t d = 0; d < attrs.dim; ++d)
+    rows *= out.shape[d];
+  if (!rows || !out.bytes)
+    return;
+  uint64_t pitch = out.bytes / rows, piece = pitch / uint64_t(n);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t block = shardBlock(index, attrs.shifts[k], n);
+    const uint8_t *src = a.arena + a.inBuf(k).offset;
+    uint8_t *dst = a.arena + out.offset + block * piece;
+    for (uint64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + r * pitch, src + r * piece, piece);
+  }
 }
 
 void embedding(const Args &a) {
@@ -542,6 +569,8 @@ void run(const Args &a) {
     return runCpuLossKernel(a);
   case Opcode::ShardSlice:
     return shardSlice(a, instr.as<ops::ShardSliceAttrs>());
+  case Opcode::ShardConcat:
+    return shardConcat(a, instr.as<ops::ShardConcatAttrs>());
   case Opcode::Embedding:
     return embedding(a);
   case Opcode::EmbeddingBackward:

@@ -163,7 +163,7 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
       return;
     uint64_t piece = args.outBuf(0).bytes / rows,
              pitch = args.inBuf(0).bytes / rows;
-    int64_t parts = attrs.parts;
+    int64_t parts = attrs.parts, shift = attrs.shift;
     const uint8_t *src = arena + args.inBuf(0).offset;
     const int64_t *index = args.rankIndex(1);
     uint8_t *dst = arena + args.outBuf(0).offset;
@@ -174,9 +174,40 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
         atomicExch(flag, 1);
         return;
       }
+      uint64_t block = uint64_t(((*index + shift) % parts + parts) % parts);
       uint64_t r = uint64_t(i) / piece, k = uint64_t(i) % piece;
-      dst[i] = src[r * pitch + uint64_t(*index) * piece + k];
+      dst[i] = src[r * pitch + block * piece + k];
     });
+    return;
+  }
+  case Opcode::ShardConcat: {
+    // Piece k into block (index + shifts[k]) mod n: one kernel a piece, a
+    // byte a thread, the block read from the device's rank index.
+    const auto &attrs = instr.as<ops::ShardConcatAttrs>();
+    const Buffer &y = args.outBuf(0);
+    int64_t n = int64_t(instr.operands.size()) - 1;
+    uint64_t rows = 1;
+    for (int64_t d = 0; d < attrs.dim; ++d)
+      rows *= y.shape[d];
+    if (!rows || !y.bytes)
+      return;
+    uint64_t pitch = y.bytes / rows, piece = pitch / uint64_t(n);
+    const int64_t *index = args.rankIndex(size_t(n));
+    uint8_t *dst = arena + y.offset;
+    int *flag = errorFlag;
+    for (int64_t k = 0; k < n; ++k) {
+      const uint8_t *src = arena + args.inBuf(size_t(k)).offset;
+      int64_t shift = attrs.shifts[size_t(k)];
+      forEach(int64_t(rows * piece), stream, [=] __device__(int64_t i) {
+        if (*index < 0 || *index >= n) {
+          atomicExch(flag, 1);
+          return;
+        }
+        uint64_t block = uint64_t(((*index + shift) % n + n) % n);
+        uint64_t r = uint64_t(i) / piece, b = uint64_t(i) % piece;
+        dst[r * pitch + block * piece + b] = src[i];
+      });
+    }
     return;
   }
   case Opcode::EmbeddingShard: {

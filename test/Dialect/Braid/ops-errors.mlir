@@ -392,6 +392,60 @@ func.func @shard_slice_shape(%x: tensor<4x8xf32>, %ix: tensor<i64>) {
 
 // -----
 
+func.func @shard_concat_empty(%ix: tensor<i64>) {
+  // expected-error @below {{needs at least one piece}}
+  // expected-error @below {{'braid.shard_concat' op failed to infer returned types}}
+  %0 = "braid.shard_concat"(%ix) {dim = 0 : i64, shifts = array<i64>} : (tensor<i64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @shard_concat_piece(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.shard_concat' op piece #1 has type 'tensor<2x4xf32>', piece #0 has 'tensor<2x8xf32>'}}
+  // expected-error @below {{'braid.shard_concat' op failed to infer returned types}}
+  %0 = braid.shard_concat %a, %b at %ix dim = 0 shifts = [0, 1] : tensor<2x8xf32>, tensor<2x4xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @shard_concat_dim(%a: tensor<2x8xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.shard_concat' op dim 2 is out of range for rank 2}}
+  // expected-error @below {{'braid.shard_concat' op failed to infer returned types}}
+  %0 = braid.shard_concat %a, %a at %ix dim = 2 shifts = [0, 1] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @shard_concat_shifts(%a: tensor<2x8xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.shard_concat' op has 1 shifts for 2 pieces}}
+  // expected-error @below {{'braid.shard_concat' op failed to infer returned types}}
+  %0 = braid.shard_concat %a, %a at %ix dim = 0 shifts = [0] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @shard_concat_twice(%a: tensor<2x8xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.shard_concat' op shift -1 fills a block another shift fills (modulo 2)}}
+  // expected-error @below {{'braid.shard_concat' op failed to infer returned types}}
+  %0 = braid.shard_concat %a, %a at %ix dim = 0 shifts = [1, -1] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @shard_concat_result(%a: tensor<2x8xf32>, %ix: tensor<i64>) {
+  // expected-error @below {{'braid.shard_concat' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<2x16xf32>'}}
+  // expected-error @below {{'braid.shard_concat' op failed to infer returned types}}
+  %0 = braid.shard_concat %a, %a at %ix dim = 0 shifts = [0, 1] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
 func.func @embedding_shard_parts(%t: tensor<100x16xf32>, %i: tensor<4xi64>, %ix: tensor<i64>) {
   // expected-error @below {{'braid.embedding_shard' op parts must be positive, but is 0}}
   %0 = braid.embedding_shard %t, %i, %ix parts = 0 : tensor<100x16xf32>, tensor<4xi64> -> tensor<4x16xf32>

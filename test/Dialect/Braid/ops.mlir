@@ -211,6 +211,13 @@ func.func @data_movement(%table: tensor<100x16xf32>, %ids: tensor<4x8xi64>,
   %esp = braid.embedding_shard_backward %x, %ids, %ix parts = 4 padding_idx = 399 : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<100x16xf32>
   // CHECK: braid.shard_slice %[[V_X]], %{{.*}} dim = 1 parts = 2 : tensor<4x8x16xf32> -> tensor<4x4x16xf32>
   %ss = braid.shard_slice %x, %ix dim = 1 parts = 2 : tensor<4x8x16xf32> -> tensor<4x4x16xf32>
+  // CHECK: braid.shard_slice %[[V_X]], %{{.*}} dim = 1 parts = 4 shift = -3 : tensor<4x8x16xf32> -> tensor<4x2x16xf32>
+  %ssh = braid.shard_slice %x, %ix dim = 1 parts = 4 shift = -3 : tensor<4x8x16xf32> -> tensor<4x2x16xf32>
+  // A shift of 0 is the default and not printed.
+  // CHECK: braid.shard_slice %[[V_X]], %{{.*}} dim = 0 parts = 2 : tensor<4x8x16xf32> -> tensor<2x8x16xf32>
+  %ss0 = braid.shard_slice %x, %ix dim = 0 parts = 2 shift = 0 : tensor<4x8x16xf32> -> tensor<2x8x16xf32>
+  // CHECK: braid.shard_concat %[[V_X]], %{{.*}} at %{{.*}} dim = 1 shifts = [0, -1] : tensor<4x8x16xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
+  %sc = braid.shard_concat %x, %x at %ix dim = 1 shifts = [0, -1] : tensor<4x8x16xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
   // CHECK: %[[V_2:[a-z0-9_]+]] = braid.reshape %[[V_X]] : tensor<4x8x16xf32> -> tensor<32x16xf32>
   %2 = braid.reshape %x : tensor<4x8x16xf32> -> tensor<32x16xf32>
   // CHECK: %[[V_3:[a-z0-9_]+]] = braid.transpose %[[V_X]] permutation = [1, 0, 2] : tensor<4x8x16xf32> -> tensor<8x4x16xf32>

@@ -101,24 +101,60 @@ def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [Braid_ShardReplicated],
   let opcode = 77;
   let summary = "one rank's piece of a whole tensor";
   let description = [{
-    Piece `index` of `input` cut into `parts` equal pieces along `dim`: what
-    rank `index` of a group holds of a value split along `dim`. A local
-    copy: braid-sequence-parallel cuts a whole value to a rank's tokens with
-    it (`index` is `braid.axis_index`).
+    Piece `(index + shift) mod parts` of `input` cut into `parts` equal
+    pieces along `dim`: with `shift` 0 (the default, not printed), what rank
+    `index` of a group holds of a value split along `dim`. A local copy:
+    braid-sequence-parallel cuts a whole value to a rank's tokens with it
+    (`index` is `braid.axis_index`); braid-collective-matmul takes the piece
+    that a ring step works on (the rank `-shift` behind, cyclically).
 
     ```mlir
     %x = braid.shard_slice %resid, %index dim = 0 parts = 2
         : tensor<1024x768xf32> -> tensor<512x768xf32>
+    %y = braid.shard_slice %grad, %index dim = 0 parts = 4 shift = -1
+        : tensor<1024x768xf32> -> tensor<256x768xf32>
     ```
   }];
   let arguments = (ins Braid_Tensor:$input, Braid_RankIndexTensor:$index,
-                       I64Attr:$dim, I64Attr:$parts);
+                       I64Attr:$dim, I64Attr:$parts,
+                       DefaultValuedAttr<I64Attr, "0">:$shift);
   let results = (outs Braid_Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $index `dim` `=` $dim `parts` `=` $parts attr-dict `:`
-    type($input) `->` type($result)
+    $input `,` $index `dim` `=` $dim `parts` `=` $parts
+    (`shift` `=` $shift^)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+// Per-rank already, as shard_slice: Braid_ShardReplicated.
+def Braid_ShardConcatOp : Braid_ComputeOp<"shard_concat", [InferTypeOpAdaptor,
+    Braid_ShardReplicated]> {
+  let kernelTables = ["cpu_moves_bytes"];
+  let opcode = 78;
+  let summary = "join pieces along one dimension, each at a rank-relative place";
+  let description = [{
+    The inverse of `braid.shard_slice` over all of a value's pieces: the
+    result along `dim` is `n` blocks (`n` the number of `pieces`), and piece
+    `k` fills block `(index + shifts[k]) mod n`. Each rank of a ring holds,
+    after `k` steps, what the rank `k` behind it started with:
+    braid-collective-matmul joins the products of a decomposed all-gather
+    with it (`shifts = [0, -1, ..., 1 - n]`; a bidirectional ring
+    alternates the two directions). The shifts are distinct modulo `n`, so
+    every block is written once.
+
+    ```mlir
+    %y = braid.shard_concat %p0, %p1 at %index dim = 0 shifts = [0, -1]
+        : tensor<512x768xf32>, tensor<512x768xf32> -> tensor<1024x768xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Braid_Tensor>:$pieces,
+                       Braid_RankIndexTensor:$index, I64Attr:$dim,
+                       DenseI64ArrayAttr:$shifts);
+  let results = (outs Braid_Tensor:$result);
+  let assemblyFormat = [{
+    $pieces `at` $index `dim` `=` $dim `shifts` `=` $shifts attr-dict `:`
+    type($pieces) `->` type($result)
+  }];
 }
 
 def Braid_ConcatOp : Braid_ComputeOp<"concat", [InferTypeOpAdaptor]> {

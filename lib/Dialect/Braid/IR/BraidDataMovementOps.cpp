@@ -3,7 +3,7 @@
 //
 // The verifiers and costs of the ops that move data without arithmetic
 // (BraidDataMovementOps.td): reshape, transpose, broadcast, slice,
-// shard_slice, concat, constant and fill.
+// shard_slice, concat, shard_concat, constant and fill.
 //
 //===----------------------------------------------------------------------===//
 
@@ -212,6 +212,46 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 uint64_t ConcatOp::getFlops() { return 0; }
+
+LogicalResult ShardConcatOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> location,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  StringRef op = getOperationName();
+  if (adaptor.getPieces().empty())
+    return inferError(location, op, "needs at least one piece");
+  auto ranked = rankedOperandTypes(location, op, adaptor.getPieces());
+  if (failed(ranked))
+    return failure();
+  RankedTensorType first = ranked->front();
+  for (auto [k, type] : llvm::enumerate(*ranked))
+    if (type != first)
+      return inferError(location, op, "piece #", k, " has type ", type,
+                        ", piece #0 has ", first);
+  int64_t dim = adaptor.getDim();
+  if (dim < 0 || dim >= first.getRank())
+    return inferError(location, op, "dim ", dim, " is out of range for rank ",
+                      first.getRank());
+  ArrayRef<int64_t> shifts = adaptor.getShifts();
+  int64_t n = int64_t(ranked->size());
+  if (int64_t(shifts.size()) != n)
+    return inferError(location, op, "has ", shifts.size(), " shifts for ", n,
+                      " pieces");
+  // Every block written once: the shifts are distinct modulo n.
+  SmallVector<bool> taken(n, false);
+  for (int64_t shift : shifts) {
+    int64_t block = ((shift % n) + n) % n;
+    if (taken[block])
+      return inferError(location, op, "shift ", shift,
+                        " fills a block another shift fills (modulo ", n, ")");
+    taken[block] = true;
+  }
+  SmallVector<int64_t> shape(first.getShape());
+  shape[dim] *= n;
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+uint64_t ShardConcatOp::getFlops() { return 0; }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 uint64_t ConstantOp::getFlops() { return 0; }
