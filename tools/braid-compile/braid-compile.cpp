@@ -2,7 +2,7 @@
 //
 //   braid-compile step.mlir -o step.plan
 //       [--no-overlap | --schedule=braid|ddp|naive|megatron] [--fuse=false]
-//       [--cluster=NAME|FILE.json]
+//       [--cluster=NAME|FILE.json] [--collective-matmul=off|on|auto]
 //       [--comm-streams=N] [--bucket-cap-mb=X|auto]
 //       [--first-bucket-cap-mb=Y] [--emit=plan|mlir] [--report]
 //       [--schedule-report=FILE.json]
@@ -59,6 +59,13 @@ static cl::opt<bool> sequenceParallel(
              "tensor-parallel step (braid-sequence-parallel; default on, "
              "--sequence-parallel=false to compare)"),
     cl::init(true), cl::cat(category));
+static cl::opt<std::string> collectiveMatmul(
+    "collective-matmul",
+    cl::desc("Decompose the all-gathers into matmuls and the matmuls into "
+             "reduce-scatters into ring steps that overlap "
+             "(braid-collective-matmul): off (default), on (every site) or "
+             "auto (where the cost model of --cluster predicts a gain)"),
+    cl::init("off"), cl::cat(category));
 static cl::opt<int64_t> pipelineAxis(
     "pipeline-axis",
     cl::desc("Split the step into pipeline stages, one per coordinate of "
@@ -285,6 +292,14 @@ int main(int argc, char **argv) {
   braid::CompilePipelineOptions compile;
   compile.overlap = !noOverlap;
   compile.sequenceParallel = sequenceParallel;
+  if (collectiveMatmul != "off" && collectiveMatmul != "on" &&
+      collectiveMatmul != "auto") {
+    llvm::errs() << "braid-compile: error: --collective-matmul must be off, "
+                    "on or auto, but is '"
+                 << collectiveMatmul << "'\n";
+    return 1;
+  }
+  compile.collectiveMatmul = collectiveMatmul;
   compile.fuse = fuse;
   // A module that asks to be pipelined (braid.models --pp, braid.export)
   // says how in `braid.pipeline`; the options override it.

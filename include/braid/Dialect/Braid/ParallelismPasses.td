@@ -278,4 +278,75 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::func::FuncOp"> {
   ];
 }
 
+def CollectiveMatmul : Pass<"braid-collective-matmul", "mlir::func::FuncOp"> {
+  let summary = "Decompose an all-gather into a matmul, and a matmul into a reduce-scatter, into ring steps that overlap (collective matmul)";
+  let description = [{
+    The forward of a sequence-parallel layer gathers the tokens before its
+    matmul, and the matmul cannot start before the gather ends; the
+    row-parallel matmul's product is reduce-scattered after it ends. This
+    pass cuts each such pair into `t` ring steps over the collective's group
+    of `t` ranks, each step's product computed while
+    `braid.collective_permute` moves the next piece (Wang et al., ASPLOS'23;
+    XLA's windowed einsum; Transformer Engine's ring exchange):
+
+    - an all-gather read by matmuls: rank `i` multiplies the piece it holds
+      while passing it to rank `i + 1`; after `k` steps it holds rank
+      `i - k`'s piece. Where the gathered dimension is a row (or batch)
+      dimension of the product, the pieces' products are joined by
+      `braid.shard_concat` (`shifts = [0, -1, ...]`); where it is the
+      contracted dimension (a weight gradient over the tokens), each step
+      multiplies by the other operand's matching piece (`braid.shard_slice`
+      with `shift = -k`) and the products are summed.
+    - a matmul whose only reader is a sum reduce-scatter along a row (or
+      batch, or column) dimension of its product: at step `k` rank `i`
+      computes the product for block `i - k - 1` (its operand cut by
+      `braid.shard_slice`, `shift = -k - 1`), adds the partial sum that
+      arrives from rank `i - 1`, and passes it on; after `t` steps it holds
+      the sum of block `i`.
+
+    Every permute sends to the rank one ahead (`offset = 1`). An all-gather
+    with another reader, or a matmul that reads its operands through
+    permutations or slices (braid-fuse-kernels makes them, after this pass),
+    is left as it is. `mode=on` decomposes every site; `mode=auto` only
+    where the cost model of `cluster` predicts the ring faster than the
+    collective followed (or preceded) by the whole matmul: the ring's steps
+    each take the longer of the piece's product and the permute, both slowed
+    by the cluster's contention, plus the joins and sums the ring adds.
+    `report` emits each site's decision as a remark with both predictions.
+    The sums of a ring add the ranks' partial products in another order
+    than the reduce-scatter does, so the results differ from the
+    undecomposed step by rounding only.
+
+    Before (tp 2):
+    ```mlir
+    %g = braid.all_gather %y on @world grid_axes = [1] gather_dim = 0
+        : tensor<32x64xf32> -> tensor<64x64xf32>
+    %fc = braid.matmul %g, %w {transpose_b} : tensor<64x64xf32>, tensor<128x64xf32> -> tensor<64x128xf32>
+    ```
+    After:
+    ```mlir
+    %i = braid.axis_index on @world grid_axes = [1] : tensor<i64>
+    %y1 = braid.collective_permute %y on @world grid_axes = [1] offset = 1
+        : tensor<32x64xf32> -> tensor<32x64xf32>
+    %p0 = braid.matmul %y, %w {transpose_b} : tensor<32x64xf32>, tensor<128x64xf32> -> tensor<32x128xf32>
+    %p1 = braid.matmul %y1, %w {transpose_b} : tensor<32x64xf32>, tensor<128x64xf32> -> tensor<32x128xf32>
+    %fc = braid.shard_concat %p0, %p1 at %i dim = 0 shifts = [0, -1]
+        : tensor<32x128xf32>, tensor<32x128xf32> -> tensor<64x128xf32>
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"on\"",
+           "on: decompose every site; auto: where the cost model predicts a gain">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "The cluster for mode=auto (default: the module's braid.cluster, else h100-8)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Report each site's decision and predicted times as a remark">
+  ];
+  let statistics = [
+    Statistic<"numAllGathers", "all-gathers", "All-gathers decomposed into rings">,
+    Statistic<"numReduceScatters", "reduce-scatters", "Reduce-scatters decomposed into rings">,
+    Statistic<"numKept", "kept", "Sites the cost model kept whole">
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_PARALLELISMPASSES_TD

@@ -109,6 +109,9 @@ struct CompilePipelineOptions {
   /// braid-sequence-parallel after braid-tensor-parallel (a step that is
   /// not tensor-parallel is not changed).
   bool sequenceParallel = true;
+  /// braid-collective-matmul after them: "off", "on" (every site) or "auto"
+  /// (where the cost model of the module's cluster predicts a gain).
+  std::string collectiveMatmul = "off";
   /// braid-fuse-kernels after the parallelism passes.
   bool fuse = true;
   /// braid-pipeline first, when the step is to be split into stages: with

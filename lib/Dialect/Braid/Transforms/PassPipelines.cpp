@@ -96,6 +96,12 @@ void braid::buildCompilePipeline(OpPassManager &pm,
   pm.addPass(createTensorParallel());
   if (options.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createSequenceParallel());
+  if (options.collectiveMatmul != "off") {
+    CollectiveMatmulOptions ring;
+    ring.mode = options.collectiveMatmul;
+    ring.report = options.report;
+    pm.addNestedPass<func::FuncOp>(createCollectiveMatmul(ring));
+  }
   // Canonicalize again, then one op for each repeated computation, on the
   // per-rank program.
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass(canonicalize));
