@@ -6,7 +6,10 @@
 #   - tensor-parallel 2 on 2 ranks (one data-parallel replica);
 #   - data-parallel 2 x tensor-parallel 2 on 4 ranks;
 # each with sequence parallelism (braid-compile's default) and without
-# (--sequence-parallel=false); and one sequence per rank ([1, seq, hidden]:
+# (--sequence-parallel=false), and with collective matmul forced on
+# (--collective-matmul=on: the tensor-parallel collectives cut into ring
+# steps on collective_permute), also at tensor-parallel 4 on 4 ranks; and one
+# sequence per rank ([1, seq, hidden]:
 # sequence parallelism splits the sequence, dimension 1). The plan splits
 # the tied token table by rows (Megatron's vocabulary-parallel embedding and
 # cross-entropy); one case keeps it replicated, and one gives the token
@@ -65,22 +68,25 @@ def main():
     os.makedirs(out, exist_ok=True)
     check = Checker()
 
-    for dp, tp, sp, rows, vocab, pad in ((1, 2, True, 4, True, None), (1, 2, False, 4, True, None),
-                                         (2, 2, True, 4, True, None), (2, 2, False, 4, True, None),
-                                         (1, 2, True, 1, True, None), (2, 2, True, 4, False, None),
-                                         (1, 2, True, 4, True, 37)):
-        what = "dp %d x tp %d%s%s%s%s" % (dp, tp, " sp" if sp else "",
-                                          ", 1 sequence" if rows == 1 else "",
-                                          "" if vocab else ", embedding replicated",
-                                          ", padding_idx %d" % pad if pad is not None else "")
+    for dp, tp, sp, rows, vocab, pad, cm in (
+            (1, 2, True, 4, True, None, False), (1, 2, False, 4, True, None, False),
+            (2, 2, True, 4, True, None, False), (2, 2, False, 4, True, None, False),
+            (1, 2, True, 1, True, None, False), (2, 2, True, 4, False, None, False),
+            (1, 2, True, 4, True, 37, False), (1, 2, True, 4, True, None, True),
+            (1, 4, True, 4, True, None, True), (2, 2, True, 4, True, None, True)):
+        what = "dp %d x tp %d%s%s%s%s%s" % (dp, tp, " sp" if sp else "",
+                                            " cm" if cm else "",
+                                            ", 1 sequence" if rows == 1 else "",
+                                            "" if vocab else ", embedding replicated",
+                                            ", padding_idx %d" % pad if pad is not None else "")
         # padding_idx 37 is a row of the second rank's half of the table
         # (rows 32 to 63): the shard that holds it leaves it out of the
         # embedding's gradient, as torch does (issue 48).
         spec = load_spec(os.path.join(examples, "gpt.py"), data_parallel=dp, batch_size=rows,
                          **({} if pad is None else {"padding_idx": pad}))
         (inputs,), (targets,) = spec["global_batch"]
-        prefix = os.path.join(out, "gpt-dp%d-tp%d%s-b%d%s%s" % (
-            dp, tp, "-sp" if sp else "", rows, "" if vocab else "-novocab",
+        prefix = os.path.join(out, "gpt-dp%d-tp%d%s%s-b%d%s%s" % (
+            dp, tp, "-sp" if sp else "", "-cm" if cm else "", rows, "" if vocab else "-novocab",
             "" if pad is None else "-pad%d" % pad))
         tp_plan = dict(spec["tensor_parallel_plan"])
         if not vocab:
@@ -102,9 +108,17 @@ def main():
                   and (pad is None or "parts = 2 padding_idx = %d" % pad in local),
                   "%s: the vocabulary-parallel embedding, cross-entropy and tied gradient" % what)
         plan = prefix + ".plan"
-        braidtest.compile_step(prefix + ".mlir", plan,
-                               *([] if sp else ["--sequence-parallel=false"]))
-        if sp:
+        flags = ([] if sp else ["--sequence-parallel=false"]) + (
+            ["--collective-matmul=on"] if cm else [])
+        braidtest.compile_step(prefix + ".mlir", plan, *flags)
+        if cm:
+            ir = braidtest.run([braidtest.tool("braid-compile"), prefix + ".mlir", "--emit=mlir",
+                                "--collective-matmul=on", "-o", "-"]).stdout
+            check(ir.count("collective_permute_start") >= 8 * (tp - 1) and
+                  "braid.shard_concat" in ir,
+                  "%s: %d ring steps (collective_permute) in the plan" % (
+                      what, ir.count("collective_permute_start")))
+        elif sp:
             ir = braidtest.run([braidtest.tool("braid-compile"), prefix + ".mlir", "--emit=mlir",
                                 "-o", "-"]).stdout
             dim = "scatter_dim = %d" % (1 if rows == 1 else 0)

@@ -99,3 +99,32 @@ func.func @broadcast_kept(%x: tensor<2x8x16xf32>, %row: tensor<2x16xf32>, %pos: 
   return %a, %b, %p, %c, %d, %e : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>,
       tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<4xf32>
 }
+
+// A rank's own piece of what its group gathered is what it sent: the
+// gather's input, directly or through a reshape whose blocks are the pieces
+// (sequence parallelism's gather before a flattening reshape, cut again for
+// a per-token op); the gather goes when nothing else reads it. Another
+// rank's piece (a shift), another dimension, or another group's index
+// keep it.
+// CHECK-LABEL: func.func @own_piece
+// CHECK-NEXT: %[[I:.*]] = braid.axis_index on @world grid_axes = [1]
+// CHECK-NEXT: %[[G:.*]] = braid.all_gather %arg0 {{.*}} gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[R:.*]] = braid.reshape %arg1 : tensor<4x8xf32> -> tensor<1x4x8xf32>
+// CHECK-NEXT: %[[S:.*]] = braid.shard_slice %[[G]], %[[I]] dim = 0 parts = 2 shift = 1
+// CHECK-NEXT: %[[J:.*]] = braid.axis_index on @world grid_axes = [0]
+// CHECK-NEXT: %[[T:.*]] = braid.shard_slice %[[G]], %[[J]] dim = 0 parts = 2 :
+// CHECK-NEXT: return %arg0, %[[R]], %[[S]], %[[T]]
+shard.grid @world(shape = 2x2)
+func.func @own_piece(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<1x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %i = braid.axis_index on @world grid_axes = [1] : tensor<i64>
+  %g = braid.all_gather %x on @world grid_axes = [1] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+  %own = braid.shard_slice %g, %i dim = 0 parts = 2 : tensor<8x8xf32> -> tensor<4x8xf32>
+  %h = braid.all_gather %y on @world grid_axes = [1] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+  %f = braid.reshape %h : tensor<8x8xf32> -> tensor<1x8x8xf32>
+  %ownf = braid.shard_slice %f, %i dim = 1 parts = 2 : tensor<1x8x8xf32> -> tensor<1x4x8xf32>
+  %next = braid.shard_slice %g, %i dim = 0 parts = 2 shift = 1 : tensor<8x8xf32> -> tensor<4x8xf32>
+  %j = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+  %other = braid.shard_slice %g, %j dim = 0 parts = 2 : tensor<8x8xf32> -> tensor<4x8xf32>
+  return %own, %ownf, %next, %other : tensor<4x8xf32>, tensor<1x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -43,27 +43,20 @@ func.func @gather_sequence(%x: tensor<1x4x8xf32>, %w: tensor<16x8xf32>) -> tenso
 // -----
 
 // The backward: the gathered gradient of a row-parallel layer's output is
-// read by its input gradient (rows: joined), its weight gradient (the
-// tokens contracted: each piece times the matching rows of the saved
-// input, the products summed) and its bias gradient (a sum over the
-// tokens: the pieces' sums summed). The weight gradient's saved input is
-// defined after the gather, so its steps are made where it is, on the
-// pieces the ring has brought.
+// read by its input gradient (rows: a product per piece, joined), and by
+// its weight gradient (the tokens contracted) and bias gradient (a sum over
+// the tokens): those read the pieces joined once, after the ring (t
+// products summed would add t - 1 sums of the whole weight gradient).
 // CHECK-LABEL: func.func @backward
 // CHECK-NEXT: %[[I:.*]] = braid.axis_index
 // CHECK-NEXT: %[[G1:.*]] = braid.collective_permute %arg0 {{.*}} offset = 1
 // CHECK-NEXT: %[[DX0:.*]] = braid.matmul %arg0, %arg1 : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[DB0:.*]] = braid.reduce_sum %arg0 dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
 // CHECK-NEXT: %[[DX1:.*]] = braid.matmul %[[G1]], %arg1
-// CHECK-NEXT: %[[DB1:.*]] = braid.reduce_sum %[[G1]] dims = [0]
 // CHECK-NEXT: %[[DX:.*]] = braid.shard_concat %[[DX0]], %[[DX1]] at %[[I]] dim = 0 shifts = [0, -1]
-// CHECK-NEXT: %[[DB:.*]] = braid.add %[[DB0]], %[[DB1]] : tensor<8xf32>
+// CHECK-NEXT: %[[G:.*]] = braid.shard_concat %arg0, %[[G1]] at %[[I]] dim = 0 shifts = [0, -1] : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[DB:.*]] = braid.reduce_sum %[[G]] dims = [0]
 // CHECK-NEXT: %[[H:.*]] = braid.relu %arg2
-// CHECK-NEXT: %[[H0:.*]] = braid.shard_slice %[[H]], %[[I]] dim = 0 parts = 2 : tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[DW0:.*]] = braid.matmul %arg0, %[[H0]] {transpose_a} : tensor<4x8xf32>, tensor<4x16xf32> -> tensor<8x16xf32>
-// CHECK-NEXT: %[[H1:.*]] = braid.shard_slice %[[H]], %[[I]] dim = 0 parts = 2 shift = -1
-// CHECK-NEXT: %[[DW1:.*]] = braid.matmul %[[G1]], %[[H1]] {transpose_a}
-// CHECK-NEXT: %[[DW:.*]] = braid.add %[[DW0]], %[[DW1]] : tensor<8x16xf32>
+// CHECK-NEXT: %[[DW:.*]] = braid.matmul %[[G]], %[[H]] {transpose_a}
 // CHECK-NEXT: return %[[DX]], %[[DW]], %[[DB]]
 shard.grid @world(shape = 1x2)
 func.func @backward(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>, %a: tensor<8x16xf32>)
@@ -132,6 +125,32 @@ func.func @scatter_sum(%h: tensor<8x16xf32>, %w: tensor<8x16xf32>, %e: tensor<8x
 
 // -----
 
+// The exporter flattens [batch, seq, hidden] to [tokens, hidden] around its
+// matmuls: a gather whose one reader is such a reshape gathers the pieces
+// reshaped (the blocks are the same), and a reduce-scatter of one scatters
+// before it; the rings then find their matmuls.
+// CHECK-LABEL: func.func @reshapes
+// CHECK: %[[X:.*]] = braid.reshape %arg0 : tensor<2x4x8xf32> -> tensor<8x8xf32>
+// CHECK: braid.collective_permute %[[X]] {{.*}} : tensor<8x8xf32> -> tensor<8x8xf32>
+// CHECK: %[[Y:.*]] = braid.shard_concat {{.*}} -> tensor<16x16xf32>
+// CHECK: braid.shard_slice %[[Y]], %{{.*}} dim = 0 parts = 2 shift = -1 : tensor<16x16xf32> -> tensor<8x16xf32>
+// CHECK: %[[S:.*]] = braid.add
+// CHECK-NEXT: %[[R:.*]] = braid.reshape %[[S]] : tensor<8x8xf32> -> tensor<2x4x8xf32>
+// CHECK-NEXT: return %[[R]]
+// CHECK-NOT: braid.all_gather
+shard.grid @world(shape = 1x2)
+func.func @reshapes(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %v: tensor<8x16xf32>) -> tensor<2x4x8xf32> {
+  %g = braid.all_gather %x on @world grid_axes = [1] gather_dim = 0 : tensor<2x4x8xf32> -> tensor<4x4x8xf32>
+  %f = braid.reshape %g : tensor<4x4x8xf32> -> tensor<16x8xf32>
+  %y = braid.matmul %f, %w {transpose_b} : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x16xf32>
+  %p = braid.matmul %y, %v {transpose_b} : tensor<16x16xf32>, tensor<8x16xf32> -> tensor<16x8xf32>
+  %b = braid.reshape %p : tensor<16x8xf32> -> tensor<4x4x8xf32>
+  %r = braid.reduce_scatter %b on @world grid_axes = [1] reduction = sum scatter_dim = 0 : tensor<4x4x8xf32> -> tensor<2x4x8xf32>
+  return %r : tensor<2x4x8xf32>
+}
+
+// -----
+
 // Scattered along the product's columns: the weight's rows are cut.
 // CHECK-LABEL: func.func @scatter_columns
 // CHECK: braid.shard_slice %arg1, %{{.*}} dim = 0 parts = 2 shift = -1 : tensor<8x16xf32> -> tensor<4x16xf32>
@@ -146,12 +165,13 @@ func.func @scatter_columns(%h: tensor<8x16xf32>, %w: tensor<8x16xf32>) -> tensor
 
 // -----
 
-// Declined sites stay as they are: an all-gather with a reader that is no
-// matmul, a product read by more than the reduce-scatter, an average, a
+// Declined sites stay as they are: an all-gather no matmul multiplies
+// along a dimension of its product (here a relu and a weight gradient
+// read it), a product read by more than the reduce-scatter, an average, a
 // gradient's reduce-scatter (a sharded optimizer's), and a group of one.
 // CHECK-LABEL: func.func @declined
 // CHECK-NOT: collective_permute
-// CHECK: braid.all_gather
+// CHECK: braid.all_gather %arg0 on @world grid_axes = [1]
 // CHECK: braid.reduce_scatter {{.*}} reduction = sum scatter_dim = 0
 // CHECK: braid.reduce_scatter {{.*}} reduction = avg
 // CHECK: braid.reduce_scatter {{.*}} grad_of = ["v"]
@@ -162,7 +182,7 @@ func.func @declined(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %h: tensor<8x16xf
                     %v: tensor<8x8xf32> {braid.role = #braid.role<parameter "v">})
     -> (tensor<8x16xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<4x16xf32>) {
   %g = braid.all_gather %x on @world grid_axes = [1] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
-  %y = braid.matmul %g, %w {transpose_b} : tensor<8x8xf32>, tensor<16x8xf32> -> tensor<8x16xf32>
+  %y = braid.matmul %g, %h {transpose_a} : tensor<8x8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
   %z = braid.relu %g : tensor<8x8xf32>
   %p = braid.matmul %h, %w : tensor<8x16xf32>, tensor<16x8xf32> -> tensor<8x8xf32>
   %r = braid.reduce_scatter %p on @world grid_axes = [1] reduction = sum scatter_dim = 0 : tensor<8x8xf32> -> tensor<4x8xf32>

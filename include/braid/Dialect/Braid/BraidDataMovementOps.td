@@ -124,6 +124,10 @@ def Braid_ShardSliceOp : Braid_ComputeOp<"shard_slice", [Braid_ShardReplicated],
     (`shift` `=` $shift^)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+  // The rank's own piece of what its group gathered along `dim` is what it
+  // sent: the gather's input (no copy, and the gather goes if nothing else
+  // reads it).
+  let hasCanonicalizeMethod = 1;
 }
 
 // Per-rank already, as shard_slice: Braid_ShardReplicated.

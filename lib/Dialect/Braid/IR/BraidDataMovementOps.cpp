@@ -10,6 +10,7 @@
 #include "VerifierUtils.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace braid;
@@ -36,6 +37,47 @@ LogicalResult ShardSliceOp::verify() {
   return verifyShape(*this, "result", getResult(), expected);
 }
 
+/// The first dimension of `shape` whose size is not 1, or -1.
+static int64_t outerDim(ArrayRef<int64_t> shape) {
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (size != 1)
+      return int64_t(d);
+  return -1;
+}
+
+LogicalResult ShardSliceOp::canonicalize(ShardSliceOp op,
+                                         PatternRewriter &rewriter) {
+  // Through a reshape whose blocks are the gathered pieces (both the
+  // outermost dimension): [batch, seq, hidden] gathered, cut as [tokens,
+  // hidden].
+  auto reshape = op.getInput().getDefiningOp<ReshapeOp>();
+  Value gathered = reshape ? reshape.getInput() : op.getInput();
+  auto gather = gathered.getDefiningOp<AllGatherOp>();
+  auto index = op.getIndex().getDefiningOp<AxisIndexOp>();
+  if (!gather || !index || op.getShift() != 0 ||
+      gather.getGridAttr() != index.getGridAttr() ||
+      gather.getGridAxes() != index.getGridAxes())
+    return failure();
+  int64_t dim = gather.getGatherDim();
+  // The group's size is the gathered dimension's growth.
+  int64_t size = tensorType(gather.getInput()).getDimSize(dim);
+  if (size * int64_t(op.getParts()) != gather.getType().getDimSize(dim))
+    return failure();
+  if (reshape ? outerDim(gather.getType().getShape()) != dim ||
+                    outerDim(reshape.getType().getShape()) != op.getDim()
+              : dim != int64_t(op.getDim()))
+    return failure();
+  Value piece = gather.getInput();
+  if (piece.getType() != op.getType())
+    piece = ReshapeOp::create(rewriter, op.getLoc(), op.getType(), piece);
+  rewriter.replaceOp(op, piece);
+  // Every rank of the group drops it alike: the same program.
+  if (reshape && reshape->use_empty())
+    rewriter.eraseOp(reshape);
+  if (gather->use_empty())
+    rewriter.eraseOp(gather);
+  return success();
+}
 uint64_t ShardSliceOp::getFlops() { return 0; }
 uint64_t ShardSliceOp::getBytesRead() {
   // Only the piece is read.

@@ -218,9 +218,13 @@ int64_t resultDimOf(MatmulOp mm, unsigned operand, Role role, int64_t dim) {
                              : rank - 1;
 }
 
-/// An all-gather whose readers are all matmuls becomes a ring: rank `i`
-/// multiplies the piece it holds while passing it on, and holds rank
-/// `i - k`'s piece after `k` steps.
+/// An all-gather read by a matmul along a row (or batch, or column)
+/// dimension of its product becomes a ring: rank `i` multiplies the piece
+/// it holds while passing it on, and holds rank `i - k`'s piece after `k`
+/// steps; the products are joined. The gather's other readers (a weight
+/// gradient contracting the tokens, a bias gradient's sum, a reader further
+/// on) read the pieces joined once the ring has run: one copy, where t
+/// products summed would add t - 1 sums of the whole result.
 struct AllGatherRing : OpRewritePattern<AllGatherOp> {
   AllGatherRing(MLIRContext *ctx, Context &context)
       : OpRewritePattern(ctx), context(context) {}
@@ -229,59 +233,52 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
                                 PatternRewriter &rewriter) const override {
     int64_t t = groupSize(gather);
     int64_t dim = gather.getGatherDim();
-    if (t < 2 || gather->use_empty())
+    if (t < 2)
       return failure();
-    // A matmul, or a sum over the gathered dimension (a bias gradient over
-    // the tokens): each reads the pieces as they come.
-    struct Reader {
-      Operation *op;
-      MatmulOp mm; // Null for a sum.
+    // The matmuls that multiply the pieces as they come: the gathered
+    // dimension is one of their product's, and their other operand is
+    // ready at the gather.
+    struct Stepped {
+      MatmulOp mm;
       unsigned operand;
       Role role;
     };
-    SmallVector<Reader> readers;
+    SmallVector<Stepped> stepped;
+    SmallVector<Operation *> others;
+    DominanceInfo dominance;
     for (Operation *user : gather->getUsers()) {
-      if (llvm::any_of(readers, [&](const Reader &r) { return r.op == user; }))
+      if (llvm::is_contained(others, user) ||
+          llvm::any_of(stepped, [&](const Stepped &s) { return s.mm == user; }))
         continue;
-      if (auto sum = dyn_cast<ReduceSumOp>(user);
-          sum && llvm::is_contained(sum.getDims(), dim)) {
-        readers.push_back({sum, MatmulOp(), 0, Role::K});
-        continue;
-      }
       auto mm = dyn_cast<MatmulOp>(user);
       auto found =
           mm ? gatheredOperand(mm, gather.getResult(), dim) : std::nullopt;
-      if (!found)
-        return rewriter.notifyMatchFailure(
-            gather, "a reader is neither a matmul nor a sum over the pieces");
-      readers.push_back({mm, mm, found->first, found->second});
+      if (found && found->second != Role::K &&
+          dominance.properlyDominates(mm->getOperand(1 - found->first), gather))
+        stepped.push_back({mm, found->first, found->second});
+      else
+        others.push_back(user);
     }
-
+    if (stepped.empty())
+      return rewriter.notifyMatchFailure(gather, "no matmul to overlap");
     // In program order (a value's users are listed last first).
-    if (llvm::all_of(readers, [&](const Reader &r) {
-          return r.op->getBlock() == gather->getBlock();
-        }))
-      llvm::sort(readers, [](const Reader &a, const Reader &b) {
-        return a.op->isBeforeInBlock(b.op);
-      });
+    auto before = [](Operation *a, Operation *b) {
+      return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+    };
+    llvm::stable_sort(stepped,
+                      [&](Stepped a, Stepped b) { return before(a.mm, b.mm); });
+    llvm::stable_sort(others, before);
 
     Decision d;
     if (context.automatic) {
       double whole = 0, piece = 0, extra = 0;
-      for (Reader &r : readers) {
-        double alone = getOpSeconds(r.op, *context.cluster);
-        uint64_t result = bytesOf(r.op->getResult(0).getType());
-        whole += alone;
-        piece += r.mm ? context.pieceSeconds(r.mm, r.role, t) : alone / t;
-        // A join of the pieces' products, or t - 1 sums of them (and a
-        // matmul's other operand cut into t slices).
-        extra += r.role != Role::K
-                     ? context.moveSeconds(result)
-                     : double(t - 1) * context.moveSeconds(result);
-        if (r.mm && r.role == Role::K)
-          extra += context.moveSeconds(
-              bytesOf(r.mm->getOperand(1 - r.operand).getType()));
+      for (Stepped &s : stepped) {
+        whole += getOpSeconds(s.mm, *context.cluster);
+        piece += context.pieceSeconds(s.mm, s.role, t);
+        extra += context.moveSeconds(bytesOf(s.mm.getType()));
       }
+      if (!others.empty())
+        extra += context.moveSeconds(bytesOf(gather.getType()));
       d = context.decide(gather, whole, piece,
                          bytesOf(gather.getInput().getType()), extra, t);
     }
@@ -294,63 +291,38 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
     Value index = AxisIndexOp::create(
         rewriter, loc, RankedTensorType::get({}, rewriter.getI64Type()),
         gather.getGridAttr(), gather.getGridAxesAttr());
-    // Piece k: what rank i - k started with, passed on while the readers
-    // whose other operand is ready at the gather multiply it. A reader
-    // further on (a weight gradient in the backward) multiplies the pieces
-    // where it is: the ring has already run.
-    DominanceInfo dominance;
-    auto ready = [&](const Reader &r) {
-      return !r.mm || dominance.properlyDominates(
-                          r.mm->getOperand(1 - r.operand), gather);
-    };
+    // Piece k: what rank i - k started with, passed on while the stepped
+    // matmuls multiply it.
+    SmallVector<int64_t> shifts;
     SmallVector<Value> pieces{gather.getInput()};
-    SmallVector<SmallVector<Value>> products(readers.size());
-    auto step = [&](const Reader &r, int64_t k) -> Value {
-      if (!r.mm)
-        return ReduceSumOp::create(rewriter, loc, ValueRange{pieces[k]},
-                                   r.op->getAttrs())
-            .getResult();
-      SmallVector<Value, 2> operands(r.mm->getOperands());
-      operands[r.operand] = pieces[k];
-      if (r.role == Role::K) {
-        // The other operand's piece along the contracted dimension.
-        unsigned other = 1 - r.operand;
-        int64_t otherDim = operandDim(r.mm, other, Role::K, 0);
-        operands[other] = ShardSliceOp::create(
-            rewriter, loc, pieceType(operands[other].getType(), otherDim, t),
-            operands[other], index, otherDim, t, -k);
-      }
-      return MatmulOp::create(rewriter, loc, operands, r.mm->getAttrs())
-          .getResult();
-    };
+    SmallVector<SmallVector<Value>> products(stepped.size());
     for (int64_t k = 0; k < t; ++k) {
+      shifts.push_back(-k);
       if (k + 1 < t)
         pieces.push_back(CollectivePermuteOp::create(
             rewriter, loc, pieces[k].getType(), pieces[k], gather.getGridAttr(),
             gather.getGridAxesAttr(), ringOffset(rewriter)));
-      for (auto [r, reader] : llvm::enumerate(readers))
-        if (ready(reader))
-          products[r].push_back(step(reader, k));
-    }
-    for (auto [r, reader] : llvm::enumerate(readers)) {
-      rewriter.setInsertionPoint(reader.op);
-      if (!ready(reader))
-        for (int64_t k = 0; k < t; ++k)
-          products[r].push_back(step(reader, k));
-      Value result;
-      if (reader.role == Role::K) {
-        result = products[r].front();
-        for (Value p : ArrayRef(products[r]).drop_front())
-          result = AddOp::create(rewriter, loc, result, p);
-      } else {
-        SmallVector<int64_t> shifts;
-        for (int64_t k = 0; k < t; ++k)
-          shifts.push_back(-k);
-        result = ShardConcatOp::create(
-            rewriter, loc, products[r], index,
-            resultDimOf(reader.mm, reader.operand, reader.role, dim), shifts);
+      for (auto [i, s] : llvm::enumerate(stepped)) {
+        SmallVector<Value, 2> operands(s.mm->getOperands());
+        operands[s.operand] = pieces[k];
+        products[i].push_back(
+            MatmulOp::create(rewriter, loc, operands, s.mm->getAttrs()));
       }
-      rewriter.replaceOp(reader.op, result);
+    }
+    for (auto [i, s] : llvm::enumerate(stepped)) {
+      rewriter.setInsertionPoint(s.mm);
+      rewriter.replaceOp(
+          s.mm, ShardConcatOp::create(rewriter, loc, products[i], index,
+                                      resultDimOf(s.mm, s.operand, s.role, dim),
+                                      shifts));
+    }
+    if (!others.empty()) {
+      // Joined where first read, to keep the whole value's life short.
+      if (others.front()->getBlock() == gather->getBlock())
+        rewriter.setInsertionPoint(others.front());
+      Value joined =
+          ShardConcatOp::create(rewriter, loc, pieces, index, dim, shifts);
+      rewriter.replaceAllUsesWith(gather.getResult(), joined);
     }
     rewriter.eraseOp(gather);
     ++context.allGathers;
@@ -358,6 +330,76 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
   }
 
   Context &context;
+};
+
+/// The first dimension of `shape` whose size is not 1, or -1.
+int64_t outerDim(ArrayRef<int64_t> shape) {
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (size != 1)
+      return int64_t(d);
+  return -1;
+}
+
+/// A reshape of an all-gather's result, its one reader, becomes the gather
+/// of the pieces reshaped where the pieces are the reshaped value's blocks
+/// (the gathered dimension the outermost, and the reshape's outermost
+/// dividing by the group): the exporter flattens [batch, seq, hidden] to
+/// [tokens, hidden] before a matmul, and the ring then finds the matmul
+/// behind the gather. The bytes sent are the same.
+struct GatherBeforeReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp reshape,
+                                PatternRewriter &rewriter) const override {
+    auto gather = reshape.getInput().getDefiningOp<AllGatherOp>();
+    if (!gather || !gather->hasOneUse())
+      return failure();
+    int64_t t = groupSize(gather);
+    auto to = cast<RankedTensorType>(reshape.getType());
+    int64_t dim = outerDim(to.getShape());
+    if (t < 2 || dim < 0 || to.getDimSize(dim) % t ||
+        outerDim(gather.getType().getShape()) != int64_t(gather.getGatherDim()))
+      return failure();
+    Value piece = ReshapeOp::create(rewriter, reshape.getLoc(),
+                                    pieceType(to, dim, t), gather.getInput());
+    rewriter.replaceOpWithNewOp<AllGatherOp>(
+        reshape, to, piece, gather.getGridAttr(), gather.getGridAxesAttr(),
+        rewriter.getI64IntegerAttr(dim));
+    rewriter.eraseOp(gather);
+    return success();
+  }
+};
+
+/// A reduce-scatter of a reshape, its one reader, becomes the reshape of
+/// the reduce-scatter of the reshape's input, where the blocks are the
+/// same (the scattered dimension the outermost on both sides): the ring
+/// then finds the matmul behind the reshape.
+struct ScatterBeforeReshape : OpRewritePattern<ReduceScatterOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReduceScatterOp scatter,
+                                PatternRewriter &rewriter) const override {
+    auto reshape = scatter.getInput().getDefiningOp<ReshapeOp>();
+    if (!reshape || !reshape->hasOneUse())
+      return failure();
+    int64_t t = groupSize(scatter);
+    auto from = cast<RankedTensorType>(reshape.getInput().getType());
+    int64_t dim = outerDim(from.getShape());
+    if (t < 2 || dim < 0 || from.getDimSize(dim) % t ||
+        outerDim(reshape.getType().getShape()) !=
+            int64_t(scatter.getScatterDim()))
+      return failure();
+    Value scattered = ReduceScatterOp::create(
+        rewriter, scatter.getLoc(), pieceType(from, dim, t), reshape.getInput(),
+        scatter.getGridAttr(), scatter.getGridAxesAttr(),
+        scatter.getReductionAttr(), rewriter.getI64IntegerAttr(dim),
+        scatter.getGradOfAttr(), scatter.getBucketIndexAttr(),
+        scatter.getBucketBytesAttr());
+    rewriter.replaceOpWithNewOp<ReshapeOp>(scatter, scatter.getType(),
+                                           scattered);
+    rewriter.eraseOp(reshape);
+    return success();
+  }
 };
 
 /// A matmul whose one reader is a sum reduce-scatter becomes a ring: at
@@ -485,9 +527,10 @@ void CollectiveMatmulPass::runOnOperation() {
   }
   RewritePatternSet patterns(&getContext());
   patterns.add<AllGatherRing, ReduceScatterRing>(&getContext(), context);
+  patterns.add<GatherBeforeReshape, ScatterBeforeReshape>(&getContext());
   // The sites as written, no folding: the rewrite changes nothing else.
   GreedyRewriteConfig config;
-  config.setStrictness(GreedyRewriteStrictness::ExistingOps)
+  config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps)
       .enableFolding(false)
       .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
   if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
