@@ -5,22 +5,36 @@ Megatron-style baseline on simulated clusters.
 For each case, generates the global training step with Megatron's layout
 (python3 -m braid.models PRESET --tp 8 --vocab-parallel, bf16: the token
 table and lm head split by vocabulary too), lets braid-compile partition
-it (braid-tensor-parallel) and schedule it two ways for the cluster:
-  megatron  --schedule=megatron  the tensor-parallel all-reduces synchronous
-                                 on the compute stream, the data-parallel
-                                 gradients in DDP's buckets (25 MiB, 1 MiB
-                                 first), optimizer after every wait
-  braid     (the default)        every collective started as early and
-                                 waited as late as dependencies allow,
-                                 buckets sized by the cost model
-  braid+sp  (braid-compile's        the same with braid-sequence-parallel:
-             default)              reduce-scatters and all-gathers around the
-                                   per-token ops, which run on 1/t of the
-                                   tokens
+it (braid-tensor-parallel) and schedule it five ways for the cluster:
+  megatron        --schedule=megatron    the tensor-parallel all-reduces
+                  --sequence-parallel=false  synchronous on the compute
+                                         stream, the data-parallel gradients
+                                         in DDP's buckets (25 MiB, 1 MiB
+                                         first), optimizer after every wait
+  megatron-async  --schedule=megatron-async  Megatron-LM with sequence
+                                         parallelism as it ships: the
+                                         forward's reduce-scatters and
+                                         all-gathers synchronous, the
+                                         backward's overlapping its matmuls,
+                                         DDP's buckets
+  braid           --sequence-parallel=false  every collective started as
+                                         early and waited as late as
+                                         dependencies allow, buckets sized
+                                         by the cost model
+  braid+sp        (braid-compile's default)  the same with
+                                         braid-sequence-parallel
+  braid+sp+cm     --collective-matmul=auto  the same with
+                                         braid-collective-matmul: each
+                                         all-gather into a matmul and matmul
+                                         into a reduce-scatter the cost
+                                         model predicts faster as a ring
+                                         becomes one
 simulates each with braid-run --backend=sim, and prints a markdown table:
-step time, exposed communication, the memory plan's peak per rank, and
-braid's speedup. Exits 1 if braid (without sequence parallelism) is slower
-than the baseline on a row, or sequence parallelism does not lower the peak.
+step time, exposed communication, the memory plan's peak per rank, the
+collective-matmul sites decomposed of those considered, and the speedups.
+Exits 1 if braid (without sequence parallelism) is slower than the
+baseline on a row, sequence parallelism does not lower the peak, or
+braid+sp+cm is slower than braid+sp or raises its peak.
 
 usage: /usr/bin/python3 utils/bench-tensor-parallel.py [--quick] [--keep DIR]
 """
@@ -44,7 +58,10 @@ CASES = [
 ]
 TP = 8
 SCHEDULES = [("megatron", ["--schedule=megatron", "--sequence-parallel=false"]),
-             ("braid", ["--sequence-parallel=false"]), ("braid+sp", [])]
+             ("megatron-async", ["--schedule=megatron-async"]),
+             ("braid", ["--sequence-parallel=false"]), ("braid+sp", []),
+             ("braid+sp+cm", ["--collective-matmul=auto", "--report"])]
+NAMES = [name for name, _ in SCHEDULES]
 
 
 def case(model, cluster, dp, options, work, layers=None, cost_model="v2"):
@@ -64,25 +81,28 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="braid-bench-tp-")
     os.makedirs(work, exist_ok=True)
 
-    print("| model | cluster | dp x tp | compute ms | step ms megatron / braid / braid+sp "
-          "| exposed comm ms megatron / braid / braid+sp "
-          "| peak GiB/rank megatron / braid / braid+sp | braid vs megatron | braid+sp vs megatron |")
-    print("|---|---|---|---:|---|---|---|---:|---:|")
+    names = " / ".join(NAMES)
+    print("| model | cluster | dp x tp | compute ms | step ms %s | exposed comm ms %s "
+          "| peak GiB/rank %s | cm sites decomposed | braid vs megatron "
+          "| braid+sp+cm vs megatron | braid+sp+cm vs megatron-async |" % (names, names, names))
+    print("|---|---|---|---:|---|---|---|---:|---:|---:|---:|")
     failures = []
     start = time.time()
     for model, cluster, dp, options in CASES:
         r = case(model, cluster, dp, options, work, layers=2 if args.quick else None,
                  cost_model=args.cost_model)
-        m, b, p = r["megatron"], r["braid"], r["braid+sp"]
+        m, ma, b, p, c = (r[name] for name in NAMES)
         ms = lambda x: "%.3f" % (x * 1e3)  # noqa: E731
-        gib = benchlib.peak_gib
-        print("| %s | %s | %d x %d | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s | %.4fx "
-              "| %.4fx |" % (
-                  model, cluster, dp, TP, ms(b["compute_time"]),
-                  ms(m["step_time"]), ms(b["step_time"]), ms(p["step_time"]),
-                  ms(m["exposed_comm"]), ms(b["exposed_comm"]), ms(p["exposed_comm"]),
-                  gib(m), gib(b), gib(p), m["step_time"] / b["step_time"],
-                  m["step_time"] / p["step_time"]))
+        every = lambda f: " / ".join(f(r[name]) for name in NAMES)  # noqa: E731
+        remarks = [line for line in c["compile_stderr"].splitlines()
+                   if "remark: collective matmul:" in line]
+        decomposed = sum("decomposed" in line for line in remarks)
+        print("| %s | %s | %d x %d | %s | %s | %s | %s | %d of %d | %.4fx | %.4fx | %.4fx |" % (
+            model, cluster, dp, TP, ms(b["compute_time"]),
+            every(lambda x: ms(x["step_time"])), every(lambda x: ms(x["exposed_comm"])),
+            every(benchlib.peak_gib), decomposed, len(remarks),
+            m["step_time"] / b["step_time"], m["step_time"] / c["step_time"],
+            ma["step_time"] / c["step_time"]))
         sys.stdout.flush()
         if b["step_time"] > m["step_time"] * (1 + 1e-9):
             failures.append("%s on %s: braid %.6f ms slower than megatron %.6f ms" % (
@@ -90,9 +110,16 @@ def main():
         if p["peak_memory_bytes"] >= b["peak_memory_bytes"]:
             failures.append("%s on %s: sequence parallelism does not lower the peak (%d >= %d)"
                             % (model, cluster, p["peak_memory_bytes"], b["peak_memory_bytes"]))
+        if c["step_time"] > p["step_time"] * (1 + 1e-9) or \
+                c["peak_memory_bytes"] > p["peak_memory_bytes"]:
+            failures.append("%s on %s: collective matmul slower or larger than braid+sp "
+                            "(%.6f vs %.6f ms, %d vs %d bytes)" % (
+                                model, cluster, c["step_time"] * 1e3, p["step_time"] * 1e3,
+                                c["peak_memory_bytes"], p["peak_memory_bytes"]))
     print()
     print("%d cases, %.0f s. Claims: braid >= the Megatron-style baseline on every row, "
-          "sequence parallelism lowers the peak: %s" % (
+          "sequence parallelism lowers the peak, collective matmul (auto) neither slows "
+          "braid+sp nor raises its peak: %s" % (
         len(CASES), time.time() - start, "holds" if not failures else "FAIL"))
     for f in failures:
         print("FAIL " + f)

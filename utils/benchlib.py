@@ -55,18 +55,21 @@ def cluster_for(cluster, model):
 def simulate(mlir, cluster, schedules, who, model="v2"):
     """Compiles `mlir` for `cluster` once per (name, braid-compile flags) of
     `schedules`, simulates each with braid-run --backend=sim, and returns
-    their reports by name. `model`: the cost model (add_cost_model_option)."""
+    their reports by name, each with braid-compile's stderr
+    (`compile_stderr`). `model`: the cost model (add_cost_model_option)."""
     reports = {}
     cluster = cluster_for(cluster, model)
     for name, flags in schedules:
         plan = mlir.replace(".mlir", "-%s.plan" % name)
-        run([os.path.join(BIN, "braid-compile"), mlir, "--cluster=" + cluster, *flags, "-o", plan],
-            who)
+        compiled = run([os.path.join(BIN, "braid-compile"), mlir, "--cluster=" + cluster, *flags,
+                        "-o", plan], who)
         report = plan + ".json"
         run([os.path.join(BIN, "braid-run"), "--backend=sim", "--cluster=" + cluster, plan,
              "--report", report], who)
         with open(report) as f:
             reports[name] = json.load(f)
+        # What the passes said (their remarks, with --report).
+        reports[name]["compile_stderr"] = compiled.stderr
     return reports
 
 

@@ -1,7 +1,8 @@
 //===- braid-compile.cpp - one-shot driver: step IR to plan -----*- C++ -*-===//
 //
 //   braid-compile step.mlir -o step.plan
-//       [--no-overlap | --schedule=braid|ddp|naive|megatron] [--fuse=false]
+//       [--no-overlap | --schedule=braid|ddp|naive|megatron|megatron-async]
+//       [--fuse=false]
 //       [--cluster=NAME|FILE.json] [--collective-matmul=off|on|auto]
 //       [--comm-streams=N] [--bucket-cap-mb=X|auto]
 //       [--first-bucket-cap-mb=Y] [--emit=plan|mlir] [--report]
@@ -131,7 +132,11 @@ static cl::opt<braid::OverlapSchedule> schedule(
                    "one all-reduce after the backward"),
         clEnumValN(braid::OverlapSchedule::Megatron, "megatron",
                    "ddp's for the gradients, the tensor-parallel collectives "
-                   "synchronous on the compute stream (Megatron-LM)")),
+                   "synchronous on the compute stream (Megatron-LM)"),
+        clEnumValN(braid::OverlapSchedule::MegatronAsync, "megatron-async",
+                   "megatron's with the backward's tensor-parallel "
+                   "collectives overlapping its matmuls (Megatron-LM with "
+                   "sequence parallelism as it ships)")),
     cl::cat(category));
 static cl::opt<double>
     firstBucketCapMb("first-bucket-cap-mb",
@@ -280,7 +285,8 @@ int main(int argc, char **argv) {
   overlap.firstBucketCapMb = firstBucketCapMb;
   overlap.report = report;
   if ((schedule == braid::OverlapSchedule::Ddp ||
-       schedule == braid::OverlapSchedule::Megatron) &&
+       schedule == braid::OverlapSchedule::Megatron ||
+       schedule == braid::OverlapSchedule::MegatronAsync) &&
       bucketCapMb.getNumOccurrences() == 0) {
     // DDP's own bucket cap, unless given (Megatron's gradients go through
     // DDP too).

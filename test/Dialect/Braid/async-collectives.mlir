@@ -106,3 +106,32 @@ func.func @gradients_only(%g: tensor<64xf32> {braid.role = #braid.role<parameter
   %r = braid.all_reduce %g on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<64xf32>
   return %r, %t : tensor<64xf32>, tensor<64xf32>
 }
+
+// forward-sync (the megatron-async baseline, Megatron-LM's asynchronous
+// tensor-parallel backward): a collective without grad_of before the op
+// that computes the loss stays synchronous; one after it is split, as are
+// the gradients'. Without a loss result, nothing is the forward.
+// RUN: braid-opt %s --braid-async-collectives=forward-sync | FileCheck %s --check-prefix=FWD
+// FWD-LABEL: func.func @gradients_only
+// FWD: braid.all_reduce_start %arg1 on @world grid_axes = [1] reduction = sum
+// FWD-LABEL: func.func @forward_sync
+// FWD: braid.all_gather %arg1 on @world grid_axes = [1] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+// FWD: braid.reduce_sum
+// FWD-DAG: braid.reduce_scatter_start %{{.*}} on @world grid_axes = [1]
+// FWD-DAG: braid.all_reduce_start %{{.*}} on @world grid_axes = [0] reduction = avg grad_of = ["w"]
+func.func @forward_sync(%w: tensor<8x8xf32> {braid.role = #braid.role<parameter "w">},
+                        %x: tensor<4x8xf32>)
+    -> (tensor<8x8xf32> {braid.role = #braid.role<parameter "w">},
+        tensor<f32> {braid.role = #braid.role<loss "loss">}) {
+  %g = braid.all_gather %x on @world grid_axes = [1] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+  %y = braid.matmul %g, %w : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  %l = braid.reduce_sum %y dims = [0, 1] : tensor<8x8xf32> -> tensor<f32>
+  %d = braid.matmul %y, %w : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  %s = braid.reduce_scatter %d on @world grid_axes = [1] reduction = sum scatter_dim = 0 : tensor<8x8xf32> -> tensor<4x8xf32>
+  %dw = braid.matmul %g, %d {transpose_a} : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  %r = braid.all_reduce %dw on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<8x8xf32>
+  %u = braid.add %r, %w : tensor<8x8xf32>
+  %z = braid.reduce_sum %s dims = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  %loss = braid.add %l, %z : tensor<f32>
+  return %u, %l : tensor<8x8xf32>, tensor<f32>
+}

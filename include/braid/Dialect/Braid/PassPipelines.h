@@ -30,7 +30,11 @@ enum class OverlapSchedule {
   Naive,
   /// Megatron-LM's: DDP's for the gradients, the tensor-parallel
   /// collectives synchronous on the compute stream.
-  Megatron
+  Megatron,
+  /// Megatron-LM's with its asynchronous tensor-parallel backward: the
+  /// forward's tensor-parallel collectives synchronous, the backward's
+  /// overlapping its matmuls.
+  MegatronAsync
 };
 
 struct OverlapPipelineOptions
@@ -48,7 +52,11 @@ struct OverlapPipelineOptions
                      "one all-reduce per group after the backward"),
           clEnumValN(OverlapSchedule::Megatron, "megatron",
                      "ddp's for the gradients, tensor-parallel collectives "
-                     "synchronous on the compute stream (Megatron-LM)"))};
+                     "synchronous on the compute stream (Megatron-LM)"),
+          clEnumValN(OverlapSchedule::MegatronAsync, "megatron-async",
+                     "megatron's with the backward's tensor-parallel "
+                     "collectives overlapping its matmuls (Megatron-LM with "
+                     "sequence parallelism as it ships)"))};
   Option<double> bucketCapMb{
       *this, "bucket-cap-mb",
       llvm::cl::desc("Most MiB of gradients in one bucket (inf: no cap)"),

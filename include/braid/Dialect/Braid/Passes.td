@@ -291,6 +291,12 @@ def AsyncCollectives : Pass<"braid-async-collectives", "mlir::func::FuncOp"> {
     Option<"gradientsOnly", "gradients-only", "bool", /*default=*/"false",
            "Split only the collectives that carry grad_of; the others (the "
            "tensor-parallel ones) stay synchronous (the Megatron-style "
+           "baseline of utils/bench-tensor-parallel.py)">,
+    Option<"forwardSync", "forward-sync", "bool", /*default=*/"false",
+           "Keep the collectives without grad_of that come before the "
+           "loss synchronous: the forward's tensor-parallel collectives "
+           "wait where they are, the backward's overlap (Megatron-LM's "
+           "asynchronous tensor-parallel backward, the megatron-async "
            "baseline of utils/bench-tensor-parallel.py)">
   ];
   let statistics = [

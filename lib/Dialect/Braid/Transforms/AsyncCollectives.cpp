@@ -8,9 +8,11 @@
 
 #include "ScheduleUtils.h"
 
+#include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -55,6 +57,24 @@ struct Place {
   }
 };
 
+/// The op of `body` that computes its function's loss result, or null.
+static Operation *lossOp(Block &body) {
+  auto func = dyn_cast<func::FuncOp>(body.getParentOp());
+  if (!func)
+    return nullptr;
+  Operation *terminator = body.getTerminator();
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    auto role =
+        func.getResultAttrOfType<RoleAttr>(i, BraidDialect::kRoleAttrName);
+    if (!role || role.getKind() != RoleKind::Loss ||
+        i >= terminator->getNumOperands())
+      continue;
+    if (Operation *def = terminator->getOperand(i).getDefiningOp())
+      return body.findAncestorOpInBlock(*def);
+  }
+  return nullptr;
+}
+
 LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
   MLIRContext *context = body.getParent()->getContext();
   OpBuilder builder(context);
@@ -65,13 +85,21 @@ LogicalResult AsyncCollectivesPass::runOnBlock(Block &body) {
     place[&op] = Place{static_cast<double>(i), 0};
   SmallVector<std::pair<Operation *, WaitOp>> splits;
   SmallVector<Operation *> collectives;
-  for (Operation &op : body)
+  // With forward-sync, the op that computes the step's loss (a result with
+  // braid.role<loss>): the forward is what comes before it.
+  Operation *loss = forwardSync ? lossOp(body) : nullptr;
+  bool forward = loss != nullptr;
+  for (Operation &op : body) {
+    if (&op == loss)
+      forward = false;
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
       auto gradient = dyn_cast<GradientCollectiveOpInterface>(op);
       bool carriesGradient = gradient && gradient.getGradOf();
-      if (!collective.isAsync() && (!gradientsOnly || carriesGradient))
+      if (!collective.isAsync() &&
+          (carriesGradient || (!gradientsOnly && !forward)))
         collectives.push_back(&op);
     }
+  }
   for (Operation *op : collectives) {
     builder.setInsertionPoint(op);
     // Every synchronous collective has its start form (defm

@@ -46,11 +46,13 @@ static void addOverlapPasses(OpPassManager &pm,
   if (!naive) {
     AsyncCollectivesOptions async;
     async.gradientsOnly = options.schedule == OverlapSchedule::Megatron;
+    async.forwardSync = options.schedule == OverlapSchedule::MegatronAsync;
     pm.addNestedPass<func::FuncOp>(createAsyncCollectives(async));
     ScheduleOptions schedule;
     schedule.maxLiveIncrease = options.maxLiveIncrease;
     schedule.ddp = options.schedule == OverlapSchedule::Ddp ||
-                   options.schedule == OverlapSchedule::Megatron;
+                   options.schedule == OverlapSchedule::Megatron ||
+                   options.schedule == OverlapSchedule::MegatronAsync;
     schedule.report = options.report;
     pm.addNestedPass<func::FuncOp>(createSchedule(schedule));
   }
