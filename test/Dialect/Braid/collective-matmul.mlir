@@ -151,6 +151,22 @@ func.func @reshapes(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %v: tensor<8x16
 
 // -----
 
+// A gather along an inner dimension: its pieces are not the blocks of the
+// flattened value, so it stays before the reshape, and the ring finds no
+// matmul behind it.
+// CHECK-LABEL: func.func @reshape_inner
+// CHECK-NEXT: %[[G:.*]] = braid.all_gather %arg0 on @world grid_axes = [1] gather_dim = 1 : tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+// CHECK-NEXT: braid.reshape %[[G]] : tensor<2x8x8xf32> -> tensor<16x8xf32>
+shard.grid @world(shape = 1x2)
+func.func @reshape_inner(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>) -> tensor<16x16xf32> {
+  %g = braid.all_gather %x on @world grid_axes = [1] gather_dim = 1 : tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+  %f = braid.reshape %g : tensor<2x8x8xf32> -> tensor<16x8xf32>
+  %y = braid.matmul %f, %w {transpose_b} : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x16xf32>
+  return %y : tensor<16x16xf32>
+}
+
+// -----
+
 // Scattered along the product's columns: the weight's rows are cut.
 // CHECK-LABEL: func.func @scatter_columns
 // CHECK: braid.shard_slice %arg1, %{{.*}} dim = 0 parts = 2 shift = -1 : tensor<8x16xf32> -> tensor<4x16xf32>
