@@ -98,3 +98,36 @@ func.func @clip_norm_scalar(%p: tensor<1x8x4xf32>, %g: tensor<4xf32>, %b: tensor
   %c = braid.clip_coefficient %t max_norm = 1.0 : tensor<f32>
   return %y, %c : tensor<1x8x4xf32>, tensor<f32>
 }
+
+// -----
+
+// A residual stream kept partial (a vocabulary-parallel embedding's output
+// %e plus each row-parallel product): the tensor-parallel pass sums it at
+// each layer norm. The first sum splits %e; each later sum is that split
+// plus the new product reduce-scattered, so the additions run on the
+// rank's share and no whole partial sum is left.
+// SEQ-LABEL: func.func @partial_stream
+// SEQ: %[[E:.*]] = braid.reduce_scatter %arg0 on @world grid_axes = [1] reduction = sum scatter_dim = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+// SEQ: braid.layer_norm %[[E]]
+// SEQ: %[[P:.*]] = braid.reduce_scatter %arg1 {{.*}} : tensor<8x4xf32> -> tensor<4x4xf32>
+// SEQ-NEXT: %[[X3:.*]] = braid.add %[[E]], %[[P]] : tensor<4x4xf32>
+// SEQ-NEXT: braid.layer_norm %[[X3]]
+// SEQ: %[[M:.*]] = braid.reduce_scatter %arg2 {{.*}} : tensor<8x4xf32> -> tensor<4x4xf32>
+// SEQ-NEXT: %[[X4:.*]] = braid.add %[[X3]], %[[M]] : tensor<4x4xf32>
+// SEQ-NOT: braid.add {{.*}} : tensor<8x4xf32>
+// SEQ: return
+shard.grid @world(shape = 1x2)
+func.func @partial_stream(%e: tensor<8x4xf32>, %p: tensor<8x4xf32>, %m: tensor<8x4xf32>,
+                          %g: tensor<4xf32>, %b: tensor<4xf32>)
+    -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>)
+    attributes {braid.tensor_parallel = #braid.tensor_parallel<grid = @world, axis = 1>} {
+  %r1 = braid.all_reduce %e on @world grid_axes = [1] reduction = sum : tensor<8x4xf32>
+  %y1, %m1, %s1 = braid.layer_norm %r1, %g, %b eps = 1.0e-5 : tensor<8x4xf32>, tensor<4xf32> -> tensor<8xf32>
+  %x3 = braid.add %e, %p : tensor<8x4xf32>
+  %r2 = braid.all_reduce %x3 on @world grid_axes = [1] reduction = sum : tensor<8x4xf32>
+  %y2, %m2, %s2 = braid.layer_norm %r2, %g, %b eps = 1.0e-5 : tensor<8x4xf32>, tensor<4xf32> -> tensor<8xf32>
+  %x4 = braid.add %x3, %m : tensor<8x4xf32>
+  %r3 = braid.all_reduce %x4 on @world grid_axes = [1] reduction = sum : tensor<8x4xf32>
+  %y3, %m3, %s3 = braid.layer_norm %r3, %g, %b eps = 1.0e-5 : tensor<8x4xf32>, tensor<4xf32> -> tensor<8xf32>
+  return %y1, %y2, %y3 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}

@@ -87,6 +87,9 @@ private:
   /// A reduce-scatter of `v` along its token dimension over the axis,
   /// before `before`.
   Value reduceScatter(Value v, ReductionKind kind, Operation *before);
+  /// Sums of partial values whose summand another reduce-scatter already
+  /// split: the split plus the other summand reduce-scattered.
+  void splitPartialSums(Block &body);
   Value gathered(Value v, Operation *before);
   /// This rank's share of the whole value `v` along its token dimension
   /// (a local braid.shard_slice), before `before`.
@@ -159,6 +162,55 @@ Value TokenSplitter::reduceScatter(Value v, ReductionKind kind,
       /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
   state[op.getResult()] = ShardingAttr::getSplit(func.getContext(), d);
   return op.getResult();
+}
+
+/// A vocabulary-parallel embedding's output is a partial sum; the
+/// tensor-parallel pass keeps the residual stream partial from it (the
+/// embedding plus each row-parallel product), summing it at each layer
+/// norm. Here each sum is a reduce-scatter of the whole partial stream, and
+/// the stream's additions are of whole values. Where one summand of such a
+/// sum was already reduce-scattered (the embedding, for the first layer
+/// norm; each sum, for the next), the reduce-scatter of the sum becomes
+/// that split plus the reduce-scatter of the other summand: as many
+/// reduce-scatters, of the same bytes, the additions on the rank's share of
+/// the tokens, and the other summand a matmul's product alone
+/// (braid-collective-matmul can then ring it).
+void TokenSplitter::splitPartialSums(Block &body) {
+  // The split of each value a reduce-scatter of this pass reads.
+  DenseMap<Value, Value> splits;
+  SmallVector<AddOp> sums;
+  for (auto scatter :
+       llvm::make_early_inc_range(body.getOps<ReduceScatterOp>())) {
+    if (scatter.getReduction() != ReductionKind::Sum || scatter.getGradOf() ||
+        scatter.getGridAxes() != ArrayRef<int16_t>{int16_t(axis)})
+      continue;
+    Value input = scatter.getInput();
+    auto add = input.getDefiningOp<AddOp>();
+    Value known, other;
+    for (unsigned i = 0; add && i < 2 && !known; ++i)
+      if (Value split = splits.lookup(add->getOperand(i));
+          split && split.getType() == scatter.getType()) {
+        known = split;
+        other = add->getOperand(1 - i);
+      }
+    if (!known) {
+      splits[input] = scatter.getResult();
+      continue;
+    }
+    Value rest = reduceScatter(other, ReductionKind::Sum, scatter);
+    builder.setInsertionPoint(scatter);
+    auto sum = AddOp::create(builder, scatter.getLoc(), known, rest);
+    state[sum.getResult()] = state[scatter.getResult()];
+    scatter.getResult().replaceAllUsesWith(sum.getResult());
+    splits[input] = sum.getResult();
+    scatter.erase();
+    sums.push_back(add);
+  }
+  // The whole partial sums nothing reads any more, last first (a sum reads
+  // the one before it).
+  for (AddOp add : llvm::reverse(sums))
+    if (add->use_empty())
+      add.erase();
 }
 
 Value TokenSplitter::gathered(Value v, Operation *before) {
@@ -351,6 +403,7 @@ LogicalResult TokenSplitter::run() {
       continue;
     makeWhole(&op);
   }
+  splitPartialSums(body);
   func.setFunctionType(
       FunctionType::get(func.getContext(), body.getArgumentTypes(),
                         body.getTerminator()->getOperandTypes()));
