@@ -154,3 +154,15 @@ MatmulGeometry braid::rt::getMatmulGeometry(const Plan &plan,
   g.rightOffset = std::move(rhsOffset);
   return g;
 }
+
+ShardRows braid::rt::getShardRows(const Buffer &whole, int64_t dim,
+                                  int64_t parts) {
+  ShardRows r;
+  for (int64_t d = 0; d < dim; ++d)
+    r.rows *= uint64_t(whole.shape[d]);
+  if (!r.rows || !whole.bytes || parts < 1)
+    return ShardRows{r.rows, 0, 0};
+  r.pitch = whole.bytes / r.rows;
+  r.piece = r.pitch / uint64_t(parts);
+  return r;
+}

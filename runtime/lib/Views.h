@@ -40,6 +40,17 @@ struct MatmulGeometry {
 /// The geometry of a (checked) matmul instruction.
 MatmulGeometry getMatmulGeometry(const Plan &plan, const Instr &instr);
 
+/// How a shard op (shard_slice, shard_concat) cuts its whole tensor into
+/// `parts` pieces along `dim`: `rows` rows (the dimensions before `dim`),
+/// each `pitch` bytes of `parts` runs of `piece` bytes, run i of every row
+/// being piece i.
+struct ShardRows {
+  uint64_t rows = 1, pitch = 0, piece = 0;
+};
+
+/// The cut of `whole` (checked by the loader); all 0 bytes when it is empty.
+ShardRows getShardRows(const Buffer &whole, int64_t dim, int64_t parts);
+
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_LIB_VIEWS_H

@@ -224,16 +224,13 @@ void shardSlice(const Args &a, const ops::ShardSliceAttrs &attrs) {
   const Buffer &in = a.inBuf(0), &out = a.outBuf(0);
   int64_t index =
       shardBlock(a.rankIndex(1, attrs.parts), attrs.shift, attrs.parts);
-  uint64_t rows = 1;
-  for (int64_t d = 0; d < attrs.dim; ++d)
-    rows *= in.shape[d];
-  if (!rows || !out.bytes)
+  ShardRows cut = getShardRows(in, attrs.dim, attrs.parts);
+  if (!cut.piece)
     return;
-  uint64_t piece = out.bytes / rows, pitch = in.bytes / rows;
-  const uint8_t *src = a.arena + in.offset + index * piece;
+  const uint8_t *src = a.arena + in.offset + index * cut.piece;
   uint8_t *dst = a.arena + out.offset;
-  for (uint64_t r = 0; r < rows; ++r)
-    std::memcpy(dst + r * piece, src + r * pitch, piece);
+  for (uint64_t r = 0; r < cut.rows; ++r)
+    std::memcpy(dst + r * cut.piece, src + r * cut.pitch, cut.piece);
 }
 
 /// Piece `k` into block `(index + shifts[k]) mod n` along `dim`.
@@ -241,18 +238,15 @@ void shardConcat(const Args &a, const ops::ShardConcatAttrs &attrs) {
   const Buffer &out = a.outBuf(0);
   int64_t n = int64_t(a.instr.operands.size()) - 1;
   int64_t index = a.rankIndex(size_t(n), n);
-  uint64_t rows = 1;
-  for (int64_t d = 0; d < attrs.dim; ++d)
-    rows *= out.shape[d];
-  if (!rows || !out.bytes)
+  ShardRows cut = getShardRows(out, attrs.dim, n);
+  if (!cut.piece)
     return;
-  uint64_t pitch = out.bytes / rows, piece = pitch / uint64_t(n);
   for (int64_t k = 0; k < n; ++k) {
     int64_t block = shardBlock(index, attrs.shifts[k], n);
     const uint8_t *src = a.arena + a.inBuf(k).offset;
-    uint8_t *dst = a.arena + out.offset + block * piece;
-    for (uint64_t r = 0; r < rows; ++r)
-      std::memcpy(dst + r * pitch, src + r * piece, piece);
+    uint8_t *dst = a.arena + out.offset + block * cut.piece;
+    for (uint64_t r = 0; r < cut.rows; ++r)
+      std::memcpy(dst + r * cut.pitch, src + r * cut.piece, cut.piece);
   }
 }
 

@@ -156,13 +156,10 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
   }
   case Opcode::ShardSlice: {
     const auto &attrs = instr.as<ops::ShardSliceAttrs>();
-    uint64_t rows = 1;
-    for (int64_t d = 0; d < attrs.dim; ++d)
-      rows *= args.inBuf(0).shape[d];
-    if (!rows || !args.outBuf(0).bytes)
+    ShardRows cut = getShardRows(args.inBuf(0), attrs.dim, attrs.parts);
+    if (!cut.piece)
       return;
-    uint64_t piece = args.outBuf(0).bytes / rows,
-             pitch = args.inBuf(0).bytes / rows;
+    uint64_t piece = cut.piece, pitch = cut.pitch;
     int64_t parts = attrs.parts, shift = attrs.shift;
     const uint8_t *src = arena + args.inBuf(0).offset;
     const int64_t *index = args.rankIndex(1);
@@ -184,21 +181,18 @@ void braid::rt::launchCudaKernel(const Plan &plan, const Instr &instr,
     // Piece k into block (index + shifts[k]) mod n: one kernel a piece, a
     // byte a thread, the block read from the device's rank index.
     const auto &attrs = instr.as<ops::ShardConcatAttrs>();
-    const Buffer &y = args.outBuf(0);
     int64_t n = int64_t(instr.operands.size()) - 1;
-    uint64_t rows = 1;
-    for (int64_t d = 0; d < attrs.dim; ++d)
-      rows *= y.shape[d];
-    if (!rows || !y.bytes)
+    ShardRows cut = getShardRows(args.outBuf(0), attrs.dim, n);
+    if (!cut.piece)
       return;
-    uint64_t pitch = y.bytes / rows, piece = pitch / uint64_t(n);
+    uint64_t piece = cut.piece, pitch = cut.pitch;
     const int64_t *index = args.rankIndex(size_t(n));
-    uint8_t *dst = arena + y.offset;
+    uint8_t *dst = arena + args.outBuf(0).offset;
     int *flag = errorFlag;
     for (int64_t k = 0; k < n; ++k) {
       const uint8_t *src = arena + args.inBuf(size_t(k)).offset;
       int64_t shift = attrs.shifts[size_t(k)];
-      forEach(int64_t(rows * piece), stream, [=] __device__(int64_t i) {
+      forEach(int64_t(cut.rows * piece), stream, [=] __device__(int64_t i) {
         if (*index < 0 || *index >= n) {
           atomicExch(flag, 1);
           return;

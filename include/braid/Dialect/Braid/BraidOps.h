@@ -24,6 +24,11 @@ namespace braid {
 /// null when it is never waited (braid-verify-schedule rejects that).
 WaitOp getWaitOf(mlir::Operation *start);
 
+/// The first dimension of `shape` whose size is not 1, or -1. Pieces cut
+/// along it (a gather's, a reduce-scatter's, a shard op's) are contiguous
+/// blocks of the row-major buffer, whatever its reshapes.
+int64_t outermostDim(llvm::ArrayRef<int64_t> shape);
+
 } // namespace braid
 
 #endif // BRAID_DIALECT_BRAID_BRAIDOPS_H

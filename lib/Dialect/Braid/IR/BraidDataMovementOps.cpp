@@ -37,8 +37,7 @@ LogicalResult ShardSliceOp::verify() {
   return verifyShape(*this, "result", getResult(), expected);
 }
 
-/// The first dimension of `shape` whose size is not 1, or -1.
-static int64_t outerDim(ArrayRef<int64_t> shape) {
+int64_t braid::outermostDim(ArrayRef<int64_t> shape) {
   for (auto [d, size] : llvm::enumerate(shape))
     if (size != 1)
       return int64_t(d);
@@ -63,8 +62,8 @@ LogicalResult ShardSliceOp::canonicalize(ShardSliceOp op,
   int64_t size = tensorType(gather.getInput()).getDimSize(dim);
   if (size * int64_t(op.getParts()) != gather.getType().getDimSize(dim))
     return failure();
-  if (reshape ? outerDim(gather.getType().getShape()) != dim ||
-                    outerDim(reshape.getType().getShape()) != op.getDim()
+  if (reshape ? outermostDim(gather.getType().getShape()) != dim ||
+                    outermostDim(reshape.getType().getShape()) != op.getDim()
               : dim != int64_t(op.getDim()))
     return failure();
   Value piece = gather.getInput();

@@ -92,6 +92,16 @@ int64_t groupSize(CollectiveOpInterface op) {
   return size;
 }
 
+/// This rank's index in the group of `collective`, at the rewriter's
+/// insertion point.
+Value axisIndex(PatternRewriter &rewriter, CollectiveOpInterface collective) {
+  return AxisIndexOp::create(
+      rewriter, collective->getLoc(),
+      RankedTensorType::get({}, rewriter.getI64Type()),
+      collective.getGridAttr(),
+      rewriter.getDenseI16ArrayAttr(collective.getGridAxes()));
+}
+
 /// Every permute of a ring sends to the rank one ahead.
 IntegerAttr ringOffset(OpBuilder &b) {
   return b.getIntegerAttr(b.getIntegerType(64, /*isSigned=*/true), 1);
@@ -288,9 +298,7 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
 
     Location loc = gather.getLoc();
     rewriter.setInsertionPoint(gather);
-    Value index = AxisIndexOp::create(
-        rewriter, loc, RankedTensorType::get({}, rewriter.getI64Type()),
-        gather.getGridAttr(), gather.getGridAxesAttr());
+    Value index = axisIndex(rewriter, gather);
     // Piece k: what rank i - k started with, passed on while the stepped
     // matmuls multiply it.
     SmallVector<int64_t> shifts;
@@ -332,14 +340,6 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
   Context &context;
 };
 
-/// The first dimension of `shape` whose size is not 1, or -1.
-int64_t outerDim(ArrayRef<int64_t> shape) {
-  for (auto [d, size] : llvm::enumerate(shape))
-    if (size != 1)
-      return int64_t(d);
-  return -1;
-}
-
 /// A reshape of an all-gather's result, its one reader, becomes the gather
 /// of the pieces reshaped where the pieces are the reshaped value's blocks
 /// (the gathered dimension the outermost, and the reshape's outermost
@@ -356,9 +356,10 @@ struct GatherBeforeReshape : OpRewritePattern<ReshapeOp> {
       return failure();
     int64_t t = groupSize(gather);
     auto to = cast<RankedTensorType>(reshape.getType());
-    int64_t dim = outerDim(to.getShape());
+    int64_t dim = outermostDim(to.getShape());
     if (t < 2 || dim < 0 || to.getDimSize(dim) % t ||
-        outerDim(gather.getType().getShape()) != int64_t(gather.getGatherDim()))
+        outermostDim(gather.getType().getShape()) !=
+            int64_t(gather.getGatherDim()))
       return failure();
     Value piece = ReshapeOp::create(rewriter, reshape.getLoc(),
                                     pieceType(to, dim, t), gather.getInput());
@@ -384,9 +385,9 @@ struct ScatterBeforeReshape : OpRewritePattern<ReduceScatterOp> {
       return failure();
     int64_t t = groupSize(scatter);
     auto from = cast<RankedTensorType>(reshape.getInput().getType());
-    int64_t dim = outerDim(from.getShape());
+    int64_t dim = outermostDim(from.getShape());
     if (t < 2 || dim < 0 || from.getDimSize(dim) % t ||
-        outerDim(reshape.getType().getShape()) !=
+        outermostDim(reshape.getType().getShape()) !=
             int64_t(scatter.getScatterDim()))
       return failure();
     Value scattered = ReduceScatterOp::create(
@@ -453,9 +454,7 @@ struct ReduceScatterRing : OpRewritePattern<ReduceScatterOp> {
 
     Location loc = scatter.getLoc();
     rewriter.setInsertionPoint(scatter);
-    Value index = AxisIndexOp::create(
-        rewriter, loc, RankedTensorType::get({}, rewriter.getI64Type()),
-        scatter.getGridAttr(), scatter.getGridAxesAttr());
+    Value index = axisIndex(rewriter, scatter);
     Value sum;
     for (int64_t k = 0; k < t; ++k) {
       SmallVector<Value, 2> operands(mm->getOperands());
