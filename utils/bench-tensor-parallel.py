@@ -24,11 +24,14 @@ it (braid-tensor-parallel) and schedule it five ways for the cluster:
   braid+sp        (braid-compile's default)  the same with
                                          braid-sequence-parallel
   braid+sp+cm     --collective-matmul=auto  the same with
-                                         braid-collective-matmul: each
+                  --regather=false       braid-collective-matmul: each
                                          all-gather into a matmul and matmul
                                          into a reduce-scatter the cost
                                          model predicts faster as a ring
-                                         becomes one
+                                         becomes one; and the backward
+                                         reads the forward's gathered
+                                         layer-norm outputs instead of
+                                         gathering them again
 simulates each with braid-run --backend=sim, and prints a markdown table:
 step time, exposed communication, the memory plan's peak per rank, the
 collective-matmul sites decomposed of those considered, and the speedups.
@@ -60,7 +63,7 @@ TP = 8
 SCHEDULES = [("megatron", ["--schedule=megatron", "--sequence-parallel=false"]),
              ("megatron-async", ["--schedule=megatron-async"]),
              ("braid", ["--sequence-parallel=false"]), ("braid+sp", []),
-             ("braid+sp+cm", ["--collective-matmul=auto", "--report"])]
+             ("braid+sp+cm", ["--collective-matmul=auto", "--regather=false", "--report"])]
 NAMES = [name for name, _ in SCHEDULES]
 
 

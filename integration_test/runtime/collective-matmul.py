@@ -11,6 +11,10 @@
 #   - a Llama (gated MLP, untied lm head, both tables split by rows) at tp 2
 #     and tp 4.
 #
+# Two of them also with --regather=false (the backward reads the forward's
+# gathered layer-norm outputs instead of gathering them again: the same
+# values).
+#
 # Judged: the plan has the rings (permutes, no tensor-parallel all-gather
 # left before a matmul); every loss of 10 steps within 1e-5 relative; the
 # gradients of step 1 (AdamW's first moment after one step is (1 - beta1)
@@ -63,16 +67,23 @@ def norm_rel(a, b):
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    cases = (("gpt tp 2", "gpt", 1, 2, ["--tiny"]), ("gpt tp 4", "gpt", 1, 4, ["--tiny"]),
-             ("gpt dp 2 x tp 2", "gpt", 2, 2, ["--tiny"]),
-             ("llama tp 2", "llama2-7b", 1, 2, LLAMA), ("llama tp 4", "llama2-7b", 1, 4, LLAMA))
-    for what, model, dp, tp, extra in cases:
-        prefix = os.path.join(out, what.replace(" ", ""))
+    # The last field: braid-compile flags of the decomposed step besides
+    # --collective-matmul=on (--regather=false: the backward reads the
+    # forward's gathered layer-norm outputs, the same values).
+    keep = ["--regather=false"]
+    cases = (("gpt tp 2", "gpt", 1, 2, ["--tiny"], []),
+             ("gpt tp 4", "gpt", 1, 4, ["--tiny"], keep),
+             ("gpt dp 2 x tp 2", "gpt", 2, 2, ["--tiny"], []),
+             ("llama tp 2", "llama2-7b", 1, 2, LLAMA, keep),
+             ("llama tp 4", "llama2-7b", 1, 4, LLAMA, []))
+    for what, model, dp, tp, extra, flags in cases:
+        what += " " + " ".join(flags) if flags else ""
+        prefix = os.path.join(out, re.sub(r"[^\w]", "", what))
         mlir = prefix + ".mlir"
         braidtest.run([sys.executable, "-m", "braid.models", model, "--world-size",
                        str(dp * tp), "--tp", str(tp), "-o", mlir] + extra)
         ir = braidtest.run([braidtest.tool("braid-compile"), mlir, "--collective-matmul=on",
-                            "--no-overlap", "--emit=mlir", "-o", "-"]).stdout
+                            *flags, "--no-overlap", "--emit=mlir", "-o", "-"]).stdout
         # What is left gathered is read by no matmul along a row of its
         # product: the vocabulary-parallel loss's statistics, the residual
         # stream's gradient before the embeddings' backward, and the
@@ -107,7 +118,8 @@ def main():
         runs = {}
         for mode in ("off", "on"):
             plan = "%s-%s.plan" % (prefix, mode)
-            braidtest.compile_step(mlir, plan, "--collective-matmul=" + mode)
+            braidtest.compile_step(mlir, plan, "--collective-matmul=" + mode,
+                                   *(flags if mode == "on" else []))
             first = "%s-%s-1.npz" % (prefix, mode)
             braidtest.braid_run(plan, ranks=dp * tp, args=["--steps", "1", "--save", first])
             p = braidtest.braid_run(plan, ranks=dp * tp, args=["--steps", str(STEPS)])

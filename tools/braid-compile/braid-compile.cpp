@@ -60,6 +60,13 @@ static cl::opt<bool> sequenceParallel(
              "tensor-parallel step (braid-sequence-parallel; default on, "
              "--sequence-parallel=false to compare)"),
     cl::init(true), cl::cat(category));
+static cl::opt<bool> regather(
+    "regather",
+    cl::desc("With sequence parallelism, gather the saved layer-norm outputs "
+             "again in the backward (default, as Megatron does); "
+             "--regather=false keeps the forward's gathered copies instead: "
+             "fewer all-gathers, more memory"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> collectiveMatmul(
     "collective-matmul",
     cl::desc("Decompose the all-gathers into matmuls and the matmuls into "
@@ -306,6 +313,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   compile.collectiveMatmul = collectiveMatmul;
+  compile.regather = regather;
   compile.fuse = fuse;
   // A module that asks to be pipelined (braid.models --pp, braid.export)
   // says how in `braid.pipeline`; the options override it.

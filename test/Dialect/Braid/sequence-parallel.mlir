@@ -14,6 +14,11 @@
 // RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
 // RUN:   > %t.mlir
 // RUN: braid-compile %t.mlir -o %t.plan
+// regather=false: the backward reads the forward's gathered layer-norm
+// outputs (one all-gather of each) instead of gathering them again.
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN:   | braid-opt --braid-tensor-parallel --braid-sequence-parallel=regather=false \
+// RUN:   | FileCheck %s --check-prefix=KEEP
 // Without a tensor-parallel step nothing changes.
 // RUN: braid-opt %examples/gpt-tiny.mlir --braid-sequence-parallel | braid-opt > %t.after
 // RUN: braid-opt %examples/gpt-tiny.mlir > %t.before
@@ -51,6 +56,16 @@
 // update (after their data-parallel all-reduce).
 // CHECK-DAG: %[[DGR:.*]] = braid.all_reduce %[[DG]] on @world grid_axes = [0] reduction = avg grad_of = ["h0.ln_2.weight"]
 // CHECK-DAG: braid.all_reduce %[[DGR]] on @world grid_axes = [1] reduction = sum
+
+// KEEP-LABEL: func.func @gpt_step
+// KEEP: %[[G2:.*]] = braid.all_gather %result_0 on @world grid_axes = [1] gather_dim = 0
+// KEEP: braid.matmul %{{.*}}, %[[G2]] {transpose_a}
+// KEEP-NOT: braid.all_gather %result_0 on
+// The default gathers it again for the weight gradient.
+// RUN: env PYTHONPATH=%braid_src/python %python -m braid.models gpt --tiny --world-size 2 --tp 2 \
+// RUN:   | braid-opt --braid-tensor-parallel --braid-sequence-parallel | FileCheck %s --check-prefix=REGATHER
+// REGATHER: braid.all_gather %result_0 on @world grid_axes = [1] gather_dim = 0
+// REGATHER: braid.all_gather %result_0 on @world grid_axes = [1] gather_dim = 0
 
 // No tensor-parallel all-reduce of activations is left: only those of the
 // norms' parameter gradients.

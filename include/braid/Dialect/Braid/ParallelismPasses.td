@@ -269,6 +269,14 @@ def SequenceParallel : Pass<"braid-sequence-parallel", "mlir::func::FuncOp"> {
     %fc = braid.matmul %yg, %w_fc {transpose_b} : ...
     ```
   }];
+  let options = [
+    Option<"regather", "regather", "bool", /*default=*/"true",
+           "Gather a token-split value again in each stretch between "
+           "tensor-parallel collectives (the backward's re-gathers of the "
+           "saved layer-norm outputs, as Megatron does); false keeps the "
+           "first gathered copy alive for every later reader instead: "
+           "fewer all-gathers, more memory">
+  ];
   let statistics = [
     Statistic<"numReduceScatters", "reduce-scatters",
               "Tensor-parallel all-reduces made reduce-scatters">,

@@ -117,6 +117,9 @@ struct CompilePipelineOptions {
   /// braid-sequence-parallel after braid-tensor-parallel (a step that is
   /// not tensor-parallel is not changed).
   bool sequenceParallel = true;
+  /// Its `regather` option: false keeps each gathered copy for the
+  /// backward instead of gathering it again.
+  bool regather = true;
   /// braid-collective-matmul after them: "off", "on" (every site) or "auto"
   /// (where the cost model of the module's cluster predicts a gain).
   std::string collectiveMatmul = "off";

@@ -97,7 +97,8 @@ void braid::buildCompilePipeline(OpPassManager &pm,
   // without is not changed.
   pm.addPass(createTensorParallel());
   if (options.sequenceParallel)
-    pm.addNestedPass<func::FuncOp>(createSequenceParallel());
+    pm.addNestedPass<func::FuncOp>(
+        createSequenceParallel(SequenceParallelOptions{options.regather}));
   if (options.collectiveMatmul != "off") {
     CollectiveMatmulOptions ring;
     ring.mode = options.collectiveMatmul;

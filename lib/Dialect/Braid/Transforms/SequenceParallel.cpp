@@ -36,6 +36,7 @@ namespace {
 
 struct SequenceParallelPass
     : public braid::impl::SequenceParallelBase<SequenceParallelPass> {
+  using SequenceParallelBase::SequenceParallelBase;
   void runOnOperation() override;
 };
 
@@ -52,6 +53,8 @@ public:
   LogicalResult run();
 
   unsigned numReduceScatters = 0, numAllGathers = 0, numScatters = 0;
+  /// Gather again in each stretch between tensor-parallel collectives.
+  bool regather = true;
 
 private:
   ShardingAttr stateOf(Value v) {
@@ -351,7 +354,8 @@ LogicalResult TokenSplitter::run() {
     // A tensor-parallel all-reduce: a reduce-scatter along the tokens, and
     // a new stretch for gathers.
     if (isTensorParallelAllReduce(&op)) {
-      gathers.clear();
+      if (regather)
+        gathers.clear();
       Value input = op.getOperand(0);
       if (!stateOf(input).isReplicated())
         continue;
@@ -378,7 +382,8 @@ LogicalResult TokenSplitter::run() {
       continue;
     }
     if (auto collective = dyn_cast<CollectiveOpInterface>(&op))
-      if (collective.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)})
+      if (regather &&
+          collective.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)})
         gathers.clear();
     if (op.hasTrait<PerToken>())
       for (OpOperand &operand : op.getOpOperands())
@@ -450,6 +455,7 @@ void SequenceParallelPass::runOnOperation() {
       return signalPassFailure();
     }
   TokenSplitter splitter(func, grid, axis, grid.getShape()[axis]);
+  splitter.regather = regather;
   if (failed(splitter.run()))
     return signalPassFailure();
   numReduceScatters += splitter.numReduceScatters;
