@@ -148,6 +148,20 @@ def main():
         with open(png, "rb") as f:
             check(f.read(8) == b"\x89PNG\r\n\x1a\n" and "4 streams" in q.stdout,
                   variant + ": timeline PNG rendered")
+        # One rank's streams as text: its matmuls on the compute stream, the
+        # gradients' all-reduces on a communication stream.
+        q = braidtest.run([sys.executable, "-m", "braid.timeline", trace, "--streams", "0",
+                           str(r["step_time"] * 1e6), "--unit", "1"])
+        rows = dict(line.split(" |", 1) for line in q.stdout.splitlines())
+        compute = [v for k, v in rows.items() if "compute" in k]
+        comm = [v for k, v in rows.items() if "comm" in k]
+        check(len(compute) == 1 and "M" in compute[0] and comm and all("r" in v for v in comm),
+              variant + ": braid.timeline --streams draws rank 0's matmuls and all-reduces: "
+              + " / ".join(sorted(rows)))
+        q = braidtest.run([sys.executable, "-m", "braid.timeline", trace, "--streams", "5", "3"],
+                          check=False)
+        check(q.returncode == 1 and "--streams needs FROM < TO" in q.stderr,
+              variant + ": braid.timeline --streams refuses an empty window: " + q.stderr.strip())
         q = braidtest.run([sys.executable, "-m", "braid.timeline", trace, "--text"], check=False)
         check(q.returncode == 1 and "not a pipelined trace (no kernel names an action" in q.stderr,
               variant + ": braid.timeline --text refuses a trace that is not pipelined: "

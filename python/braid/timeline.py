@@ -2,6 +2,7 @@
 
     python3 -m braid.timeline trace.json -o timeline.png [--ranks N]
     python3 -m braid.timeline trace.json --text [--ranks N]
+    python3 -m braid.timeline trace.json --streams FROM TO [--unit US]
 
 One row per (rank, stream); kernels blue, collectives orange. A pipelined
 plan's trace (braid-pipeline tags each kernel with its schedule's action)
@@ -9,6 +10,14 @@ is drawn as the pipeline diagram: each rank's stage on its row, kernels
 coloured by micro-batch, forwards full, backwards (B) lighter, W lightest,
 the optimizer grey. Perfetto (ui.perfetto.dev) opens the same trace
 interactively.
+
+`--streams FROM TO` prints one rank's streams between two times (in
+microseconds of the trace) as text, a row a stream and a column a `--unit`
+(10 µs by default), each column the letter of the op that starts or runs
+there: M matmul, A attention, n layer norm, + add, c a copy (slice,
+concat, shard_slice, shard_concat), . another kernel; g all-gather, s
+reduce-scatter, r all-reduce, p collective permute, ~ another collective
+(docs/TensorParallel.md draws a layer's forward and backward with it).
 
 `--text` prints a pipelined trace's diagram as text instead, one line per
 rank: each action (F3, B3, W3: micro-batch 3's forward, input gradient and
@@ -169,6 +178,46 @@ def text(trace_path, max_ranks=8, unit=None):
     return lines
 
 
+# The letter of each op in --streams (a collective by its name without
+# `_start`).
+LETTERS = {"matmul": "M", "attention": "A", "attention_backward": "A", "layer_norm": "n",
+           "layer_norm_backward": "n", "add": "+", "slice": "c", "concat": "c",
+           "shard_slice": "c", "shard_concat": "c", "all_gather": "g", "reduce_scatter": "s",
+           "all_reduce": "r", "collective_permute": "p"}
+
+
+def streams(trace_path, start, end, rank=0, unit=None):
+    """Rank `rank`'s streams from `start` to `end` (microseconds) as lines of
+    text, a column `unit` microseconds (see the module's doc)."""
+    unit = 10.0 if unit is None else unit
+    if unit <= 0 or end <= start:
+        raise ValueError("--streams needs FROM < TO and a positive --unit")
+    columns = int((end - start) / unit) + 1
+    if columns > 100000:
+        raise ValueError("--unit %g us makes %d columns; choose a larger one" % (unit, columns))
+    names, spans = load(trace_path)
+    rows = {}
+    for e in sorted(spans, key=lambda e: e["ts"]):
+        if e["pid"] != rank or e["dur"] <= 0 or e["ts"] + e["dur"] <= start or e["ts"] >= end:
+            continue
+        name = e["name"].split()[0]
+        name = name[:-len("_start")] if name.endswith("_start") else name
+        other = "~" if e.get("cat") == "comm" else "."
+        letter = LETTERS.get(name, other)
+        row = rows.setdefault(e["tid"], [" "] * columns)
+        first = max(0, int((e["ts"] - start) / unit))
+        last = max(first + 1, int((e["ts"] + e["dur"] - start) / unit))
+        for c in range(first, min(last, columns)):
+            if row[c] in " .~":
+                row[c] = letter
+    if not rows:
+        raise ValueError("%s: rank %d runs nothing from %g to %g us" % (
+            trace_path, rank, start, end))
+    width = max(len(names.get((rank, tid), str(tid))) for tid in rows)
+    return ["%s |%s|" % (names.get((rank, tid), str(tid)).ljust(width), "".join(rows[tid]))
+            for tid in sorted(rows)]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog=module_command("braid.timeline"), description=__doc__.splitlines()[0])
     parser.add_argument("trace")
@@ -176,14 +225,23 @@ def main(argv=None):
     parser.add_argument("--text", action="store_true",
                         help="print the pipeline diagram as text instead")
     parser.add_argument("--unit", type=float,
-                        help="with --text: ms per column (default: the shortest action's)")
+                        help="with --text: ms per column (default: the shortest action's); "
+                             "with --streams: us per column (default 10)")
+    parser.add_argument("--streams", nargs=2, type=float, metavar=("FROM", "TO"),
+                        help="print the first rank's streams from FROM to TO (us) as text")
     parser.add_argument("--ranks", type=int, default=8, help="ranks to show (default 8)")
     parser.add_argument("--title")
     args = parser.parse_args(argv)
-    if args.text == bool(args.output):
-        parser.error("give one of -o/--output and --text")
-    if args.unit is not None and not args.text:
-        parser.error("--unit needs --text")
+    if (args.text + bool(args.output) + bool(args.streams)) != 1:
+        parser.error("give one of -o/--output, --text and --streams")
+    if args.unit is not None and not (args.text or args.streams):
+        parser.error("--unit needs --text or --streams")
+    if args.streams:
+        try:
+            print("\n".join(streams(args.trace, *args.streams, unit=args.unit)))
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit("braid.timeline: error: %s" % e)
+        return
     if args.text:
         try:
             print("\n".join(text(args.trace, args.ranks, args.unit)))
