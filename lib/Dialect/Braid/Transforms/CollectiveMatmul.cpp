@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CostUtils.h"
+#include "ScheduleUtils.h"
 
 #include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
@@ -92,14 +93,12 @@ int64_t groupSize(CollectiveOpInterface op) {
   return size;
 }
 
-/// This rank's index in the group of `collective`, at the rewriter's
-/// insertion point.
-Value axisIndex(PatternRewriter &rewriter, CollectiveOpInterface collective) {
-  return AxisIndexOp::create(
-      rewriter, collective->getLoc(),
-      RankedTensorType::get({}, rewriter.getI64Type()),
-      collective.getGridAttr(),
-      rewriter.getDenseI16ArrayAttr(collective.getGridAxes()));
+/// This rank's index in the group of `collective`: its function's one
+/// braid.axis_index of the group.
+Value axisIndex(CollectiveOpInterface collective) {
+  return getOrCreateAxisIndex(
+      collective->getParentOfType<FunctionOpInterface>(),
+      collective.getGridAttr(), collective.getGridAxes());
 }
 
 /// Every permute of a ring sends to the rank one ahead.
@@ -151,11 +150,7 @@ struct Context {
     };
     uint64_t bytes =
         share(0) + share(1) + bytesOf(mm.getType()) / (role == Role::K ? 1 : t);
-    auto type = cast<RankedTensorType>(mm.getType()).getElementType();
-    DType dtype = type.isBF16()  ? DType::BF16
-                  : type.isF16() ? DType::F16
-                  : type.isF64() ? DType::F64
-                                 : DType::F32;
+    DType dtype = getCostType(mm.getType().getElementType());
     return cost::kernelSeconds(*cluster, 2 * p.batch * p.m * p.n * p.k, bytes,
                                dtype, p);
   }
@@ -298,7 +293,7 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
 
     Location loc = gather.getLoc();
     rewriter.setInsertionPoint(gather);
-    Value index = axisIndex(rewriter, gather);
+    Value index = axisIndex(gather);
     // Piece k: what rank i - k started with, passed on while the stepped
     // matmuls multiply it.
     SmallVector<int64_t> shifts;
@@ -454,7 +449,7 @@ struct ReduceScatterRing : OpRewritePattern<ReduceScatterOp> {
 
     Location loc = scatter.getLoc();
     rewriter.setInsertionPoint(scatter);
-    Value index = axisIndex(rewriter, scatter);
+    Value index = axisIndex(scatter);
     Value sum;
     for (int64_t k = 0; k < t; ++k) {
       SmallVector<Value, 2> operands(mm->getOperands());

@@ -32,7 +32,7 @@ FailureOr<cost::Cluster> braid::loadClusterFor(Operation *op,
   return cluster;
 }
 
-static DType toCostType(Type type) {
+DType braid::getCostType(Type type) {
   if (type.isBF16())
     return DType::BF16;
   if (type.isF16())
@@ -54,7 +54,7 @@ double braid::getOpSeconds(Operation *op, const cost::Cluster &cluster) {
     for (Type t : types)
       if (auto tensor = dyn_cast<RankedTensorType>(t);
           tensor && isa<FloatType>(tensor.getElementType())) {
-        dtype = toCostType(tensor.getElementType());
+        dtype = getCostType(tensor.getElementType());
         found = true;
         break;
       }

@@ -27,6 +27,9 @@ inline constexpr const char *kDefaultCluster = "h100-8";
 mlir::FailureOr<cost::Cluster> loadClusterFor(mlir::Operation *op,
                                               llvm::StringRef nameOrPath);
 
+/// The cost model's type of a float element type (f32 for any other).
+DType getCostType(mlir::Type elementType);
+
 /// Seconds `op` takes on one GPU of `cluster` (0 for ops without
 /// CostOpInterface and for views).
 double getOpSeconds(mlir::Operation *op, const cost::Cluster &cluster);

@@ -106,16 +106,22 @@ uint64_t braid::getPeakLiveBytes(Block &block, ArrayRef<Operation *> order) {
 }
 
 Value braid::getOrCreateAxisIndex(FunctionOpInterface func,
-                                  FlatSymbolRefAttr grid, int64_t axis) {
+                                  FlatSymbolRefAttr grid,
+                                  ArrayRef<int16_t> axes) {
   Block &body = func.getFunctionBody().front();
   for (auto op : body.getOps<AxisIndexOp>())
     if (op.getGridAttr().getAttr() == grid.getAttr() &&
-        op.getGridAxes() == ArrayRef<int16_t>{int16_t(axis)})
+        op.getGridAxes() == axes)
       return op.getResult();
   OpBuilder b = OpBuilder::atBlockBegin(&body);
   return AxisIndexOp::create(b, func.getLoc(),
                              RankedTensorType::get({}, b.getI64Type()), grid,
-                             b.getDenseI16ArrayAttr({int16_t(axis)}));
+                             b.getDenseI16ArrayAttr(axes));
+}
+
+Value braid::getOrCreateAxisIndex(FunctionOpInterface func,
+                                  FlatSymbolRefAttr grid, int64_t axis) {
+  return getOrCreateAxisIndex(func, grid, ArrayRef<int16_t>{int16_t(axis)});
 }
 
 braid::AllReduceOp braid::createAxisSum(OpBuilder &builder, Value value,

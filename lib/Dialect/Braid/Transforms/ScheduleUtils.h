@@ -22,9 +22,14 @@ namespace braid {
 AllReduceOp createAxisSum(mlir::OpBuilder &builder, mlir::Value value,
                           mlir::FlatSymbolRefAttr grid, int64_t axis);
 
-/// This rank's index on grid axis `axis` of `grid` in `func`: the function's
-/// braid.axis_index of that axis, or a new one at the top of its body
-/// (braid-tensor-parallel and braid-sequence-parallel share it).
+/// This rank's index in the group grid axes `axes` of `grid` span in
+/// `func`: the function's braid.axis_index of those axes, or a new one at
+/// the top of its body (braid-tensor-parallel, braid-sequence-parallel and
+/// braid-collective-matmul share it).
+mlir::Value getOrCreateAxisIndex(mlir::FunctionOpInterface func,
+                                 mlir::FlatSymbolRefAttr grid,
+                                 llvm::ArrayRef<int16_t> axes);
+/// The same over the one grid axis `axis`.
 mlir::Value getOrCreateAxisIndex(mlir::FunctionOpInterface func,
                                  mlir::FlatSymbolRefAttr grid, int64_t axis);
 
