@@ -6,7 +6,8 @@
 Reads utils/cost-validation.json (each point a published nccl-tests figure,
 a measured matrix product or a measured memory bandwidth, with its source), simulates that collective
 or product alone with braid-compile and braid-run --backend=sim on the
-point's cluster, once with cost model v2 (the preset as it is) and once with
+point's cluster (on the point's "gpus" ranks of one node where it names
+them, else 8 a node), once with cost model v2 (the preset as it is) and once with
 v1 (the same preset without its "nccl" and "gemm_tiles" objects), and
 prints predicted against measured: the bus bandwidth or TFLOP/s and the
 ratio of predicted to measured time (above 1: the model is slower than the
@@ -198,7 +199,7 @@ def size_text(size):
 def evaluate(points, out):
     rows = []
     for i, p in enumerate(points, 1):
-        ranks = 8 * p["nodes"]
+        ranks = p.get("gpus", 8 * p["nodes"])
         size = PEAK if p["size"] == "peak" else p["size"]
         mlir = step(p["collective"], ranks, size, out)
         t2, a2 = simulate(mlir, cluster_file(p, "v2", out), out)

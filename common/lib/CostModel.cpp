@@ -513,6 +513,18 @@ constexpr double netRing[3] = {2.7, 4.0, 14.0};
 constexpr double netTree[3] = {5.0, 8.5, 14.0};
 /// NVLS and NVLS tree run Simple only.
 constexpr double nvlinkNvls = 25.0, netNvlsTree = 20.9;
+/// The most ranks NVLS takes for all_gather and reduce_scatter
+/// (NCCL_MAX_NVLS_ARITY).
+constexpr int64_t nvlsMaxArity = 32;
+/// The fewest ranks of one node for which NCCL picks NVLS for an
+/// all-reduce. Its NVLS graph has one channel a GPU (maxChannels =
+/// min(NCCL_MAX_NVLS_ARITY, GPUs) in src/graph/search.cc), so its model
+/// gives NVLS an algorithm bandwidth k p, against the ring's B p / (2 (p -
+/// 1)): NVLS wins when p - 1 > B / (2 k). NCCL 2.29.2's tuning table on
+/// four H100 (NCCL_DEBUG_SUBSYS=TUNING, docs/CostModel.md) has k = 160 / 4
+/// = 40 GB/s and B = 360, so p - 1 > 4.5: ring at 2 and 4 GPUs, NVLS at 6
+/// and 8, as NCCL was seen to choose.
+constexpr int64_t nvlsMinRanks = 6;
 /// LL's bandwidth cap (llMaxBws): inside one node by architecture, across
 /// nodes by CPU (x86 Intel's row) for two nodes and for more.
 constexpr double llMaxAmpere = 87.7, llMaxHopper = 141.0;
@@ -569,8 +581,22 @@ v2Algorithms(const Cluster &c, CollectiveKind kind, const GroupShape &group) {
     // Bus bandwidth to algorithm bandwidth: ranks / steps.
     algorithms.push_back({latency * us, steps / (p * bus), ringNames[proto]});
   }
-  if (!allReduce)
+  if (!allReduce) {
+    // NVLS serves all_gather and reduce_scatter in one node only (across
+    // nodes it needs CollNet), Simple only, up to NCCL_MAX_NVLS_ARITY (32)
+    // ranks. NCCL's model gives it half the all-reduce's NVLS bus
+    // bandwidth (no x 2 for the all-reduce's two pipelined operations),
+    // scaled by (g - 1) / g and not converted to an algorithm bandwidth:
+    // per byte 1 / (V / 2 (g - 1) / g). On every preset it loses to the
+    // ring at every size, as NCCL's own tuning table shows on H100
+    // (docs/CostModel.md), but a cluster whose NVLS is far faster than
+    // its rings would take it.
+    if (c.nccl.nvlsBus > 0 && !multi && group.perNode >= 2 &&
+        group.ranks <= nvlsMaxArity)
+      algorithms.push_back(
+          {nvlinkNvls * us, 2 * g / ((g - 1) * c.nccl.nvlsBus), "nvls/Simple"});
     return algorithms;
+  }
   if (multi) {
     // Tree: a chain in the node, a double binary tree between nodes; its
     // algorithm bandwidth is half its bus bandwidth. On two nodes it sends
@@ -588,15 +614,25 @@ v2Algorithms(const Cluster &c, CollectiveKind kind, const GroupShape &group) {
       algorithms.push_back({latency * us, 2 / bus, treeNames[proto]});
     }
   }
-  if (c.nccl.nvlsBus > 0 && group.perNode >= 2) {
+  if (c.nccl.nvlsBus > 0 && group.perNode >= 2 &&
+      (multi || group.ranks >= nvlsMinRanks)) {
     // NVLink SHARP: the NVSwitch reduces; across nodes a tree of nodes
-    // (NVLS tree), whose network is doubled on two nodes.
-    double bus =
-        multi ? std::min(c.nccl.nvlsBus, network * (group.nodes <= 2 ? 2 : 1))
-              : c.nccl.nvlsBus;
+    // (NVLS tree), whose network is doubled on two nodes. In one node
+    // each GPU sends its data to the switch once and reads the sums once,
+    // whatever the group's size, so the algorithm bandwidth is the full
+    // node's, V gpus / (2 (gpus - 1)) with V measured on all `gpus` of a
+    // node: nccl-tests' bus bandwidth at 2 (p - 1) / p of it falls with a
+    // smaller group (measured on H100: 207, 251, 266 and 274 GB/s of
+    // algorithm bandwidth at 2, 4, 6 and 8 GPUs, docs/CostModel.md).
+    double full = double(std::max<int64_t>(c.gpusPerNode, 2));
+    double perByte =
+        multi ? 2 * (p - 1) /
+                    (p * std::min(c.nccl.nvlsBus,
+                                  network * (group.nodes <= 2 ? 2 : 1)))
+              : 2 * (full - 1) / (full * c.nccl.nvlsBus);
     double latency = nvlinkNvls + (multi ? 2 * levels * netNvlsTree : 0);
-    algorithms.push_back({latency * us, 2 * (p - 1) / (p * bus),
-                          multi ? "nvls-tree/Simple" : "nvls/Simple"});
+    algorithms.push_back(
+        {latency * us, perByte, multi ? "nvls-tree/Simple" : "nvls/Simple"});
   }
   return algorithms;
 }

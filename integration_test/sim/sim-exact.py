@@ -21,13 +21,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime", "Inp
 import braidtest  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from costformulas import cluster, collective_seconds, dump_kernels, kernel_seconds  # noqa: E402
+from costformulas import (VARIANTS, cluster, collective_seconds, dump_kernels,  # noqa: E402
+                          kernel_seconds)
 
 
 def simulate(plan, cluster_name, out):
-    """A preset by name; NAME-v1 (costformulas.cluster) by a file."""
+    """A preset by name; NAME-v1 and NAME-fastnvls (costformulas.cluster)
+    by a file."""
     report = out + ".report.json"
-    if cluster_name.endswith("-v1"):
+    if cluster_name.endswith(VARIANTS):
         path = out + "." + cluster_name + ".json"
         with open(path, "w") as f:
             json.dump(cluster(cluster_name), f)
@@ -101,7 +103,13 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
              ("all_gather", 64, "h100-8x8", 32 << 20), ("all_reduce", 1, "h100-8", 64 << 20),
              ("all_reduce", 64, "h100-8x8-v1", 64 << 20), ("all_reduce", 256, "h100-8x32-v1", 4096),
              ("all_reduce", 256, "h100-8x32-v1", 256 << 20),
-             ("reduce_scatter", 64, "h100-8x8-v1", 32 << 20)]
+             ("reduce_scatter", 64, "h100-8x8-v1", 32 << 20),
+             # NVLS all-reduce in part of a node (the full node's algorithm
+             # bandwidth); NVLS all-gather and reduce-scatter where NVLS is
+             # fast enough to beat the ring.
+             ("all_reduce", 4, "h100-8", 256 << 20), ("all_reduce", 6, "h100-8", 256 << 20),
+             ("all_gather", 8, "h100-8-fastnvls", 256 << 20),
+             ("reduce_scatter", 4, "h100-8-fastnvls", 256 << 20)]
     algorithms = set()
     for kind, ranks, name, nbytes in cases:
         n = nbytes // 4
@@ -127,7 +135,8 @@ func.func @step(%a: tensor<256x512xf32> {braid.role = #braid.role<batch "a">},
         braidtest.compile_step(mlir, plan, "--no-overlap")
         got = simulate(plan, name, plan)
         expected, algorithm = collective_seconds(cluster(name), kind, nbytes, ranks)
-        algorithms.add(algorithm + (" (v1)" if name.endswith("-v1") else ""))
+        algorithms.add(algorithm + (" (v1)" if name.endswith("-v1") else
+                                    " (fast NVLS)" if name.endswith("-fastnvls") else ""))
         ok = close(got["step_time"], expected) and close(got["comm_time"], expected) \
             and got["compute_time"] == 0
         print("%s %s of %d bytes on %d GPUs (%s): step %.12e s, formula (%s) %.12e s" % (
@@ -296,7 +305,8 @@ func.func @step(%x: tensor<4194304xf32> {braid.role = #braid.role<batch "x">},
     failures += not ok
 
     want = {"none", "ring/LL", "ring/LL128", "ring/Simple", "tree/LL", "tree/LL128",
-            "nvls/Simple", "nvls-tree/Simple", "ring (v1)", "tree (v1)"}
+            "nvls/Simple", "nvls-tree/Simple", "ring (v1)", "tree (v1)",
+            "nvls/Simple (fast NVLS)"}
     if algorithms != want:
         print("FAIL the cases should exercise %s, got %s" % (sorted(want), sorted(algorithms)))
         failures += 1

@@ -9,15 +9,22 @@ import re
 CLUSTERS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "common", "clusters")
 
 
+VARIANTS = ("-v1", "-fastnvls")
+
+
 def cluster(name):
     """A preset by name; NAME-v1 is the preset without its "nccl" and
-    "gemm_tiles" objects (cost model v1)."""
-    v1 = name.endswith("-v1")
-    with open(os.path.join(CLUSTERS, (name[:-3] if v1 else name) + ".json")) as f:
+    "gemm_tiles" objects (cost model v1), NAME-fastnvls the preset with an
+    NVLS ten times its rings' bus bandwidth (where NVLS all-gathers)."""
+    variant = next((v for v in VARIANTS if name.endswith(v)), "")
+    with open(os.path.join(CLUSTERS, name[:len(name) - len(variant)] + ".json")) as f:
         c = json.load(f)
-    if v1:
+    if variant == "-v1":
         del c["nccl"]
         del c["gemm_tiles"]
+    if variant == "-fastnvls":
+        c["nccl"]["nvls_bus_gb_per_s"] = 10 * c["nccl"]["nvlink_bus_gb_per_s"]
+    if variant:
         c["name"] = name
     return c
 
@@ -139,12 +146,23 @@ def nccl_seconds(c, kind, s, ranks, g, n):
                 b *= 120 / 128
             lat = BASE["tree"][i] + 2 * ((g - 1) * NVLINK["tree"][i] + levels * NET["tree"][i])
             options.append((lat * 1e-6 + 2 * s / b, "tree/" + proto))
-    if ar and v["nvls_bus_gb_per_s"] > 0 and g >= 2:
-        nvls = v["nvls_bus_gb_per_s"] * 1e9
-        b = nvls if n == 1 else min(nvls, network * (2 if n <= 2 else 1))
+    nvls = v["nvls_bus_gb_per_s"] * 1e9
+    # One node: NCCL picks NVLS for an all-reduce from 6 ranks (its model's
+    # NVLS bandwidth grows with the ranks, one channel a GPU).
+    if ar and nvls > 0 and g >= 2 and (n > 1 or p >= 6):
+        if n == 1:
+            # One node: the full node's algorithm bandwidth at any group size.
+            full = max(c["gpus_per_node"], 2)
+            per_byte = 2 * (full - 1) / (full * nvls)
+        else:
+            per_byte = 2 * (p - 1) / (p * min(nvls, network * (2 if n <= 2 else 1)))
         lat = 25.0 + (2 * levels * 20.9 if n > 1 else 0)
-        options.append((lat * 1e-6 + s * 2 * (p - 1) / (p * b),
+        options.append((lat * 1e-6 + s * per_byte,
                         "nvls/Simple" if n == 1 else "nvls-tree/Simple"))
+    if not ar and nvls > 0 and n == 1 and g >= 2 and p <= 32:
+        # NCCL's NVLS all-gather / reduce-scatter: V / 2 (g - 1) / g, no
+        # algorithm-bandwidth conversion.
+        options.append((25.0e-6 + s * 2 * g / ((g - 1) * nvls), "nvls/Simple"))
     return min(options)
 
 
