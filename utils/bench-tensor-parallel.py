@@ -12,26 +12,27 @@ it (braid-tensor-parallel) and schedule it five ways for the cluster:
                                          in DDP's buckets (25 MiB, 1 MiB
                                          first), optimizer after every wait
   megatron-async  --schedule=megatron-async  Megatron-LM with sequence
-                                         parallelism as it ships: the
+                  --regather=true        parallelism as it ships: the
                                          forward's reduce-scatters and
                                          all-gathers synchronous, the
-                                         backward's overlapping its matmuls,
-                                         DDP's buckets
+                                         backward's overlapping its matmuls
+                                         (the saved layer-norm outputs
+                                         gathered again), DDP's buckets
   braid           --sequence-parallel=false  every collective started as
                                          early and waited as late as
                                          dependencies allow, buckets sized
                                          by the cost model
   braid+sp        (braid-compile's default)  the same with
-                                         braid-sequence-parallel
+                                         braid-sequence-parallel; the
+                                         backward reads the forward's
+                                         gathered layer-norm outputs where
+                                         the plan fits (--regather=auto)
   braid+sp+cm     --collective-matmul=auto  the same with
-                  --regather=false       braid-collective-matmul: each
+                                         braid-collective-matmul: each
                                          all-gather into a matmul and matmul
                                          into a reduce-scatter the cost
                                          model predicts faster as a ring
-                                         becomes one; and the backward
-                                         reads the forward's gathered
-                                         layer-norm outputs instead of
-                                         gathering them again
+                                         becomes one
 simulates each with braid-run --backend=sim, and prints a markdown table:
 step time, exposed communication, the memory plan's peak per rank, the
 collective-matmul sites decomposed of those considered, and the speedups.
@@ -61,9 +62,9 @@ CASES = [
 ]
 TP = 8
 SCHEDULES = [("megatron", ["--schedule=megatron", "--sequence-parallel=false"]),
-             ("megatron-async", ["--schedule=megatron-async"]),
+             ("megatron-async", ["--schedule=megatron-async", "--regather=true"]),
              ("braid", ["--sequence-parallel=false"]), ("braid+sp", []),
-             ("braid+sp+cm", ["--collective-matmul=auto", "--regather=false", "--report"])]
+             ("braid+sp+cm", ["--collective-matmul=auto", "--report"])]
 NAMES = [name for name, _ in SCHEDULES]
 
 

@@ -2,7 +2,7 @@
 """Sequence parallelism's memory and communication, measured from the memory
 plan of a GPT-2-medium-sized layer (s = 1024 tokens, b = 1, h = 1024,
 a = 16 heads, f32) at tensor-parallel t = 1, 2, 4, 8, with and without
-braid-sequence-parallel.
+braid-sequence-parallel (with Megatron's re-gathers, --regather=true).
 
 "Kept for backward": the bytes of the values the forward makes (results in
 the memory-planned IR before the loss) that the backward reads (a use after
@@ -101,7 +101,10 @@ def measure(work, tp, sp, layers):
                     "--tp", str(tp), "--layers", str(layers), "--batch", str(B),
                     "--attention", "unfused", "-o", mlir],
                    check=True, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
-    flags = [] if sp else ["--sequence-parallel=false"]
+    # Megatron's sequence parallelism, which gathers the saved layer-norm
+    # outputs again in the backward (what the count above assumes);
+    # braid-compile's --regather=auto keeps the gathered copies where they fit.
+    flags = ["--regather=true"] if sp else ["--sequence-parallel=false"]
     p = subprocess.run([os.path.join(BIN, "braid-compile"), mlir, "--emit=mlir",
                         "--mlir-print-op-generic", "-o", "-"] + flags,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -7,7 +7,9 @@
 # braid-run --backend=sim, naming by how much and the largest consumers,
 # and its JSON report says "fits": false. Llama-2 70B data-parallel on
 # 80 GB H100s does not fit. A cluster file without gpu_memory_gib is not
-# checked; a bad value is an error.
+# checked; a bad value is an error. braid-compile's --regather=auto keeps
+# sequence parallelism's gathered layer-norm outputs where the plan fits,
+# and takes the smaller plan where it does not, saying so.
 #
 # REQUIRES: numpy
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
@@ -141,6 +143,54 @@ def main():
                        cluster_file(out, "bad", gpu_memory_gib=0)], check=False)
     check(p.returncode == 1 and '"gpu_memory_gib" is 0, outside [1e-06, 1e+06]' in p.stderr,
           "gpu_memory_gib 0 is an error: %s" % p.stderr.strip())
+
+    # --regather=auto (braid-compile's default with sequence parallelism):
+    # the plan that keeps the forward's gathered layer-norm outputs where it
+    # fits (said with --report), else whichever of it and the plan that
+    # gathers them again needs less (always said).
+    gpt = os.path.join(out, "gpt-tp2.mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "gpt2-small", "--layers", "2",
+                   "--world-size", "2", "--tp", "2", "--batch", "8", "--seq", "512",
+                   "--vocab", "512", "-o", gpt])
+    plans = []
+
+    def compiled(cluster, *flags):
+        plan = os.path.join(out, "gpt-%d.plan" % len(plans))
+        plans.append(plan)
+        c = braidtest.run([braidtest.tool("braid-compile"), gpt, "-o", plan,
+                           "--cluster=" + cluster, *flags], check=False)
+        return c, simulate(plan, out, cluster)[1]["peak_memory_bytes"]
+
+    gib = lambda b: "%.2f GiB" % (b / GIB)  # noqa: E731
+    # Under braid's overlap schedule the re-gathers start early and their
+    # copies add to the kept ones' shards: keeping needs less. In program
+    # order (--no-overlap) each re-gather comes right before its reader:
+    # gathering again needs less. The note and the plan taken follow.
+    for schedule in ([], ["--no-overlap"]):
+        _, keep = compiled("h100-8", "--regather=false", *schedule)
+        _, again = compiled("h100-8", "--regather=true", *schedule)
+        c, auto = compiled("h100-8", "--report", *schedule)
+        check(c.returncode == 0 and auto == keep and keep != again and
+              ("braid-compile: note: --regather=auto: sequence parallelism keeps the forward's "
+               "gathered layer-norm outputs for the backward: the plan needs %s a rank of the "
+               "79.65 GiB of a GPU of 'h100-8'" % gib(keep)) in c.stderr,
+              "%s: --regather=auto keeps the copies where the plan fits (%d bytes; %d gathering "
+              "again)" % (schedule or "overlap", keep, again))
+        tiny = cluster_file(out, "tiny", gpu_memory_gib=min(keep, again) / 2 / GIB)
+        c, auto = compiled(tiny, *schedule)
+        choice = "gathering again" if again < keep else "keeping them"
+        check(c.returncode == 0 and auto == min(keep, again) and
+              ("braid-compile: note: --regather=auto: the plan that keeps the forward's "
+               "gathered layer-norm outputs needs %s a rank, over the %s of a GPU of 'tiny'; "
+               "gathering them again in the backward needs %s: %s" % (
+                   gib(keep), gib(min(keep, again) / 2), gib(again), choice)) in c.stderr and
+              "does not fit cluster 'tiny'" in c.stderr,
+              "%s: over the GPU, --regather=auto takes the smaller plan (%s): %s" % (
+                  schedule or "overlap", choice, c.stderr.strip()))
+    c = braidtest.run([braidtest.tool("braid-compile"), gpt, "-o", os.path.join(out, "bad.plan"),
+                       "--regather=sometimes"], check=False)
+    check(c.returncode == 1 and "braid-compile: error: --regather must be true, false or "
+          "auto, but is 'sometimes'" in c.stderr, "a bad --regather: %s" % c.stderr.strip())
 
     # The issue's case: Llama-2 70B, data parallel in bf16 on 80 GB H100s.
     llama = os.path.join(out, "llama2-70b.mlir")

@@ -39,6 +39,7 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -60,13 +61,15 @@ static cl::opt<bool> sequenceParallel(
              "tensor-parallel step (braid-sequence-parallel; default on, "
              "--sequence-parallel=false to compare)"),
     cl::init(true), cl::cat(category));
-static cl::opt<bool> regather(
+static cl::opt<std::string> regather(
     "regather",
-    cl::desc("With sequence parallelism, gather the saved layer-norm outputs "
-             "again in the backward (default, as Megatron does); "
-             "--regather=false keeps the forward's gathered copies instead: "
-             "fewer all-gathers, more memory"),
-    cl::init(true), cl::cat(category));
+    cl::desc("With sequence parallelism, whether the backward gathers the "
+             "saved layer-norm outputs again (true, as Megatron does) or "
+             "keeps the forward's gathered copies (false: fewer all-gathers, "
+             "the copies live to the backward); auto (default): keep them "
+             "when the plan fits a GPU of --cluster, else gather again, and "
+             "say so"),
+    cl::init("auto"), cl::cat(category));
 static cl::opt<std::string> collectiveMatmul(
     "collective-matmul",
     cl::desc("Decompose the all-gathers into matmuls and the matmuls into "
@@ -169,30 +172,59 @@ static cl::opt<Emit> emit(
                           "the scheduled, memory-planned IR")),
     cl::cat(category));
 
-/// Warns when the plan's arena (one rank's device memory) exceeds a GPU of
-/// `clusterName`, with what fills it: the figures the simulator reports
-/// (braid-runtime/PlanMemory.h). The plan is written all the same.
-static void warnIfTooLarge(StringRef plan, StringRef clusterName) {
+/// The memory a plan needs of one rank against a GPU of `clusterName`: the
+/// figures the simulator reports (braid-runtime/PlanMemory.h). `checked` is
+/// false where the cluster has no memory size (or does not load: the
+/// passes have reported it) or the plan does not read back (with a
+/// warning).
+struct MemoryFit {
+  bool checked = false;
+  braid::plan::MemoryUse use;
+  uint64_t capacity = 0;
+  std::string clusterName, shortfall;
+};
+
+static MemoryFit fitOf(StringRef plan, StringRef clusterName) {
+  MemoryFit fit;
   braid::cost::Cluster cluster;
   std::string error;
-  // The passes have reported a cluster that does not load.
   if (!braid::cost::loadCluster(clusterName.str(), cluster, error) ||
       cluster.gpuMemoryBytes == 0)
-    return;
-  braid::plan::MemoryUse use;
+    return fit;
   if (!braid::plan::planMemoryUse(
-          reinterpret_cast<const uint8_t *>(plan.data()), plan.size(), use,
+          reinterpret_cast<const uint8_t *>(plan.data()), plan.size(), fit.use,
           error)) {
     llvm::errs() << "braid-compile: warning: the plan's memory was not "
                     "checked: reading it back failed: "
                  << error << "\n";
-    return;
+    return fit;
   }
-  std::string shortfall =
-      braid::plan::memoryShortfall(use, cluster.gpuMemoryBytes, cluster.gpu);
-  if (!shortfall.empty())
+  fit.checked = true;
+  fit.capacity = cluster.gpuMemoryBytes;
+  fit.clusterName = cluster.name;
+  fit.shortfall = braid::plan::memoryShortfall(fit.use, cluster.gpuMemoryBytes,
+                                               cluster.gpu);
+  return fit;
+}
+
+/// Warns when the plan's arena (one rank's device memory) exceeds a GPU of
+/// its cluster, with what fills it. The plan is written all the same.
+static void warnIfTooLarge(const MemoryFit &fit) {
+  if (fit.checked && !fit.shortfall.empty())
     llvm::errs() << "braid-compile: warning: the plan does not fit cluster '"
-                 << cluster.name << "': " << shortfall << "\n";
+                 << fit.clusterName << "': " << fit.shortfall << "\n";
+}
+
+static std::string gib(uint64_t bytes) {
+  return llvm::formatv("{0:F2} GiB", double(bytes) / double(1ull << 30)).str();
+}
+
+/// Whether sequence parallelism split a function of `module` (it splits
+/// those braid-tensor-parallel partitioned).
+static bool sequenceParallelRan(ModuleOp module) {
+  return llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp func) {
+    return func->hasAttr(braid::BraidDialect::kTensorParallelAttrName);
+  });
 }
 
 int main(int argc, char **argv) {
@@ -313,7 +345,20 @@ int main(int argc, char **argv) {
     return 1;
   }
   compile.collectiveMatmul = collectiveMatmul;
-  compile.regather = regather;
+  if (regather != "true" && regather != "false" && regather != "auto") {
+    llvm::errs() << "braid-compile: error: --regather must be true, false or "
+                    "auto, but is '"
+                 << regather << "'\n";
+    return 1;
+  }
+  // auto: first with the gathered copies kept; gathered again only if that
+  // plan does not fit (below).
+  bool regatherAuto = regather == "auto" && sequenceParallel;
+  compile.regather = regather == "true";
+  // The input as parsed, for a second compile.
+  OwningOpRef<ModuleOp> original;
+  if (regatherAuto)
+    original = module->clone();
   compile.fuse = fuse;
   // A module that asks to be pipelined (braid.models --pp, braid.export)
   // says how in `braid.pipeline`; the options override it.
@@ -346,18 +391,69 @@ int main(int argc, char **argv) {
   compile.stageBoundaries.assign(stageBoundaries.begin(),
                                  stageBoundaries.end());
   compile.report = report;
-  PassManager pm(&context);
-  // The input is verified by the parser; the passes are trusted to keep it
-  // valid (the test suite compiles with --verify-each, which verifies after
-  // every pass as braid-opt does). Verifying after each pass costs a third
-  // of the compile time of a 100k-op step.
-  pm.enableVerifier(verifyEach);
-  if (failed(applyPassManagerCLOptions(pm)))
+  auto compileModule = [&](ModuleOp target) -> LogicalResult {
+    PassManager pm(&context);
+    // The input is verified by the parser; the passes are trusted to keep
+    // it valid (the test suite compiles with --verify-each, which verifies
+    // after every pass as braid-opt does). Verifying after each pass costs
+    // a third of the compile time of a 100k-op step.
+    pm.enableVerifier(verifyEach);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    pm.enableTiming(timing);
+    braid::buildCompilePipeline(pm, overlap, compile);
+    return pm.run(target);
+  };
+  if (failed(compileModule(*module)))
     return 1;
-  pm.enableTiming(timing);
-  braid::buildCompilePipeline(pm, overlap, compile);
-  if (failed(pm.run(*module)))
-    return 1;
+  auto translate = [&](ModuleOp target, std::string &plan) {
+    plan.clear();
+    llvm::raw_string_ostream planStream(plan);
+    return braid::translateToPlan(target, planStream);
+  };
+  std::string plan;
+  std::optional<MemoryFit> fit;
+  if (regatherAuto && sequenceParallelRan(*module)) {
+    // --regather=auto: the kept copies cost memory, the re-gathers time;
+    // the memory plan says whether the copies fit.
+    if (failed(translate(*module, plan)))
+      return 1;
+    MemoryFit kept = fitOf(plan, clusterName);
+    fit = kept;
+    if (kept.checked && !kept.shortfall.empty()) {
+      // Over: gathering again frees the copies between the forward and
+      // the backward, but holds the re-gathered ones while the backward
+      // reads them; take whichever plan needs less.
+      compile.regather = true;
+      std::string again;
+      if (failed(compileModule(*original)) ||
+          failed(translate(*original, again)))
+        return 1;
+      MemoryFit regathered = fitOf(again, clusterName);
+      bool less = regathered.checked && regathered.use.total < kept.use.total;
+      llvm::errs() << "braid-compile: note: --regather=auto: the plan that "
+                      "keeps the forward's gathered layer-norm outputs needs "
+                   << gib(kept.use.total) << " a rank, over the "
+                   << gib(kept.capacity) << " of a GPU of '" << kept.clusterName
+                   << "'; gathering them again in the backward needs "
+                   << (regathered.checked ? gib(regathered.use.total)
+                                          : std::string("an unknown amount"))
+                   << ": " << (less ? "gathering again" : "keeping them")
+                   << "\n";
+      if (less) {
+        module = std::move(original);
+        plan = std::move(again);
+        fit = regathered;
+      }
+    } else if (report && kept.checked) {
+      llvm::errs() << "braid-compile: note: --regather=auto: sequence "
+                      "parallelism keeps the forward's gathered layer-norm "
+                      "outputs for the backward: the plan needs "
+                   << gib(kept.use.total) << " a rank of the "
+                   << gib(kept.capacity) << " of a GPU of '" << kept.clusterName
+                   << "'\n";
+    }
+  }
   TimingScope outputTiming = timing.nest("Output");
   if (!scheduleReport.empty()) {
     auto file = openOutputFile(scheduleReport, &message);
@@ -378,12 +474,13 @@ int main(int argc, char **argv) {
   if (emit == Emit::Mlir) {
     module->print(output->os());
   } else {
-    std::string plan;
-    llvm::raw_string_ostream planStream(plan);
-    if (failed(braid::translateToPlan(*module, planStream)))
-      return 1;
+    if (!fit) {
+      if (failed(translate(*module, plan)))
+        return 1;
+      fit = fitOf(plan, clusterName);
+    }
     output->os() << plan;
-    warnIfTooLarge(plan, clusterName);
+    warnIfTooLarge(*fit);
   }
   output->keep();
   outputTiming.stop();
