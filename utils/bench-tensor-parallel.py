@@ -40,7 +40,11 @@ Exits 1 if braid (without sequence parallelism) is slower than the
 baseline on a row, sequence parallelism does not lower the peak, or
 braid+sp+cm is slower than braid+sp or raises its peak.
 
-usage: /usr/bin/python3 utils/bench-tensor-parallel.py [--quick] [--keep DIR]
+--variants prints a second table: braid+sp with Megatron's re-gathers
+(--regather=true) and with every collective-matmul site decomposed
+(--collective-matmul=on), each with the permutes its plan sends.
+
+usage: /usr/bin/python3 utils/bench-tensor-parallel.py [--quick] [--variants] [--keep DIR]
 """
 
 import argparse
@@ -66,20 +70,33 @@ SCHEDULES = [("megatron", ["--schedule=megatron", "--sequence-parallel=false"]),
              ("braid", ["--sequence-parallel=false"]), ("braid+sp", []),
              ("braid+sp+cm", ["--collective-matmul=auto", "--report"])]
 NAMES = [name for name, _ in SCHEDULES]
+# --variants: what the docs quote beside the table, each against braid+sp.
+VARIANTS = [("braid+sp+regather", ["--regather=true"]),
+            ("braid+sp+cm-on", ["--collective-matmul=on"])]
 
 
-def case(model, cluster, dp, options, work, layers=None, cost_model="v2"):
+def case(model, cluster, dp, options, work, layers=None, cost_model="v2", variants=False):
     mlir = os.path.join(work, "%s-%s.mlir" % (model, cluster))
     extra = ["--layers", str(layers)] if layers else []
     benchlib.generate([model, "--dtype", "bf16", "--world-size", str(dp * TP), "--tp", str(TP),
                        "--vocab-parallel", *options, *extra], mlir, "bench-tensor-parallel")
-    return benchlib.simulate(mlir, cluster, SCHEDULES, "bench-tensor-parallel", cost_model)
+    r = benchlib.simulate(mlir, cluster, SCHEDULES + (VARIANTS if variants else []),
+                          "bench-tensor-parallel", cost_model)
+    for name, _ in VARIANTS if variants else []:
+        # The permutes of rank 0's program (the plan's dump lists its ops).
+        plan = mlir.replace(".mlir", "-%s.plan" % name)
+        dump = benchlib.run([os.path.join(benchlib.BIN, "braid-run"), "--dump", plan],
+                            "bench-tensor-parallel").stdout
+        r[name]["permutes"] = dump.count("collective_permute")
+    return r
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 layers per model (tests)")
     parser.add_argument("--keep", help="keep the generated files in this directory")
+    parser.add_argument("--variants", action="store_true",
+                        help="also the variants the docs quote (a second table)")
     benchlib.add_cost_model_option(parser)
     args = parser.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="braid-bench-tp-")
@@ -92,9 +109,11 @@ def main():
     print("|---|---|---|---:|---|---|---|---:|---:|---:|---:|")
     failures = []
     start = time.time()
+    variants = []
     for model, cluster, dp, options in CASES:
         r = case(model, cluster, dp, options, work, layers=2 if args.quick else None,
-                 cost_model=args.cost_model)
+                 cost_model=args.cost_model, variants=args.variants)
+        variants.append((model, cluster, dp, r))
         m, ma, b, p, c = (r[name] for name in NAMES)
         ms = lambda x: "%.3f" % (x * 1e3)  # noqa: E731
         every = lambda f: " / ".join(f(r[name]) for name in NAMES)  # noqa: E731
@@ -120,6 +139,18 @@ def main():
                             "(%.6f vs %.6f ms, %d vs %d bytes)" % (
                                 model, cluster, c["step_time"] * 1e3, p["step_time"] * 1e3,
                                 c["peak_memory_bytes"], p["peak_memory_bytes"]))
+    if args.variants:
+        print()
+        print("| model | cluster | dp x tp | variant | step ms | exposed comm ms | peak GiB/rank "
+              "| permutes a step | vs braid+sp |")
+        print("|---|---|---|---|---:|---:|---:|---:|---:|")
+        for model, cluster, dp, r in variants:
+            for name, _ in VARIANTS:
+                v = r[name]
+                print("| %s | %s | %d x %d | %s | %.3f | %.3f | %s | %d | %.4fx |" % (
+                    model, cluster, dp, TP, name, v["step_time"] * 1e3, v["exposed_comm"] * 1e3,
+                    benchlib.peak_gib(v), v["permutes"], r["braid+sp"]["step_time"] /
+                    v["step_time"]))
     print()
     print("%d cases, %.0f s. Claims: braid >= the Megatron-style baseline on every row, "
           "sequence parallelism lowers the peak, collective matmul (auto) neither slows "
