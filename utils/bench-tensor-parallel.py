@@ -44,11 +44,17 @@ braid+sp+cm is slower than braid+sp or raises its peak.
 (--regather=true) and with every collective-matmul site decomposed
 (--collective-matmul=on), each with the permutes its plan sends.
 
-usage: /usr/bin/python3 utils/bench-tensor-parallel.py [--quick] [--variants] [--keep DIR]
+--sites prints braid+sp+cm's decision at each kind of site (the
+collective, what it feeds or comes from), with the cost model's two
+predictions and how many such sites a step has.
+
+usage: /usr/bin/python3 utils/bench-tensor-parallel.py [--quick] [--variants] [--sites] [--keep DIR]
 """
 
 import argparse
+import collections
 import os
+import re
 import sys
 import tempfile
 import time
@@ -97,6 +103,9 @@ def main():
     parser.add_argument("--keep", help="keep the generated files in this directory")
     parser.add_argument("--variants", action="store_true",
                         help="also the variants the docs quote (a second table)")
+    parser.add_argument("--sites", action="store_true",
+                        help="also braid+sp+cm's decision at each kind of site, with the cost "
+                             "model's predictions (braid-collective-matmul's remarks)")
     benchlib.add_cost_model_option(parser)
     args = parser.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="braid-bench-tp-")
@@ -139,6 +148,21 @@ def main():
                             "(%.6f vs %.6f ms, %d vs %d bytes)" % (
                                 model, cluster, c["step_time"] * 1e3, p["step_time"] * 1e3,
                                 c["peak_memory_bytes"], p["peak_memory_bytes"]))
+    if args.sites:
+        print()
+        print("| model | cluster | site | decision | predicted ring us | predicted whole us "
+              "| sites |")
+        print("|---|---|---|---|---:|---:|---:|")
+        site = re.compile(r"collective matmul: (.*) (decomposed|kept whole) \(predicted "
+                          r"([0-9.]+) us as a ring, ([0-9.]+) us whole\)")
+        for model, cluster, dp, r in variants:
+            counts = collections.Counter(
+                m.groups() for m in map(site.search, r["braid+sp+cm"]["compile_stderr"]
+                                        .splitlines()) if m)
+            for (what, decision, ring, whole), n in sorted(
+                    counts.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+                print("| %s | %s | %s | %s | %s | %s | %d |" % (
+                    model, cluster, what.replace("|", "/"), decision, ring, whole, n))
     if args.variants:
         print()
         print("| model | cluster | dp x tp | variant | step ms | exposed comm ms | peak GiB/rank "

@@ -118,6 +118,15 @@ uint64_t bytesOf(Type type) {
   return getTensorBytes(cast<RankedTensorType>(type));
 }
 
+/// `bytes` for people: "512 KiB", "1.5 MiB".
+std::string sizeText(uint64_t bytes) {
+  if (bytes >= (1ull << 20))
+    return llvm::formatv("{0} MiB", double(bytes) / double(1ull << 20)).str();
+  if (bytes >= 1024)
+    return llvm::formatv("{0} KiB", double(bytes) / 1024.0).str();
+  return llvm::formatv("{0} B", bytes).str();
+}
+
 /// The decision the pass makes at a site, and the figures behind it.
 struct Decision {
   bool decompose = true;
@@ -287,7 +296,19 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
       d = context.decide(gather, whole, piece,
                          bytesOf(gather.getInput().getType()), extra, t);
     }
-    context.note(gather, "all_gather", d);
+    std::string readers;
+    llvm::raw_string_ostream readersOs(readers);
+    llvm::interleaveComma(stepped, readersOs, [&](const Stepped &s) {
+      readersOs << MatmulOp(s.mm).getType();
+    });
+    context.note(gather,
+                 llvm::formatv("all_gather ({0} a rank, {1}, into matmuls "
+                               "of {2})",
+                               gather.getInput().getType(),
+                               sizeText(bytesOf(gather.getInput().getType())),
+                               readers)
+                     .str(),
+                 d);
     if (!d.decompose)
       return failure();
 
@@ -443,7 +464,15 @@ struct ReduceScatterRing : OpRewritePattern<ReduceScatterOp> {
       d = context.decide(scatter, getOpSeconds(mm, *context.cluster), piece,
                          block, extra, t);
     }
-    context.note(scatter, "reduce_scatter", d);
+    context.note(
+        scatter,
+        llvm::formatv("reduce_scatter (of a matmul's {0} product over k = "
+                      "{1}{2}, {3} a block)",
+                      mm.getType(), mm.getProductShape().k,
+                      addend ? " plus an addend" : "",
+                      sizeText(bytesOf(scatter.getType())))
+            .str(),
+        d);
     if (!d.decompose)
       return failure();
 
