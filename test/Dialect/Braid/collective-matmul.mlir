@@ -220,8 +220,8 @@ func.func @declined(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %h: tensor<8x16xf
 // RUN: braid-opt %s --split-input-file --braid-collective-matmul="mode=auto cluster=a100-8 report=true" 2>&1 | FileCheck %s --check-prefix=AUTO
 // Each remark names its site: the piece, and the products it feeds.
 // AUTO-DAG: remark: collective matmul: all_gather (tensor<1024x1024xbf16> a rank, 2.00 MiB, into matmuls of tensor<8192x512xbf16>) decomposed (predicted [[RING:[0-9.]+]] us as a ring, [[WHOLE:[0-9.]+]] us whole)
-// AUTO-DAG: remark: collective matmul: all_gather (tensor<2x8xbf16> a rank, 32 B, into matmuls of tensor<16x16xbf16>) kept whole (predicted {{[0-9.]+}} us as a ring, {{[0-9.]+}} us whole)
-// AUTO-DAG: remark: collective matmul: reduce_scatter (of a matmul's tensor<8x8xf32> product over k = 16 plus an addend, 128 B a block) kept whole
+// AUTO-DAG: remark: collective matmul: all_gather (tensor<2x8xbf16> a rank, 32.00 B, into matmuls of tensor<16x16xbf16>) kept whole (predicted {{[0-9.]+}} us as a ring, {{[0-9.]+}} us whole)
+// AUTO-DAG: remark: collective matmul: reduce_scatter (of a matmul's tensor<8x8xf32> product over k = 16 plus an addend, 128.00 B a block) kept whole
 // AUTO-LABEL: func.func @auto
 // (mode=on, the default, decomposes both.)
 // CHECK-LABEL: func.func @auto

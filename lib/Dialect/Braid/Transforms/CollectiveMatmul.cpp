@@ -118,15 +118,6 @@ uint64_t bytesOf(Type type) {
   return getTensorBytes(cast<RankedTensorType>(type));
 }
 
-/// `bytes` for people: "512 KiB", "1.5 MiB".
-std::string sizeText(uint64_t bytes) {
-  if (bytes >= (1ull << 20))
-    return llvm::formatv("{0} MiB", double(bytes) / double(1ull << 20)).str();
-  if (bytes >= 1024)
-    return llvm::formatv("{0} KiB", double(bytes) / 1024.0).str();
-  return llvm::formatv("{0} B", bytes).str();
-}
-
 /// The decision the pass makes at a site, and the figures behind it.
 struct Decision {
   bool decompose = true;
@@ -305,7 +296,7 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
                  llvm::formatv("all_gather ({0} a rank, {1}, into matmuls "
                                "of {2})",
                                gather.getInput().getType(),
-                               sizeText(bytesOf(gather.getInput().getType())),
+                               humanBytes(bytesOf(gather.getInput().getType())),
                                readers)
                      .str(),
                  d);
@@ -470,7 +461,7 @@ struct ReduceScatterRing : OpRewritePattern<ReduceScatterOp> {
                       "{1}{2}, {3} a block)",
                       mm.getType(), mm.getProductShape().k,
                       addend ? " plus an addend" : "",
-                      sizeText(bytesOf(scatter.getType())))
+                      humanBytes(bytesOf(scatter.getType())))
             .str(),
         d);
     if (!d.decompose)

@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CostUtils.h"
+
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/Passes.h"
 
@@ -55,18 +57,6 @@ std::string humanFlops(uint64_t flops) {
   unsigned unit = 0;
   while (value >= 1000 && unit + 1 < std::size(units)) {
     value /= 1000;
-    ++unit;
-  }
-  return llvm::formatv("{0:f2} {1}", value, units[unit]).str();
-}
-
-/// `28.35 MiB` style, binary units.
-std::string humanBytes(uint64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = bytes;
-  unsigned unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(units)) {
-    value /= 1024;
     ++unit;
   }
   return llvm::formatv("{0:f2} {1}", value, units[unit]).str();

@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace braid;
@@ -80,4 +81,15 @@ cost::GroupShape braid::getGroupShape(CollectiveOpInterface op,
       return cost::GroupShape(); // The verifier rules this out.
   std::vector<int64_t> members = groupMembers(shape, axes, 0);
   return cost::groupShapeOf(cluster, members);
+}
+
+std::string braid::humanBytes(uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  unsigned unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  return llvm::formatv("{0:f2} {1}", value, units[unit]).str();
 }

@@ -34,6 +34,10 @@ DType getCostType(mlir::Type elementType);
 /// CostOpInterface and for views).
 double getOpSeconds(mlir::Operation *op, const cost::Cluster &cluster);
 
+/// `bytes` in the largest binary unit they fill, `28.35 MiB` style (for
+/// remarks and reports).
+std::string humanBytes(uint64_t bytes);
+
 /// How rank 0's group of `op` sits on `cluster`.
 cost::GroupShape getGroupShape(CollectiveOpInterface op,
                                const cost::Cluster &cluster);
