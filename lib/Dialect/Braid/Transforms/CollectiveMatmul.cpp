@@ -347,6 +347,20 @@ struct AllGatherRing : OpRewritePattern<AllGatherOp> {
   Context &context;
 };
 
+/// Where a collective over `t` ranks can move across a reshape: the
+/// outermost dimension of `moved` (the reshape's side the collective moves
+/// to), when it divides by `t` and the collective's dimension `dim` is the
+/// outermost of `whole` (its side now), so that the blocks are the same on
+/// both sides; -1 where they are not.
+int64_t blockDimAcrossReshape(RankedTensorType moved, RankedTensorType whole,
+                              int64_t dim, int64_t t) {
+  int64_t outer = outermostDim(moved.getShape());
+  if (t < 2 || outer < 0 || moved.getDimSize(outer) % t ||
+      outermostDim(whole.getShape()) != dim)
+    return -1;
+  return outer;
+}
+
 /// A reshape of an all-gather's result, its one reader, becomes the gather
 /// of the pieces reshaped where the pieces are the reshaped value's blocks
 /// (the gathered dimension the outermost, and the reshape's outermost
@@ -363,10 +377,9 @@ struct GatherBeforeReshape : OpRewritePattern<ReshapeOp> {
       return failure();
     int64_t t = groupSize(gather);
     auto to = cast<RankedTensorType>(reshape.getType());
-    int64_t dim = outermostDim(to.getShape());
-    if (t < 2 || dim < 0 || to.getDimSize(dim) % t ||
-        outermostDim(gather.getType().getShape()) !=
-            int64_t(gather.getGatherDim()))
+    int64_t dim =
+        blockDimAcrossReshape(to, gather.getType(), gather.getGatherDim(), t);
+    if (dim < 0)
       return failure();
     Value piece = ReshapeOp::create(rewriter, reshape.getLoc(),
                                     pieceType(to, dim, t), gather.getInput());
@@ -392,10 +405,10 @@ struct ScatterBeforeReshape : OpRewritePattern<ReduceScatterOp> {
       return failure();
     int64_t t = groupSize(scatter);
     auto from = cast<RankedTensorType>(reshape.getInput().getType());
-    int64_t dim = outermostDim(from.getShape());
-    if (t < 2 || dim < 0 || from.getDimSize(dim) % t ||
-        outermostDim(reshape.getType().getShape()) !=
-            int64_t(scatter.getScatterDim()))
+    int64_t dim =
+        blockDimAcrossReshape(from, cast<RankedTensorType>(reshape.getType()),
+                              scatter.getScatterDim(), t);
+    if (dim < 0)
       return failure();
     Value scattered = ReduceScatterOp::create(
         rewriter, scatter.getLoc(), pieceType(from, dim, t), reshape.getInput(),
