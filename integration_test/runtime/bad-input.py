@@ -82,7 +82,7 @@ def main():
         ("corrupted byte", data[:200] + bytes([data[200] ^ 0x40]) + data[201:],
          ["checksum mismatch"]),
         ("wrong version", data[:8] + struct.pack("<I", 99) + data[12:],
-         ["plan format version 99", "reads version 5"]),
+         ["plan format version 99", "reads version 6"]),
         ("not a plan", b"hello, this is not a plan file at all" * 4,
          ["bad magic number"]),
         ("empty file", b"", ["shorter than a plan header"]),

@@ -295,7 +295,8 @@ static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage,
           for (const plan::Binding *b : *v)
             out.push_back({static_cast<Role>(b->role()), toString(b->name()),
                            b->buffer(), b->split_dim(),
-                           toVector(b->split_blocks()), b->step_count()});
+                           toVector(b->split_blocks()), b->step_count(),
+                           b->data_parallel_split_dim()});
         return out;
       };
   p.arguments = bindings(fb->arguments());
@@ -304,6 +305,9 @@ static Plan decodePlan(const plan::Plan *fb, uint32_t version, bool isStage,
   p.clusterJson = toString(fb->cluster_json());
   p.tpAxis = fb->tensor_parallel_axis();
   p.tpGrid = toVector(fb->tensor_parallel_grid());
+  p.dpAxis = fb->data_parallel_axis();
+  p.dpGrid = toVector(fb->data_parallel_grid());
+  p.zeroStage = fb->zero_stage();
   p.ppAxis = fb->pipeline_axis();
   p.ppGrid = toVector(fb->pipeline_grid());
   p.stage = fb->stage();

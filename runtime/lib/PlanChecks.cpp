@@ -164,7 +164,47 @@ void braid::rt::checkPlan(const Plan &plan) {
     throw PlanError("the tensor-parallel axis is " +
                     std::to_string(plan.tpAxis) + " (-1 or an axis)");
   }
+  // ZeRO: a grid over the plan's ranks, and data-parallel split bindings
+  // whose pieces are whole elements of their dimension.
+  if (plan.dpAxis >= 0) {
+    int64_t size = 1;
+    for (int64_t d : plan.dpGrid) {
+      if (d <= 0 || d > (1 << 20))
+        throw PlanError("the data-parallel grid has a bad dimension " +
+                        std::to_string(d));
+      size *= d;
+      if (size > (1 << 24))
+        throw PlanError("the data-parallel grid has too many ranks");
+    }
+    if (plan.dpAxis >= int32_t(plan.dpGrid.size()) ||
+        size != int64_t(plan.worldSize))
+      throw PlanError("the data-parallel axis " + std::to_string(plan.dpAxis) +
+                      " of a grid of " + std::to_string(plan.dpGrid.size()) +
+                      " axes spanning " + std::to_string(size) +
+                      " ranks does not fit a plan for " +
+                      std::to_string(plan.worldSize) + " ranks");
+  } else if (plan.dpAxis != -1) {
+    throw PlanError("the data-parallel axis is " + std::to_string(plan.dpAxis) +
+                    " (-1 or an axis)");
+  }
+  auto checkDataParallelSplit = [&](const Binding &b, const char *kind) {
+    if (b.dpSplitDim == -1)
+      return;
+    std::string what = std::string(kind) + " '" + b.name + "'";
+    const Buffer &buffer = plan.buffers[b.buffer];
+    if (plan.dpAxis < 0)
+      throw PlanError(what + " is a data-parallel piece, but the plan shards "
+                             "nothing over a data-parallel axis");
+    if (b.dpSplitDim < 0 || b.dpSplitDim >= int32_t(buffer.shape.size()))
+      throw PlanError(what + " is a data-parallel piece along dimension " +
+                      std::to_string(b.dpSplitDim) + ", but its buffer has " +
+                      std::to_string(buffer.shape.size()) + " dimensions");
+    if (b.role != Role::OptimizerState)
+      throw PlanError(what + " is a data-parallel piece, but only optimizer "
+                             "state is sharded so (ZeRO stages 1 and 2)");
+  };
   auto checkSplit = [&](const Binding &b, const char *kind) {
+    checkDataParallelSplit(b, kind);
     if (b.splitDim == -1 && b.splitBlocks.empty())
       return;
     std::string what = std::string(kind) + " '" + b.name + "'";
@@ -183,7 +223,7 @@ void braid::rt::checkPlan(const Plan &plan) {
                         " tensor-parallel pieces");
       sum += block / t;
     }
-    int64_t local = buffer.shape[size_t(b.splitDim)];
+    int64_t local = tensorParallelShape(plan, b)[size_t(b.splitDim)];
     if (!b.splitBlocks.empty() && sum != local)
       throw PlanError(what + "'s blocks make pieces of " + std::to_string(sum) +
                       " along dimension " + std::to_string(b.splitDim) +
@@ -217,7 +257,8 @@ void braid::rt::checkPlan(const Plan &plan) {
       if (a.role != r.role || a.name != r.name)
         continue;
       const Buffer &x = plan.buffers[a.buffer], &y = plan.buffers[r.buffer];
-      if (a.splitDim != r.splitDim || a.splitBlocks != r.splitBlocks)
+      if (a.splitDim != r.splitDim || a.splitBlocks != r.splitBlocks ||
+          a.dpSplitDim != r.dpSplitDim)
         throw PlanError("result '" + r.name +
                         "' carries to the next step into its argument, but "
                         "is split unlike it");

@@ -279,6 +279,14 @@ void Lifetimes::joinInPlace() {
   std::vector<bool> returned(plan.buffers.size(), false);
   for (const Binding &b : plan.results)
     returned[b.buffer] = true;
+  // A parameter result at its argument's bytes: the buffer that result
+  // carries into, by result buffer (a sharded parameter's all-gather writes
+  // its argument in place; braid-plan-memory).
+  std::vector<int64_t> carriedInto(plan.buffers.size(), -1);
+  for (const Binding &r : plan.results)
+    for (const Binding &a : plan.arguments)
+      if (r.role == Role::Parameter && a.role == r.role && a.name == r.name)
+        carriedInto[r.buffer] = a.buffer;
   // Views (reshape) at their operand's exact bytes: one value read through
   // two shapes, one class, and together they are what an in-place write
   // over either must wait for.
@@ -326,6 +334,11 @@ void Lifetimes::joinInPlace() {
         for (size_t k = 0;
              k < std::min(instr.operands.size(), instr.results.size()); ++k)
           pairs.push_back({instr.operands[k], instr.results[k]});
+      } else if (instr.collective() == CollectiveKind::AllGather &&
+                 instr.kind != InstrKind::Wait) {
+        for (uint32_t r : instr.results)
+          if (carriedInto[r] >= 0)
+            pairs.push_back({uint32_t(carriedInto[r]), r});
       }
       for (auto [o, r] : pairs) {
         const Buffer &x = plan.buffers[o], &y = plan.buffers[r];

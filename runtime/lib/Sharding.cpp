@@ -37,11 +37,23 @@ RankPlace rt::placeRank(const Plan &plan, int64_t rank) {
   if (!axes.empty())
     locateInGroup(plan.tpAxis >= 0 ? plan.tpGrid : plan.ppGrid, axes, rank,
                   place.dpIndex, color);
+  if (plan.dpAxis >= 0) {
+    place.shards = plan.dpShards();
+    locateInGroup(plan.dpGrid, {plan.dpAxis}, rank, color, place.shardIndex);
+  }
   return place;
 }
 
-std::vector<int64_t> rt::globalShape(const Plan &plan, const Binding &binding) {
+std::vector<int64_t> rt::tensorParallelShape(const Plan &plan,
+                                             const Binding &binding) {
   std::vector<int64_t> shape = plan.buffers[binding.buffer].shape;
+  if (binding.dpSplitDim >= 0)
+    shape[size_t(binding.dpSplitDim)] *= plan.dpShards();
+  return shape;
+}
+
+std::vector<int64_t> rt::globalShape(const Plan &plan, const Binding &binding) {
+  std::vector<int64_t> shape = tensorParallelShape(plan, binding);
   if (binding.splitDim >= 0)
     shape[size_t(binding.splitDim)] *= plan.tpSize();
   return shape;

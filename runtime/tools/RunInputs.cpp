@@ -208,14 +208,24 @@ std::vector<uint8_t> synthesize(const Plan &plan, const Binding &binding,
 std::vector<uint8_t> pieceOf(const Plan &plan, const Binding &binding,
                              const std::vector<uint8_t> &global,
                              size_t elementBytes) {
-  if (binding.splitDim < 0)
+  if (binding.splitDim < 0 && binding.dpSplitDim < 0)
     return global;
   RankPlace place = placeRank(plan, currentRank);
-  std::vector<uint8_t> piece(global.size() / size_t(place.tpSize));
-  copyPiece(global.data(), piece.data(), globalShape(plan, binding),
-            elementBytes, binding.splitDim, binding.splitBlocks, place.tpSize,
-            place.tpIndex, /*toPiece=*/true);
-  return piece;
+  std::vector<uint8_t> piece = global;
+  if (binding.splitDim >= 0) {
+    piece.assign(global.size() / size_t(place.tpSize), 0);
+    copyPiece(global.data(), piece.data(), globalShape(plan, binding),
+              elementBytes, binding.splitDim, binding.splitBlocks, place.tpSize,
+              place.tpIndex, /*toPiece=*/true);
+  }
+  if (binding.dpSplitDim < 0)
+    return piece;
+  // ZeRO: the rank's piece of that, over the data-parallel axis.
+  std::vector<uint8_t> shard(piece.size() / size_t(place.shards));
+  copyPiece(piece.data(), shard.data(), tensorParallelShape(plan, binding),
+            elementBytes, binding.dpSplitDim, {}, place.shards,
+            place.shardIndex, /*toPiece=*/true);
+  return shard;
 }
 
 /// Seeded initial values of a parameter: weights uniform in
@@ -383,12 +393,12 @@ Inputs braid::rt::prepareInputs(const Plan &plan, const Options &o, int rank,
         throw NpzError(o.params + ": '" + b.name + "' has shape " +
                        shapeText(it->second.shape) + ", but the plan expects " +
                        expected +
-                       (b.splitDim >= 0
+                       (b.splitDim >= 0 || b.dpSplitDim >= 0
                             ? " (the global value; each rank keeps its piece " +
                                   shapeText(buffer.shape) + ")"
                             : ""));
       NpyArray array = it->second;
-      if (b.splitDim >= 0) {
+      if (b.splitDim >= 0 || b.dpSplitDim >= 0) {
         int64_t elements = 1;
         for (int64_t d : global)
           elements *= d;

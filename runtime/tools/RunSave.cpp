@@ -183,6 +183,15 @@ void braid::rt::writeState(const Options &o, const Plan &plan, Backend &backend,
     MPI_Comm_split(MPI_COMM_WORLD,
                    int(place.dpIndex * place.ppSize + place.ppIndex),
                    int(place.tpIndex), &tpComm);
+  // ZeRO: one per group of ranks that hold pieces of one tensor-parallel
+  // piece (the same place on every other axis).
+  MPI_Comm dpComm = MPI_COMM_NULL;
+  if (plan.dpAxis >= 0) {
+    endPhase("saving: making the data-parallel groups' communicators");
+    MPI_Comm_split(MPI_COMM_WORLD,
+                   int(place.tpIndex * place.ppSize + place.ppIndex),
+                   int(place.shardIndex), &dpComm);
+  }
   std::string savePath = savePathOf(pattern, rank);
   try {
     std::map<std::string, NpyArray> out;
@@ -193,25 +202,35 @@ void braid::rt::writeState(const Options &o, const Plan &plan, Backend &backend,
       array.shape = buffer.shape;
       array.data.resize(buffer.bytes);
       backend.read(buffer, array.data.data());
-      if (b.splitDim < 0)
-        return widenSaved(array, buffer.dtype);
-      if (buffer.bytes > uint64_t(std::numeric_limits<int>::max()))
-        throw std::runtime_error("cannot gather '" + b.name + "' for --save: " +
-                                 std::to_string(buffer.bytes) +
-                                 " bytes per rank, more than MPI_Allgather "
-                                 "counts");
-      std::vector<uint8_t> pieces(buffer.bytes * uint64_t(place.tpSize));
-      endPhase("saving: gathering '" + b.name +
-               "' from its tensor-parallel group");
-      MPI_Allgather(array.data.data(), int(buffer.bytes), MPI_BYTE,
-                    pieces.data(), int(buffer.bytes), MPI_BYTE, tpComm);
-      array.shape = globalShape(plan, b);
-      array.data.assign(pieces.size(), 0);
-      for (int64_t r = 0; r < place.tpSize; ++r)
-        copyPiece(pieces.data() + uint64_t(r) * buffer.bytes, array.data.data(),
-                  array.shape, dtypeBytes(buffer.dtype), b.splitDim,
-                  b.splitBlocks, place.tpSize, r,
-                  /*toPiece=*/false);
+      // Gathers the pieces of `group`'s `size` ranks split along `dim` in
+      // `blocks` into the value of `shape`.
+      auto gather = [&](MPI_Comm group, int64_t size, int32_t dim,
+                        const std::vector<int64_t> &blocks,
+                        std::vector<int64_t> shape, const char *axis) {
+        uint64_t bytes = array.data.size();
+        if (bytes > uint64_t(std::numeric_limits<int>::max()))
+          throw std::runtime_error(
+              "cannot gather '" + b.name +
+              "' for --save: " + std::to_string(bytes) +
+              " bytes per rank, more than MPI_Allgather counts");
+        std::vector<uint8_t> pieces(bytes * uint64_t(size));
+        endPhase("saving: gathering '" + b.name + "' from its " + axis +
+                 " group");
+        MPI_Allgather(array.data.data(), int(bytes), MPI_BYTE, pieces.data(),
+                      int(bytes), MPI_BYTE, group);
+        array.shape = std::move(shape);
+        array.data.assign(pieces.size(), 0);
+        for (int64_t r = 0; r < size; ++r)
+          copyPiece(pieces.data() + uint64_t(r) * bytes, array.data.data(),
+                    array.shape, dtypeBytes(buffer.dtype), dim, blocks, size, r,
+                    /*toPiece=*/false);
+      };
+      if (b.dpSplitDim >= 0)
+        gather(dpComm, place.shards, b.dpSplitDim, {},
+               tensorParallelShape(plan, b), "data-parallel");
+      if (b.splitDim >= 0)
+        gather(tpComm, place.tpSize, b.splitDim, b.splitBlocks,
+               globalShape(plan, b), "tensor-parallel");
       widenSaved(array, buffer.dtype);
     };
     auto isState = [](const Binding &b) {
@@ -257,6 +276,8 @@ void braid::rt::writeState(const Options &o, const Plan &plan, Backend &backend,
   }
   if (tpComm != MPI_COMM_NULL)
     MPI_Comm_free(&tpComm);
+  if (dpComm != MPI_COMM_NULL)
+    MPI_Comm_free(&dpComm);
 }
 
 std::string braid::rt::checkpointPath(const std::string &dir, int64_t steps) {

@@ -4,6 +4,7 @@
 //       [--no-overlap | --schedule=braid|ddp|naive|megatron|megatron-async]
 //       [--fuse=false]
 //       [--cluster=NAME|FILE.json] [--collective-matmul=off|on|auto]
+//       [--zero=0|1|2]
 //       [--comm-streams=N] [--bucket-cap-mb=X|auto]
 //       [--first-bucket-cap-mb=Y] [--emit=plan|mlir] [--report]
 //       [--schedule-report=FILE.json]
@@ -77,6 +78,13 @@ static cl::opt<std::string> collectiveMatmul(
              "(braid-collective-matmul): off (default), on (every site) or "
              "auto (where the cost model of --cluster predicts a gain)"),
     cl::init("off"), cl::cat(category));
+static cl::opt<unsigned> zeroStage(
+    "zero",
+    cl::desc("Shard the optimizer state over the data-parallel axis, as "
+             "ZeRO does (braid-shard-data-parallel; "
+             "docs/ShardedDataParallel.md): 0 (default, nothing sharded), 1 "
+             "or 2 (the optimizer state; the gradients reduce-scattered)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<int64_t> pipelineAxis(
     "pipeline-axis",
     cl::desc("Split the step into pipeline stages, one per coordinate of "
@@ -345,6 +353,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   compile.collectiveMatmul = collectiveMatmul;
+  if (zeroStage > 2) {
+    llvm::errs() << "braid-compile: error: --zero must be 0, 1 or 2, but is "
+                 << zeroStage
+                 << " (stage 3, sharded parameters, is not built yet)\n";
+    return 1;
+  }
+  compile.zeroStage = zeroStage;
   if (regather != "true" && regather != "false" && regather != "auto") {
     llvm::errs() << "braid-compile: error: --regather must be true, false or "
                     "auto, but is '"
@@ -384,6 +399,13 @@ int main(int argc, char **argv) {
                    << value << "\n";
       return 1;
     }
+  if (zeroStage > 0 && compile.pipeline) {
+    llvm::errs() << "braid-compile: error: --zero=" << unsigned(zeroStage)
+                 << " with pipeline parallelism is not built yet (each stage "
+                    "would shard its own optimizer state); compile the "
+                    "pipelined step with --zero=0\n";
+    return 1;
+  }
   compile.pipelineAxis = pipelineAxis;
   compile.microBatches = microBatches;
   compile.pipelineSchedule = pipelineSchedule;

@@ -26,8 +26,10 @@ inline constexpr char kMagic[8] = {'B', 'R', 'A', 'I', 'D', 'P', 'L', 'N'};
 /// table), the cluster recorded. Version 4: tensor-parallel bindings (a
 /// reader of version 3 would take a rank's piece for the whole value).
 /// Version 5: pipeline stage programs (a reader of version 4 would run a
-/// pipelined plan's empty root).
-inline constexpr uint32_t kFormatVersion = 5;
+/// pipelined plan's empty root). Version 6: optimizer state sharded over
+/// the data-parallel axis (a reader of version 5 would take a rank's piece
+/// for its whole tensor-parallel piece).
+inline constexpr uint32_t kFormatVersion = 6;
 
 /// The fixed header, little-endian.
 struct FileHeader {

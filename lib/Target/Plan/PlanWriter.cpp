@@ -345,6 +345,23 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
              << "), but the runtime places "
                 "tensor parallelism on one axis";
   }
+  // ZeRO: the axis and grid braid-shard-data-parallel sharded the optimizer
+  // state over; a binding's data-parallel piece is named by its
+  // braid.data_parallel_split.
+  int32_t dpAxis = -1, zeroStage = 0;
+  std::vector<int64_t> dpGrid;
+  if (auto dp = func->getAttrOfType<DataParallelAttr>(
+          BraidDialect::kDataParallelAttrName)) {
+    auto grid =
+        SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(func, dp.getGrid());
+    if (!grid || dp.getAxis() >= grid.getRank())
+      return func.emitError()
+             << "'" << BraidDialect::kDataParallelAttrName << "' is " << dp
+             << ", which names no axis of a grid the module declares";
+    dpAxis = int32_t(dp.getAxis());
+    zeroStage = int32_t(dp.getZeroStage());
+    dpGrid.assign(grid.getShape().begin(), grid.getShape().end());
+  }
   // A binding's sharding over the tensor-parallel axis: a one-axis form, or
   // grid axes that name that axis only (any other is not partitioned).
   auto overTpAxis = [&](ShardingAttr s,
@@ -378,7 +395,7 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
   });
   auto createBinding = [&](RoleAttr role, const std::string &name,
                            uint32_t buffer, ShardingAttr sharding,
-                           bool stepCount = false) {
+                           IntegerAttr dpSplit, bool stepCount = false) {
     int32_t dim = -1;
     fb::Offset<fb::Vector<int64_t>> blocks = 0;
     if (sharding && sharding.isSplit()) {
@@ -386,9 +403,9 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
       blocks = builder.CreateVector(sharding.getBlocks().data(),
                                     sharding.getBlocks().size());
     }
-    return plan::CreateBinding(builder, getRole(role),
-                               builder.CreateString(name), buffer, dim, blocks,
-                               stepCount);
+    return plan::CreateBinding(
+        builder, getRole(role), builder.CreateString(name), buffer, dim, blocks,
+        stepCount, dpSplit ? int32_t(dpSplit.getInt()) : -1);
   };
 
   Block &body = func.getBody().front();
@@ -417,8 +434,11 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
       return failure();
     bool stepCount = role && role.getKind() == RoleKind::OptimizerState &&
                      stepCounts.contains(arg);
-    arguments.push_back(
-        createBinding(role, name, bufferIds[arg], *sharding, stepCount));
+    arguments.push_back(createBinding(
+        role, name, bufferIds[arg], *sharding,
+        func.getArgAttrOfType<IntegerAttr>(
+            arg.getArgNumber(), BraidDialect::kDataParallelSplitAttrName),
+        stepCount));
   }
 
   // Buffers of op results, named by their SSA names.
@@ -544,7 +564,10 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
                    name);
     if (failed(sharding))
       return failure();
-    results.push_back(createBinding(role, name, it->second, *sharding));
+    results.push_back(
+        createBinding(role, name, it->second, *sharding,
+                      func.getResultAttrOfType<IntegerAttr>(
+                          i, BraidDialect::kDataParallelSplitAttrName)));
   }
 
   std::vector<fb::Offset<plan::Stream>> streamTables;
@@ -567,5 +590,6 @@ FailureOr<fb::Offset<plan::Plan>> PlanWriter::build() {
       builder.CreateVector(arguments), builder.CreateVector(results),
       clusterName, clusterJson, tpAxis, builder.CreateVector(tpGrid),
       /*stages=*/0, /*program_of_rank=*/0, pipeline ? pipeline->axis : -1,
-      pipelineGrid, stage, evaluation);
+      pipelineGrid, stage, evaluation, dpAxis, builder.CreateVector(dpGrid),
+      zeroStage);
 }

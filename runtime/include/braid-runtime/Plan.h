@@ -121,6 +121,10 @@ struct Binding {
   /// An argument holding a training step's count (plan.fbs's step_count):
   /// a whole number of steps taken.
   bool stepCount = false;
+  /// ZeRO: the dimension along which the buffer holds this rank's piece,
+  /// over the data-parallel axis, of its tensor-parallel piece (or of the
+  /// global value); -1: all of it.
+  int32_t dpSplitDim = -1;
 };
 
 /// A communicator a plan's ranks create: a device group, named by its grid
@@ -159,6 +163,13 @@ struct Plan {
   int32_t tpAxis = -1;
   std::vector<int64_t> tpGrid;
 
+  /// ZeRO (format 6, docs/ShardedDataParallel.md): the grid axis the
+  /// data-parallel split bindings are split over (-1: none), the grid's
+  /// shape and the stage.
+  int32_t dpAxis = -1;
+  std::vector<int64_t> dpGrid;
+  int32_t zeroStage = 0;
+
   /// Pipeline parallelism (format 5, docs/Pipeline.md). A pipelined plan's
   /// root has no program of its own: `stages` are the stage programs by
   /// index and `programOfRank` the one each world rank runs. `ppAxis` and
@@ -183,6 +194,8 @@ struct Plan {
 
   /// The ranks of the tensor-parallel axis (1 without one).
   int64_t tpSize() const { return tpAxis < 0 ? 1 : tpGrid[size_t(tpAxis)]; }
+  /// The ranks optimizer state is sharded over (1 without ZeRO).
+  int64_t dpShards() const { return dpAxis < 0 ? 1 : dpGrid[size_t(dpAxis)]; }
   /// The stages of the pipeline axis (1 without one).
   int64_t ppSize() const { return ppAxis < 0 ? 1 : ppGrid[size_t(ppAxis)]; }
   /// Whether this is a pipelined plan's root (it holds stage programs).
@@ -217,11 +230,17 @@ std::vector<CommunicatorSpec> communicatorsOf(const Plan &plan);
 struct RankPlace {
   int64_t tpIndex = 0, tpSize = 1, dpIndex = 0, dpSize = 1, ppIndex = 0,
           ppSize = 1;
+  /// ZeRO: the rank's place on the axis optimizer state is sharded over.
+  int64_t shardIndex = 0, shards = 1;
 };
 RankPlace placeRank(const Plan &plan, int64_t rank);
 
 /// The global shape of the value `binding` holds a piece of.
 std::vector<int64_t> globalShape(const Plan &plan, const Binding &binding);
+/// The shape of its tensor-parallel piece (the buffer's, but for a ZeRO
+/// piece).
+std::vector<int64_t> tensorParallelShape(const Plan &plan,
+                                         const Binding &binding);
 
 /// Copies between a global row-major array of `shape` (elements of
 /// `elementBytes`) and the piece of it that rank `index` of `size` holds

@@ -254,6 +254,42 @@ func.func @tensor_parallel_axis() attributes {braid.tensor_parallel = #braid.ten
 
 // -----
 
+// expected-error @below {{'braid.data_parallel' must be a #braid.data_parallel<grid = @grid, axis = N, zero_stage = S> on a function}}
+func.func @data_parallel_attr() attributes {braid.data_parallel = 1} {
+  return
+}
+
+// -----
+
+// expected-error @below {{a data-parallel axis is a grid and a non-negative axis, but is @world and -1}}
+func.func @data_parallel_axis() attributes {braid.data_parallel = #braid.data_parallel<grid = @world, axis = -1, zero_stage = 1>} {
+  return
+}
+
+// -----
+
+// expected-error @below {{a sharded step's ZeRO stage is 1, 2 or 3, but is 4}}
+func.func @data_parallel_stage() attributes {braid.data_parallel = #braid.data_parallel<grid = @world, axis = 0, zero_stage = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @below {{argument #0: 'braid.data_parallel_split' must be a dimension of its 'tensor<4xf32>', but is 1 : i64}}
+func.func @data_parallel_split_dim(%m: tensor<4xf32> {braid.data_parallel_split = 1 : i64})
+    attributes {braid.data_parallel = #braid.data_parallel<grid = @world, axis = 0, zero_stage = 1>} {
+  return
+}
+
+// -----
+
+// expected-error @below {{result #0 has 'braid.data_parallel_split', but the function has no 'braid.data_parallel'}}
+func.func @data_parallel_split_unmarked(%m: tensor<4xf32>) -> (tensor<4xf32> {braid.data_parallel_split = 0 : i64}) {
+  return %m : tensor<4xf32>
+}
+
+// -----
+
 // expected-error @below {{a split sharding needs a dimension of 0 or more, not -2}}
 func.func @sharding_negative(%w: tensor<4xf32> {braid.sharding = #braid.sharding<split -2>}) {
   return

@@ -156,3 +156,37 @@ func.func @views(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<128xf32>, te
   %r = braid.all_reduce %gv on @world grid_axes = [0] reduction = sum : tensor<128xf32>
   return %s, %xv, %r, %c : tensor<8x16xf32>, tensor<128xf32>, tensor<128xf32>, tensor<8x16xf32>
 }
+
+// -----
+
+// ZeRO (braid-shard-data-parallel): the parameter gathered from its updated
+// pieces and returned lands in its argument's bytes (its last reader, the
+// slice, runs before the update that makes the gather's input), as an
+// update in place does; a parameter whose argument is read after that
+// update gets bytes of its own.
+shard.grid @world(shape = 2)
+// CHECK-LABEL: func.func @gathered_parameter
+// CHECK-SAME: %arg0: tensor<8x4xf32> {braid.offset = [[WOFF:[0-9]+]] : i64, braid.role = #braid.role<parameter "w">}
+// CHECK-SAME: %arg1: tensor<8x4xf32> {braid.offset = [[VOFF:[0-9]+]] : i64, braid.role = #braid.role<parameter "v">}
+// CHECK: braid.all_gather {{.*}}braid.offsets = array<i64: [[WOFF]]>
+// CHECK-NOT: offsets = array<i64: [[VOFF]]>
+// CHECK: braid.all_gather
+// CHECK-NOT: offsets = array<i64: [[VOFF]]>
+// CHECK: return
+func.func @gathered_parameter(
+    %w: tensor<8x4xf32> {braid.role = #braid.role<parameter "w">},
+    %v: tensor<8x4xf32> {braid.role = #braid.role<parameter "v">},
+    %m: tensor<4x4xf32>, %n: tensor<4x4xf32>)
+    -> (tensor<8x4xf32> {braid.role = #braid.role<parameter "w">},
+        tensor<8x4xf32> {braid.role = #braid.role<parameter "v">},
+        tensor<4x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>) {
+  %i = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+  %ws = braid.shard_slice %w, %i dim = 0 parts = 2 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %w2, %m2 = braid.sgd %ws, %ws, %m lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 : tensor<4x4xf32>
+  %wg = braid.all_gather %w2 on @world grid_axes = [0] gather_dim = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+  %vs = braid.shard_slice %v, %i dim = 0 parts = 2 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %v2, %n2 = braid.sgd %vs, %vs, %n lr = 1.0e-1 momentum = 0.0 weight_decay = 0.0 : tensor<4x4xf32>
+  %late = braid.relu %v : tensor<8x4xf32>
+  %vg = braid.all_gather %v2 on @world grid_axes = [0] gather_dim = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+  return %wg, %vg, %m2, %n2, %late : tensor<8x4xf32>, tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>
+}

@@ -103,6 +103,14 @@ func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32> attrib
 
 // -----
 
+// expected-error @below {{'braid.data_parallel' is #braid.data_parallel<grid = @mesh, axis = 0, zero_stage = 1>, which names no axis of a grid the module declares}}
+func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32>
+    attributes {braid.arena_bytes = 64 : i64, braid.data_parallel = #braid.data_parallel<grid = @mesh, axis = 0, zero_stage = 1>} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
 // expected-error @below {{'braid.tensor_parallel' names grid @mesh, which the module does not declare}}
 func.func @f(%x: tensor<4xf32> {braid.offset = 0 : i64}) -> tensor<4xf32>
     attributes {braid.arena_bytes = 64 : i64, braid.tensor_parallel = #braid.tensor_parallel<grid = @mesh, axis = 0>} {

@@ -64,6 +64,15 @@ def Braid_Dialect : Dialect {
     /// `{axis = 1 : i64, grid = @world}`.
     static constexpr ::llvm::StringLiteral kTensorParallelAttrName =
         "braid.tensor_parallel";
+    /// The function attribute of a step whose optimizer state
+    /// braid-shard-data-parallel sharded (ZeRO):
+    /// `#braid.data_parallel<grid = @world, axis = 0, zero_stage = 1>`.
+    static constexpr ::llvm::StringLiteral kDataParallelAttrName =
+        "braid.data_parallel";
+    /// The argument and result attribute of a value that holds the rank's
+    /// piece along this dimension over the data-parallel axis (an i64).
+    static constexpr ::llvm::StringLiteral kDataParallelSplitAttrName =
+        "braid.data_parallel_split";
     /// The function attribute of a pipeline stage's program:
     /// `#braid.stage<grid = @world, axis = 1, index = 0>`.
     static constexpr ::llvm::StringLiteral kStageAttrName = "braid.stage";

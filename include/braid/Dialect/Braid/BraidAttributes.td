@@ -281,6 +281,29 @@ def Braid_TensorParallelAttr : Braid_Attr<"TensorParallel", "tensor_parallel"> {
   }];
 }
 
+def Braid_DataParallelAttr : Braid_Attr<"DataParallel", "data_parallel"> {
+  let summary = "the grid axis a step's optimizer state is sharded over (ZeRO)";
+  let description = [{
+    braid-shard-data-parallel marks each function whose optimizer state it
+    shards over the data-parallel axis with the discardable attribute
+    `braid.data_parallel`: the grid, the axis and the ZeRO stage. Each
+    sharded state argument and result names the dimension of its piece
+    with `braid.data_parallel_split`; the plan writer records both
+    (docs/ShardedDataParallel.md).
+
+    ```mlir
+    func.func @step(...) attributes {braid.data_parallel = #braid.data_parallel<grid = @world, axis = 0, zero_stage = 1>}
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$grid,
+    "int64_t":$axis,
+    "int64_t":$zero_stage
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Braid_ActionAttr : Braid_Attr<"Action", "action"> {
   let summary = "the action of a pipeline schedule an op belongs to";
   let description = [{

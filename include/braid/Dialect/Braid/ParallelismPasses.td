@@ -357,4 +357,55 @@ def CollectiveMatmul : Pass<"braid-collective-matmul", "mlir::func::FuncOp"> {
   ];
 }
 
+def ShardDataParallel : Pass<"braid-shard-data-parallel", "mlir::func::FuncOp"> {
+  let summary = "Shard the optimizer state over the data-parallel axis (ZeRO stages 1 and 2)";
+  let description = [{
+    ZeRO (Rajbhandari et al. 2020) on one function: each optimizer update
+    whose gradient is the data-parallel average (a `braid.all_reduce` with
+    `grad_of`, possibly cast before the update reads it) runs on the rank's
+    piece of the parameter. The gradient's all-reduce becomes a
+    reduce-scatter (average) along the piece's dimension, the parameter is
+    cut to the rank's piece (`braid.shard_slice` at `braid.axis_index`), the
+    optimizer state arguments hold only the rank's piece, and the updated
+    piece is all-gathered into the whole parameter the step returns. The
+    piece's dimension is the first of the parameter's (local) dimensions
+    that the data-parallel size divides; a parameter with none keeps its
+    all-reduce and whole state, and `report` names it.
+
+    Each sharded state argument and result carries `braid.data_parallel_split`
+    (the dimension), and the function `braid.data_parallel` (the grid, the
+    axis and the stage): the plan records both, and braid-run loads global
+    state files into pieces and gathers them on save. Stage 1 and stage 2
+    rewrite alike: braid frees a gradient once its reduce-scatter has read
+    it under either, so without gradient accumulation the two are the same
+    plan (docs/ShardedDataParallel.md). A gradient read by anything but its
+    update (gradient clipping's norm) is an error that names the reader.
+
+    Before (dp 2):
+    ```mlir
+    %g = braid.all_reduce %dw on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<64x32xf32>
+    %w2, %m2 = braid.sgd %w, %g, %m lr = 0.1 momentum = 0.9 weight_decay = 0.0 : tensor<64x32xf32>
+    ```
+    After:
+    ```mlir
+    %i = braid.axis_index on @world grid_axes = [0] : tensor<i64>
+    %g = braid.reduce_scatter %dw on @world grid_axes = [0] reduction = avg scatter_dim = 0 grad_of = ["w"]
+        : tensor<64x32xf32> -> tensor<32x32xf32>
+    %ws = braid.shard_slice %w, %i dim = 0 parts = 2 : tensor<64x32xf32> -> tensor<32x32xf32>
+    %w2s, %m2 = braid.sgd %ws, %g, %m lr = 0.1 momentum = 0.9 weight_decay = 0.0 : tensor<32x32xf32>
+    %w2 = braid.all_gather %w2s on @world grid_axes = [0] gather_dim = 0 : tensor<32x32xf32> -> tensor<64x32xf32>
+    ```
+  }];
+  let options = [
+    Option<"stage", "stage", "unsigned", /*default=*/"1",
+           "The ZeRO stage: 0 (nothing sharded), 1 or 2">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Report each sharded parameter (and each kept whole) as a remark">
+  ];
+  let statistics = [
+    Statistic<"numSharded", "sharded", "Parameters updated in pieces">,
+    Statistic<"numKept", "kept", "Parameters with no dimension the data-parallel size divides">
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_PARALLELISMPASSES_TD

@@ -123,6 +123,8 @@ struct CompilePipelineOptions {
   /// braid-collective-matmul after them: "off", "on" (every site) or "auto"
   /// (where the cost model of the module's cluster predicts a gain).
   std::string collectiveMatmul = "off";
+  /// braid-shard-data-parallel's stage after them: 0 (not run), 1 or 2.
+  unsigned zeroStage = 0;
   /// braid-fuse-kernels after the parallelism passes.
   bool fuse = true;
   /// braid-pipeline first, when the step is to be split into stages: with

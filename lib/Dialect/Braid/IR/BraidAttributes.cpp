@@ -131,6 +131,20 @@ TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+DataParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         FlatSymbolRefAttr grid, int64_t axis,
+                         int64_t zeroStage) {
+  if (!grid || axis < 0)
+    return emitError() << "a data-parallel axis is a grid and a "
+                          "non-negative axis, but is "
+                       << grid << " and " << axis;
+  if (zeroStage < 1 || zeroStage > 3)
+    return emitError() << "a sharded step's ZeRO stage is 1, 2 or 3, but is "
+                       << zeroStage;
+  return success();
+}
+
 SmallVector<int64_t> TensorParallelAttr::getAllAxes() const {
   SmallVector<int64_t> all = {getAxis()};
   llvm::append_range(all, getInnerAxes());

@@ -133,6 +133,26 @@ static LogicalResult verifyShardingOf(Operation *op, const Twine &what,
   return success();
 }
 
+/// `braid.data_parallel_split` on `what` of type `type` of a function: a
+/// dimension of the value, on a function that braid-shard-data-parallel
+/// marked.
+static LogicalResult verifyDataParallelSplit(Operation *op, const Twine &what,
+                                             Attribute value, Type type) {
+  auto dim = dyn_cast<IntegerAttr>(value);
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!dim || !tensor || dim.getInt() < 0 || dim.getInt() >= tensor.getRank())
+    return op->emitError() << what << ": '"
+                           << BraidDialect::kDataParallelSplitAttrName
+                           << "' must be a dimension of its " << type
+                           << ", but is " << value;
+  if (!op->hasAttr(BraidDialect::kDataParallelAttrName))
+    return op->emitError() << what << " has '"
+                           << BraidDialect::kDataParallelSplitAttrName
+                           << "', but the function has no '"
+                           << BraidDialect::kDataParallelAttrName << "'";
+  return success();
+}
+
 LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
@@ -150,6 +170,13 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op,
     return func ? verifyShardingOf(op, "argument #" + Twine(argIndex),
                                    attr.getValue(),
                                    func.getArgumentTypes()[argIndex])
+                : success();
+  }
+  if (attr.getName() == kDataParallelSplitAttrName) {
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    return func ? verifyDataParallelSplit(op, "argument #" + Twine(argIndex),
+                                          attr.getValue(),
+                                          func.getArgumentTypes()[argIndex])
                 : success();
   }
   if (attr.getName() != kRoleAttrName)
@@ -197,6 +224,13 @@ LogicalResult BraidDialect::verifyRegionResultAttribute(Operation *op,
     return func ? verifyShardingOf(op, "result #" + Twine(resultIndex),
                                    attr.getValue(),
                                    func.getResultTypes()[resultIndex])
+                : success();
+  }
+  if (attr.getName() == kDataParallelSplitAttrName) {
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    return func ? verifyDataParallelSplit(op, "result #" + Twine(resultIndex),
+                                          attr.getValue(),
+                                          func.getResultTypes()[resultIndex])
                 : success();
   }
   if (attr.getName() != kRoleAttrName)
@@ -354,6 +388,15 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
              << "'" << kTensorParallelAttrName
              << "' must be a #braid.tensor_parallel<grid = @grid, axis = N> "
                 "on a function";
+    return success();
+  }
+  if (attr.getName() == kDataParallelAttrName) {
+    if (!isa<FunctionOpInterface>(op) ||
+        !isa<DataParallelAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kDataParallelAttrName
+             << "' must be a #braid.data_parallel<grid = @grid, axis = N, "
+                "zero_stage = S> on a function";
     return success();
   }
   if (attr.getName() == kEvaluatesAttrName)

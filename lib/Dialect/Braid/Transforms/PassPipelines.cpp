@@ -105,6 +105,12 @@ void braid::buildCompilePipeline(OpPassManager &pm,
     ring.report = options.report;
     pm.addNestedPass<func::FuncOp>(createCollectiveMatmul(ring));
   }
+  if (options.zeroStage > 0) {
+    ShardDataParallelOptions zero;
+    zero.stage = options.zeroStage;
+    zero.report = options.report;
+    pm.addNestedPass<func::FuncOp>(createShardDataParallel(zero));
+  }
   // Canonicalize again, then one op for each repeated computation, on the
   // per-rank program.
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass(canonicalize));

@@ -124,6 +124,22 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
     if (isTensor(arg))
       newAllocation(arg);
 
+  // The parameter argument that `result` of the collective `op` carries
+  // into at the end of the step (getCarriedParameter), if every read of
+  // that argument comes before the compute op that makes `op`'s input on
+  // the compute stream (so that `op`, which waits for that op, may write
+  // its bytes); null otherwise.
+  auto carriedInto = [&](Value result, Operation &op) -> BlockArgument {
+    Operation *producer = op.getOperand(0).getDefiningOp();
+    BlockArgument arg = getCarriedParameter(func, result);
+    if (!arg || !producer || !isOnComputeStream(producer))
+      return nullptr;
+    for (Operation *user : arg.getUsers())
+      if (!isOnComputeStream(user) ||
+          position.lookup(user) >= position.lookup(producer))
+        return nullptr;
+    return arg;
+  };
   unsigned inPlace = 0, collectives = 0, views = 0;
   for (Operation &op : body.without_terminator()) {
     // A view (reshape) takes its operand's bytes instead of a copy of them.
@@ -208,8 +224,18 @@ LogicalResult PlanMemoryPass::planFunction(FunctionOpInterface func,
       }
     } else if (isa<CollectiveOpInterface>(op)) {
       WaitOp wait;
-      for (Value result : getCollectiveResults(&op, wait))
+      for (Value result : getCollectiveResults(&op, wait)) {
+        // A whole parameter gathered from its updated pieces (ZeRO) and
+        // returned: into its argument's bytes, as an update in place.
+        if (isa<AllGatherOp, AllGatherStartOp>(op))
+          if (BlockArgument arg = carriedInto(result, op)) {
+            Slot slot = slots.lookup(arg);
+            slots[result] = slot;
+            ++allocations[slot.allocation].members;
+            continue;
+          }
         newAllocation(result);
+      }
     }
     for (Value result : op.getResults())
       if (isTensor(result) && !slots.count(result))

@@ -132,3 +132,22 @@ braid::AllReduceOp braid::createAxisSum(OpBuilder &builder, Value value,
       ReductionKindAttr::get(builder.getContext(), ReductionKind::Sum),
       /*grad_of=*/nullptr, /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
 }
+
+BlockArgument braid::getCarriedParameter(FunctionOpInterface func,
+                                         Value result) {
+  if (func.isExternal() || !result.hasOneUse())
+    return nullptr;
+  OpOperand &use = *result.use_begin();
+  if (!use.getOwner()->hasTrait<OpTrait::IsTerminator>())
+    return nullptr;
+  auto role = func.getResultAttrOfType<RoleAttr>(use.getOperandNumber(),
+                                                 BraidDialect::kRoleAttrName);
+  if (!role || role.getKind() != RoleKind::Parameter)
+    return nullptr;
+  for (BlockArgument arg : func.getArguments())
+    if (arg.getType() == result.getType() &&
+        func.getArgAttrOfType<RoleAttr>(arg.getArgNumber(),
+                                        BraidDialect::kRoleAttrName) == role)
+      return arg;
+  return nullptr;
+}

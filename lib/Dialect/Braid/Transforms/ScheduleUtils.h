@@ -66,6 +66,14 @@ bool isOnComputeStream(mlir::Operation *op);
 /// The attribute for stream index `index` (see getStreamIndex).
 StreamAttr getStreamAttr(mlir::MLIRContext *context, unsigned index);
 
+/// The parameter argument of `func` that `result`, a value the step
+/// returns as that parameter (and nothing else reads), carries into after
+/// the step: the argument with the result's role and type; null if none
+/// (braid-plan-memory places a sharded parameter's all-gather there,
+/// braid-verify-schedule checks it).
+mlir::BlockArgument getCarriedParameter(mlir::FunctionOpInterface func,
+                                        mlir::Value result);
+
 /// The largest number of tensor bytes live at once when the ops of `block`
 /// run in the order `order` (all ops of the block but its terminator). A
 /// value is live from its producer to its last use; block arguments are

@@ -528,6 +528,15 @@ LogicalResult VerifySchedulePass::verifyLiveBytes(FunctionOpInterface func,
         for (auto [operand, result] :
              llvm::zip(op.getOperands(), wait.getResults()))
           alias(op, operand, result);
+    } else if (isa<AllGatherOp, AllGatherStartOp>(op)) {
+      // A sharded parameter gathered into its argument's bytes
+      // (braid-plan-memory): in place over the argument it carries into.
+      WaitOp wait = isa<AllGatherStartOp>(op) ? getWaitOf(&op) : nullptr;
+      Value result = wait ? wait.getResult(0)
+                          : (isa<AllGatherOp>(op) ? op.getResult(0) : Value());
+      if (result)
+        if (BlockArgument arg = getCarriedParameter(func, result))
+          alias(op, arg, result);
     }
     issued.issue(&op, stream);
   }
