@@ -8,6 +8,7 @@
 
 #include "ScheduleUtils.h"
 
+#include "braid/Dialect/Braid/BraidDialect.h"
 #include "braid/Dialect/Braid/BraidOps.h"
 #include "braid/Dialect/Braid/Passes.h"
 
@@ -171,8 +172,22 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
     for (unsigned succ : succs[i])
       feeds[i] = std::min(feeds[i], feeds[succ]);
   }
+  // ZeRO stage 2 (braid-shard-data-parallel): a rank keeps only its piece
+  // of each gradient, so a gradient's reduce-scatter is waited among the
+  // ops of the bucket two collectives later (its whole gradient freed
+  // there, its communication overlapping two buckets' compute: one is
+  // often a bias's or a layer norm's, too little to hide it), and its
+  // update and the parameter's all-gather follow it there, in the
+  // backward, instead of in the optimizer phase. At most three whole
+  // gradients are alive at once.
+  auto dp = func->getAttrOfType<DataParallelAttr>(
+      BraidDialect::kDataParallelAttrName);
+  bool eagerScatters = dp && dp.getZeroStage() >= 2;
   SmallVector<bool> afterWait(ops.size(), false);
   SmallVector<unsigned> follows(ops.size(), 0);
+  // The bucket an op runs in after an eager reduce-scatter's wait (two
+  // after the reduce-scatter's); kNoStart for none.
+  SmallVector<unsigned> eagerBucket(ops.size(), kNoStart);
   for (auto [i, op] : llvm::enumerate(ops)) {
     // The wait of a gradient collective may wait (its users are the
     // optimizer's); one of a collective without grad_of (tensor-parallel)
@@ -180,12 +195,19 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
     if (auto wait = dyn_cast<WaitOp>(op)) {
       Operation *start = wait.getFuture().getDefiningOp();
       auto gradient = dyn_cast_or_null<GradientCollectiveOpInterface>(start);
-      if (!start || (gradient && gradient.getGradOf())) {
+      if (eagerScatters && isa_and_nonnull<ReduceScatterStartOp>(start) &&
+          gradient.getGradOf()) {
+        eagerBucket[i] = startIndex.lookup(start) + 2;
+      } else if (!start || (gradient && gradient.getGradOf())) {
         afterWait[i] = true;
         follows[i] = start ? startIndex.lookup(start) : 0;
       }
     }
     for (unsigned pred : preds[i]) {
+      if (eagerBucket[pred] != kNoStart && !isa<WaitOp>(op))
+        eagerBucket[i] = eagerBucket[i] == kNoStart
+                             ? eagerBucket[pred]
+                             : std::max(eagerBucket[i], eagerBucket[pred]);
       if (!afterWait[pred])
         continue;
       afterWait[i] = true;
@@ -201,6 +223,20 @@ LogicalResult SchedulePass::runOnBlock(FunctionOpInterface func, Block &body) {
   // dependencies allow, so that what does not need it (a weight gradient
   // while the input gradient is reduce-scattered) overlaps it.
   auto priorityOf = [&](unsigned i) {
+    if (!afterWait[i] && eagerBucket[i] != kNoStart)
+      return Priority{false, eagerBucket[i], i};
+    // A rank's index communicates nothing: its wait runs when ready, so
+    // that what cuts a piece at it (a sharded parameter's slice) is not
+    // held to the end.
+    // A parameter gathered from its updated pieces is read by nothing but
+    // the next step: its wait comes last.
+    if (auto wait = dyn_cast<WaitOp>(ops[i])) {
+      if (isa_and_nonnull<AxisIndexStartOp>(wait.getFuture().getDefiningOp()))
+        return Priority{false, 0, i};
+      if (wait->getNumResults() == 1 &&
+          getCarriedParameter(func, wait.getResult(0)))
+        return Priority{afterWait[i], kNoStart - 1, i};
+    }
     if (!afterWait[i] && isa<WaitOp>(ops[i]))
       return Priority{false, kNoStart - 1, i};
     unsigned bucket = afterWait[i]           ? follows[i]
