@@ -36,7 +36,8 @@
 # run's saved file has the unsharded run's arrays and shapes); a run resumed
 # from a file saved after 5 steps ends where 10 steps end, bit for bit, from
 # the sharded plan's own file and from the unsharded plan's; gradient
-# clipping is refused with an error that names it.
+# clipping is refused with an error that names it; braid.models --zero asks
+# braid-compile for a stage (braid.zero_stage), and --zero=0 overrides it.
 #
 # REQUIRES: numpy, mpi
 # RUN: env BRAID_BIN=%braid_bin %python %s %t
@@ -172,6 +173,20 @@ def main():
                 check(same, "%s: 5 steps from the %s plan's file after 5 end where %d end, bit for "
                       "bit%s" % (what, "sharded" if zero else "unsharded", STEPS,
                                  "" if same else " (differ: %s)" % ", ".join(bad[:4])))
+
+    # braid.models --zero asks in the module (braid.zero_stage); braid-compile
+    # follows it unless --zero says otherwise.
+    asked = os.path.join(out, "asked.mlir")
+    braidtest.run([sys.executable, "-m", "braid.models", "gpt", "--world-size", "2", "--tiny",
+                   "--zero", "2", "-o", asked])
+    counts = []
+    for flags in ([], ["--zero=0"]):
+        ir = braidtest.run([braidtest.tool("braid-compile"), asked, "--no-overlap",
+                            "--emit=mlir", "-o", "-"] + flags).stdout
+        counts.append((ir.count("zero_stage = 2>"), ir.count("braid.reduce_scatter ")))
+    check(counts[0][0] == 1 and counts[0][1] == 16 and counts[1] == (0, 0),
+          "braid.models --zero 2: the plan is sharded (%d reduce-scatters), and not with "
+          "--zero=0 (%d)" % (counts[0][1], counts[1][1]))
 
     # Gradient clipping reads every averaged gradient: refused, named.
     clipped = os.path.join(out, "clipped.mlir")

@@ -86,7 +86,8 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
            tensor_parallel=1, tensor_parallel_plan=None, lr_scheduler=None, max_steps=None,
            micro_batches=1, max_grad_norm=None, autocast=None, reduce_dtype=None,
            loss_scale=None, seed=0, pipeline_stages=1, stage_boundaries=None,
-           pipeline_schedule=DEFAULT_PIPELINE_SCHEDULE, virtual_stages=1, evaluation=False):
+           pipeline_schedule=DEFAULT_PIPELINE_SCHEDULE, virtual_stages=1, evaluation=False,
+           zero_stage=0):
     """Traces one training step of `model` and returns it as braid IR.
 
     model            a torch.nn.Module
@@ -167,6 +168,12 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      braid-compile puts in the same plan over the same
                      arena and braid-run --eval-data runs (docs/Export.md,
                      Evaluation). Data parallelism only for now
+    zero_stage       ZeRO (docs/ShardedDataParallel.md): 0 (default), 1 (the
+                     optimizer state sharded over the data-parallel ranks,
+                     the gradients reduce-scattered) or 2 (each whole
+                     gradient freed in the backward too); written as the
+                     module's braid.zero_stage, which braid-compile follows
+                     unless --zero is given. Not with pipeline_stages > 1 yet
     seed             dropout's seed (an integer in [0, 2^32)): a model in train
                      mode with dropout draws its masks with braid.dropout_mask
                      from (seed, rank, step, site), the step counted by an
@@ -191,6 +198,12 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     input_names = _names(input_names, model.forward, 0, len(inputs), "input", "input_names")
     target_names = _names(target_names, loss_fn, 1, len(targets), "target", "target_names")
 
+    if zero_stage not in (0, 1, 2) or isinstance(zero_stage, bool):
+        raise ExportError("zero_stage must be 0, 1 or 2 (stage 3, sharded parameters, is not "
+                          "built yet), not %r" % (zero_stage,))
+    if zero_stage and pipeline_stages != 1:
+        raise ExportError("zero_stage %d with pipeline_stages %r is not built yet (each stage "
+                          "would shard its own optimizer state)" % (zero_stage, pipeline_stages))
     if max_grad_norm is not None:
         if isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, (int, float)) or \
                 not 0 < max_grad_norm < float("inf"):
@@ -258,6 +271,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                           "digits, '_', '$' or '.'), not %r" % (name,))
     b = StepBuilder(name, world_size, tp=tensor_parallel, pp=pipeline_stages)
     b.shardings.update(split)
+    b.zero_stage = zero_stage
     if pipeline is not None:
         # One micro-batch's step: braid-pipeline runs it once per micro-batch.
         b.pipeline(micro_batches, pipeline_schedule, pipeline, virtual_stages)
@@ -300,7 +314,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                    stage_boundaries=None if pipeline is None else list(pipeline),
                    pipeline_schedule=None if pipeline is None else pipeline_schedule,
                    virtual_stages=None if pipeline is None else virtual_stages,
-                   evaluation=name + "_eval" if evaluation else None)
+                   evaluation=name + "_eval" if evaluation else None, zero_stage=zero_stage)
     result = Exported(mlir, state, batch, summary)
     if output:
         result.write(output)

@@ -93,6 +93,10 @@ def main(argv=None):
     parser.add_argument("--micro-batches", type=int, metavar="K",
                         help="gradient accumulation over K micro-batches of each rank's batch "
                              "(overrides the spec's micro_batches; default 1)")
+    parser.add_argument("--zero-stage", type=int, metavar="S",
+                        help="ZeRO: shard the optimizer state over the data-parallel ranks at "
+                             "stage 1 or 2 (overrides the spec's zero_stage; default 0; "
+                             "docs/ShardedDataParallel.md)")
     parser.add_argument("--max-grad-norm", type=float, metavar="NORM",
                         help="clip gradients to this global norm, as "
                              "torch.nn.utils.clip_grad_norm_ (overrides the spec's "
@@ -181,7 +185,9 @@ def main(argv=None):
                         virtual_stages=args.virtual_stages if args.virtual_stages is not None
                         else spec.get("virtual_stages",
                                       2 if is_interleaved(schedule_pp) else 1),
-                        evaluation=args.evaluation or bool(spec.get("evaluation", False)))
+                        evaluation=args.evaluation or bool(spec.get("evaluation", False)),
+                        zero_stage=args.zero_stage if args.zero_stage is not None
+                        else spec.get("zero_stage", 0))
         paths = result.write(args.output)
     except ExportError as e:
         print("braid.export: error: %s" % e, file=sys.stderr)

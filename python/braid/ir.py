@@ -275,6 +275,9 @@ class StepBuilder:
         self.tp = tp
         self.pp = pp
         self.pipeline_attrs = None
+        # ZeRO: the stage braid-compile shards the optimizer state at
+        # (0: none; braid-shard-data-parallel, docs/ShardedDataParallel.md).
+        self.zero_stage = 0
         # The data-parallel axis of the grid.
         self.dp_axis = 1 if pp > 1 else 0
         self.shardings = {}  # parameter name -> "split D" or "split D blocks [...]"
@@ -651,15 +654,20 @@ class StepBuilder:
         out = [header] if header else []
         dims = ([self.pp] if self.pp > 1 else []) + [self.data_parallel] + \
             ([self.tp] if self.tp > 1 else [])
+        module_attrs = []
         if self.pipeline_attrs:
-            out.append("module attributes {braid.pipeline = %s} {" % self.pipeline_attrs)
+            module_attrs.append("braid.pipeline = %s" % self.pipeline_attrs)
+        if self.zero_stage:
+            module_attrs.append("braid.zero_stage = %d : i64" % self.zero_stage)
+        if module_attrs:
+            out.append("module attributes {%s} {" % ", ".join(module_attrs))
         out.append("shard.grid @%s(shape = %s)" % (self.grid, "x".join(map(str, dims))))
         out.append("")
         out.append(self.function_text())
         for f in functions:
             out.append("")
             out.append(f)
-        if self.pipeline_attrs:
+        if module_attrs:
             out.append("}")
         return "\n".join(out) + "\n"
 

@@ -515,6 +515,11 @@ def main(argv=None):
     parser.add_argument("--reduce-dtype", choices=["f32", "bf16"], default=None,
                         help="the type gradients are all-reduced in (with --autocast; "
                              "default f32)")
+    parser.add_argument("--zero", type=int, choices=[0, 1, 2], default=0,
+                        help="shard the optimizer state over the data-parallel ranks as ZeRO "
+                             "does: the module asks braid-compile for this stage "
+                             "(braid.zero_stage; braid-compile --zero overrides it; "
+                             "docs/ShardedDataParallel.md; default 0)")
     parser.add_argument("--tiny", action="store_true",
                         help="a small configuration that trains on CPUs in seconds "
                              "(gpt: batch 2, seq 32, hidden 64, 4 heads, vocab 64; "
@@ -614,6 +619,11 @@ def main(argv=None):
         if shape["heads"] % shape.get("kv_heads", shape["heads"]):
             parser.error("--heads must be a multiple of the key/value heads (%d)" % shape["kv_heads"])
         step = preset(args.model, **kwargs)
+    if args.zero:
+        if args.pp > 1:
+            parser.error("--zero with --pp is not built yet (each stage would shard its own "
+                         "optimizer state)")
+        step.zero_stage = args.zero
     if args.pp > 1:
         boundaries = [b for b in (args.stage_boundaries or "").split(",") if b]
         try:
@@ -650,6 +660,8 @@ def main(argv=None):
         command.append("--max-grad-norm %g" % args.max_grad_norm)
     if args.attention is not None:
         command.append("--attention %s" % args.attention)
+    if args.zero:
+        command.append("--zero %d" % args.zero)
     kind = "data-parallel" if args.tp == 1 else "global (tensor-parallel, for braid-tensor-parallel)"
     if args.pp > 1:
         kind = "micro-batch's pipelined (split into stages by braid-compile)"

@@ -353,13 +353,21 @@ int main(int argc, char **argv) {
     return 1;
   }
   compile.collectiveMatmul = collectiveMatmul;
-  if (zeroStage > 2) {
+  // A module that asks for a ZeRO stage (braid.models --zero,
+  // braid.export's zero_stage) says so in `braid.zero_stage`; --zero
+  // overrides it.
+  unsigned zero = zeroStage;
+  if (zeroStage.getNumOccurrences() == 0)
+    if (auto asked = (*module)->getAttrOfType<IntegerAttr>(
+            braid::BraidDialect::kZeroStageAttrName))
+      zero = unsigned(asked.getInt());
+  if (zero > 2) {
     llvm::errs() << "braid-compile: error: --zero must be 0, 1 or 2, but is "
-                 << zeroStage
+                 << zero
                  << " (stage 3, sharded parameters, is not built yet)\n";
     return 1;
   }
-  compile.zeroStage = zeroStage;
+  compile.zeroStage = zero;
   if (regather != "true" && regather != "false" && regather != "auto") {
     llvm::errs() << "braid-compile: error: --regather must be true, false or "
                     "auto, but is '"
@@ -399,8 +407,8 @@ int main(int argc, char **argv) {
                    << value << "\n";
       return 1;
     }
-  if (zeroStage > 0 && compile.pipeline) {
-    llvm::errs() << "braid-compile: error: --zero=" << unsigned(zeroStage)
+  if (zero > 0 && compile.pipeline) {
+    llvm::errs() << "braid-compile: error: --zero=" << zero
                  << " with pipeline parallelism is not built yet (each stage "
                     "would shard its own optimizer state); compile the "
                     "pipelined step with --zero=0\n";

@@ -261,6 +261,12 @@ func.func @data_parallel_attr() attributes {braid.data_parallel = 1} {
 
 // -----
 
+// expected-error @below {{'braid.zero_stage' must be a ZeRO stage braid builds (0, 1 or 2) on a builtin.module, but is 3 : i64}}
+module attributes {braid.zero_stage = 3 : i64} {
+}
+
+// -----
+
 // expected-error @below {{a data-parallel axis is a grid and a non-negative axis, but is @world and -1}}
 func.func @data_parallel_axis() attributes {braid.data_parallel = #braid.data_parallel<grid = @world, axis = -1, zero_stage = 1>} {
   return

@@ -69,6 +69,11 @@ def Braid_Dialect : Dialect {
     /// `#braid.data_parallel<grid = @world, axis = 0, zero_stage = 1>`.
     static constexpr ::llvm::StringLiteral kDataParallelAttrName =
         "braid.data_parallel";
+    /// The module attribute asking braid-compile for a ZeRO stage (0, 1 or
+    /// 2; braid.models --zero, braid.export's zero_stage) unless --zero is
+    /// given: `braid.zero_stage = 1 : i64`.
+    static constexpr ::llvm::StringLiteral kZeroStageAttrName =
+        "braid.zero_stage";
     /// The argument and result attribute of a value that holds the rank's
     /// piece along this dimension over the data-parallel axis (an i64).
     static constexpr ::llvm::StringLiteral kDataParallelSplitAttrName =

@@ -390,6 +390,16 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                 "on a function";
     return success();
   }
+  if (attr.getName() == kZeroStageAttrName) {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !stage || stage.getInt() < 0 ||
+        stage.getInt() > 2)
+      return op->emitError() << "'" << kZeroStageAttrName
+                             << "' must be a ZeRO stage braid builds (0, 1 or "
+                                "2) on a builtin.module, but is "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kDataParallelAttrName) {
     if (!isa<FunctionOpInterface>(op) ||
         !isa<DataParallelAttr>(attr.getValue()))
