@@ -8,7 +8,8 @@
 # PyTorch than float32 PyTorch is (compare's bound):
 #
 #   - llama2.c (Inputs/zoo.py: RMSNorm, SiLU-gated MLP, rotary embeddings,
-#     grouped key/value heads) at dp 2, stage 1, and at dp 4, stage 2;
+#     grouped key/value heads) at dp 2, stage 1, and at dp 4, stage 2, with
+#     its gradients clipped to a global norm of 0.5;
 #   - nanoGPT at dp 2, stage 2, with 2 micro-batches accumulated;
 #   - the bundled GPT (examples/pytorch/gpt.py: fused q/k/v, tied
 #     embedding) at dp 2 x tp 2 (4 ranks, Megatron's layout, sequence
@@ -50,20 +51,21 @@ def main():
     out, examples = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     check = Checker()
-    for name, ranks, stage, micro in (("llama", 2, 1, 1), ("llama", 4, 2, 1),
-                                      ("nanogpt", 2, 2, 2)):
-        what = "%s dp %d stage %d%s" % (name, ranks, stage,
-                                        ", %d micro-batches" % micro if micro > 1 else "")
+    for name, ranks, stage, micro, clip in (("llama", 2, 1, 1, None), ("llama", 4, 2, 1, 0.5),
+                                            ("nanogpt", 2, 2, 2, None)):
+        what = "%s dp %d stage %d%s%s" % (name, ranks, stage,
+                                          ", %d micro-batches" % micro if micro > 1 else "",
+                                          ", clipped to %g" % clip if clip else "")
         model, batch = zoo.make(name)
         per_rank = batch[0].shape[0] // ranks
         spec = dict(model=model, example_inputs=tuple(t[:per_rank] for t in batch),
                     example_targets=(), loss_fn=zoo.loss_from_forward, world_size=ranks,
-                    micro_batches=micro,
+                    micro_batches=micro, max_grad_norm=clip,
                     optimizer=torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1))
         prefix = os.path.join(out, "%s-dp%d-zero%d" % (name, ranks, stage))
         e = braid.export(model, spec["example_inputs"], (), spec["loss_fn"], spec["optimizer"],
                          ranks, output=prefix, global_batch=(batch, ()), micro_batches=micro,
-                         zero_stage=stage)
+                         max_grad_norm=clip, zero_stage=stage)
         check(e.summary["zero_stage"] == stage and
               "braid.zero_stage = %d : i64" % stage in open(e.paths["mlir"]).read(),
               "%s: the export asks for stage %d" % (what, stage))

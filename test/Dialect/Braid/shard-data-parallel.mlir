@@ -138,3 +138,42 @@ func.func @summed_over_tp(
   %u:2 = braid.sgd %g, %s, %m lr = 0.1 momentum = 0.9 weight_decay = 0.0 : tensor<8xf32>
   return %u#0, %u#1 : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Gradient clipping: the sum of squares reads the pieces (through the cast
+// for the one reduced in bf16) and is summed over the data-parallel ranks;
+// the squares of the bias kept whole are added once, after.
+//
+// CHECK-LABEL: func.func @clipped
+// CHECK: %[[GW:.*]] = braid.reduce_scatter %{{.*}} grad_of = ["w"] : tensor<8x4xbf16> -> tensor<4x4xbf16>
+// CHECK-NEXT: %[[CW:.*]] = braid.cast %[[GW]] : tensor<4x4xbf16> -> tensor<4x4xf32>
+// CHECK: %[[GB:.*]] = braid.all_reduce %{{.*}} grad_of = ["b"] : tensor<3xf32>
+// CHECK: %[[P:.*]] = braid.sum_squares %[[CW]] : tensor<4x4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[S:.*]] = braid.all_reduce %[[P]] on @world grid_axes = [0] reduction = sum : tensor<f32>
+// CHECK-NEXT: %[[Q:.*]] = braid.sum_squares %[[GB]] : tensor<3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[T:.*]] = braid.add %[[S]], %[[Q]] : tensor<f32>
+// CHECK-NEXT: %[[C:.*]] = braid.clip_coefficient %[[T]]
+// CHECK: braid.sgd %{{.*}}, %[[CW]], %{{.*}} lr = 1.000000e-01 grad_scale = %[[C]]
+// CHECK-NOT: braid.sum_squares
+shard.grid @world(shape = 2)
+
+func.func @clipped(
+    %w: tensor<8x4xf32> {braid.role = #braid.role<parameter "w">},
+    %b: tensor<3xf32> {braid.role = #braid.role<parameter "b">},
+    %m: tensor<8x4xf32> {braid.role = #braid.role<optimizer_state "w.momentum_buffer">},
+    %n: tensor<3xf32> {braid.role = #braid.role<optimizer_state "b.momentum_buffer">})
+    -> (tensor<8x4xf32> {braid.role = #braid.role<parameter "w">},
+        tensor<3xf32> {braid.role = #braid.role<parameter "b">},
+        tensor<8x4xf32> {braid.role = #braid.role<optimizer_state "w.momentum_buffer">},
+        tensor<3xf32> {braid.role = #braid.role<optimizer_state "b.momentum_buffer">}) {
+  %w16 = braid.cast %w : tensor<8x4xf32> -> tensor<8x4xbf16>
+  %gw16 = braid.all_reduce %w16 on @world grid_axes = [0] reduction = avg grad_of = ["w"] : tensor<8x4xbf16>
+  %gw = braid.cast %gw16 : tensor<8x4xbf16> -> tensor<8x4xf32>
+  %gb = braid.all_reduce %b on @world grid_axes = [0] reduction = avg grad_of = ["b"] : tensor<3xf32>
+  %s = braid.sum_squares %gw, %gb : tensor<8x4xf32>, tensor<3xf32> -> tensor<f32>
+  %c = braid.clip_coefficient %s max_norm = 1.0 : tensor<f32>
+  %uw:2 = braid.sgd %w, %gw, %m lr = 0.1 grad_scale = %c momentum = 0.9 weight_decay = 0.0 : tensor<8x4xf32>
+  %ub:2 = braid.sgd %b, %gb, %n lr = 0.1 grad_scale = %c momentum = 0.9 weight_decay = 0.0 : tensor<3xf32>
+  return %uw#0, %ub#0, %uw#1, %ub#1 : tensor<8x4xf32>, tensor<3xf32>, tensor<8x4xf32>, tensor<3xf32>
+}

@@ -376,10 +376,14 @@ def ShardDataParallel : Pass<"braid-shard-data-parallel", "mlir::func::FuncOp"> 
     (the dimension), and the function `braid.data_parallel` (the grid, the
     axis and the stage): the plan records both, and braid-run loads global
     state files into pieces and gathers them on save. Stage 1 and stage 2
-    rewrite alike: braid frees a gradient once its reduce-scatter has read
-    it under either, so without gradient accumulation the two are the same
-    plan (docs/ShardedDataParallel.md). A gradient read by anything but its
-    update (gradient clipping's norm) is an error that names the reader.
+    rewrite alike; braid-schedule tells them apart: under stage 2 it waits
+    each reduce-scatter in the backward, so the whole gradient is freed
+    there, and under stage 1 in the optimizer phase
+    (docs/ShardedDataParallel.md).
+    Gradient clipping's sum of squares reads the pieces, and the pieces'
+    sum is all-reduced over the data-parallel axis (the squares of
+    parameters kept whole added once, after). A gradient read by anything
+    else is an error that names the reader.
 
     Before (dp 2):
     ```mlir

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/InterleavedRange.h"
 
 #define DEBUG_TYPE "braid-shard-data-parallel"
@@ -40,7 +41,21 @@ struct Site {
   Operation *update;
   AllReduceOp average;
   SmallVector<Operation *> steps;
+  /// Gradient clipping's sums of squares that read the average or a step
+  /// (an operand each): they read the piece instead, a partial sum over
+  /// the data-parallel ranks.
+  SmallVector<OpOperand *> norms;
 };
+
+/// Whether `use` is a gradient clipping's sum of squares.
+bool isNorm(OpOperand &use) { return isa<SumSquaresOp>(use.getOwner()); }
+
+/// Whether every use of `v` but `reader` is a sum of squares.
+bool onlyNormsBesides(Value v, Operation *reader) {
+  return llvm::all_of(v.getUses(), [&](OpOperand &use) {
+    return use.getOwner() == reader || isNorm(use);
+  });
+}
 
 struct ShardDataParallelPass
     : public braid::impl::ShardDataParallelBase<ShardDataParallelPass> {
@@ -55,6 +70,13 @@ private:
   /// Rewrites one site over `size` ranks of grid axis `axis` of `grid`.
   LogicalResult shard(Site site, shard::GridOp grid, int16_t axis,
                       int64_t size);
+  /// Makes each sum of squares some of whose operands are pieces the whole
+  /// sum again: the pieces' squares summed over the data-parallel ranks,
+  /// plus the whole operands' (counted once).
+  void sumNorms(FlatSymbolRefAttr grid, int16_t axis);
+
+  /// The sums of squares that read pieces, and which operands.
+  llvm::MapVector<Operation *, llvm::SmallDenseSet<unsigned, 8>> partialNorms;
 };
 
 /// The first dimension of `type` that `size` ranks cut into equal pieces of
@@ -93,13 +115,15 @@ ShardDataParallelPass::findSite(Operation *update) {
   Site site{update, nullptr, {}};
   // The gradient operand (operand 1 of every update: param, grad, state).
   Value v = update->getOperand(1);
+  Operation *reader = update;
   while (Operation *def = v.getDefiningOp()) {
     auto sum = dyn_cast<AllReduceOp>(def);
     bool step = isa<CastOp>(def) ||
                 (sum && !sum.getGradOfAttr() && sum.getInputs().size() == 1);
-    if (!step || !v.hasOneUse())
+    if (!step || !onlyNormsBesides(v, reader))
       break;
     site.steps.push_back(def);
+    reader = def;
     v = def->getOperand(0);
   }
   auto average = v.getDefiningOp<AllReduceOp>();
@@ -115,21 +139,29 @@ ShardDataParallelPass::findSite(Operation *update) {
                            "braid-bucket-gradients";
     return failure();
   }
-  for (Operation *user : v.getUsers()) {
-    Operation *reader = site.steps.empty() ? update : site.steps.back();
-    if (user == reader)
+  for (OpOperand &use : v.getUses()) {
+    if (use.getOwner() == reader || isNorm(use))
       continue;
     InFlightDiagnostic diag =
-        user->emitError()
+        use.getOwner()->emitError()
         << "reads the data-parallel average of the gradient of '" << name
-        << "' besides its update; braid-shard-data-parallel (ZeRO stage "
+        << "' besides its update and gradient clipping's sum of squares; "
+           "braid-shard-data-parallel (ZeRO stage "
         << unsigned(stage)
-        << ") gives each rank only its piece of that average (gradient "
-           "clipping with sharded optimizer state is not supported yet)";
+        << ") gives each rank only its piece of that average";
     diag.attachNote(average.getLoc()) << "the average";
     return failure();
   }
   std::reverse(site.steps.begin(), site.steps.end());
+  // The sums of squares, in chain order: the average's, then each step's.
+  auto addNorms = [&](Value value) {
+    for (OpOperand &use : value.getUses())
+      if (isNorm(use))
+        site.norms.push_back(&use);
+  };
+  addNorms(v);
+  for (Operation *step : site.steps)
+    addNorms(step->getResult(0));
   return std::optional<Site>(site);
 }
 
@@ -161,6 +193,7 @@ LogicalResult ShardDataParallelPass::shard(Site site, shard::GridOp grid,
       input, gridRef, axes, ReductionKindAttr::get(context, ReductionKind::Avg),
       builder.getI64IntegerAttr(dim), site.average.getGradOfAttr(),
       /*bucket_index=*/nullptr, /*bucket_bytes=*/nullptr);
+  DenseMap<Value, Value> pieceOf = {{site.average.getResult(0), grad}};
   for (Operation *step : site.steps) {
     builder.setInsertionPoint(step);
     Operation *piece = builder.clone(*step);
@@ -168,6 +201,13 @@ LogicalResult ShardDataParallelPass::shard(Site site, shard::GridOp grid,
     piece->getResult(0).setType(
         pieceType(step->getResult(0).getType(), dim, size));
     grad = piece->getResult(0);
+    pieceOf[step->getResult(0)] = grad;
+  }
+  // Clipping's sums of squares read the pieces: partial sums over the
+  // data-parallel ranks (summed in runOnOperation).
+  for (OpOperand *norm : site.norms) {
+    norm->set(pieceOf.lookup(norm->get()));
+    partialNorms[norm->getOwner()].insert(norm->getOperandNumber());
   }
   // The update on the pieces: the parameter cut here (a local copy), the
   // state arguments of its shape held as pieces.
@@ -245,6 +285,28 @@ LogicalResult ShardDataParallelPass::shard(Site site, shard::GridOp grid,
   return success();
 }
 
+void ShardDataParallelPass::sumNorms(FlatSymbolRefAttr grid, int16_t axis) {
+  for (auto &[op, pieces] : partialNorms) {
+    auto norm = cast<SumSquaresOp>(op);
+    SmallVector<Value> partial, whole;
+    for (OpOperand &operand : norm->getOpOperands())
+      (pieces.contains(operand.getOperandNumber()) ? partial : whole)
+          .push_back(operand.get());
+    OpBuilder builder(norm);
+    Type scalar = norm.getType();
+    Value squares =
+        SumSquaresOp::create(builder, norm.getLoc(), scalar, partial);
+    Value sum = createAxisSum(builder, squares, grid, axis).getResult(0);
+    if (!whole.empty())
+      sum = AddOp::create(
+          builder, norm.getLoc(), sum,
+          SumSquaresOp::create(builder, norm.getLoc(), scalar, whole));
+    norm.replaceAllUsesWith(sum);
+    norm.erase();
+  }
+  partialNorms.clear();
+}
+
 void ShardDataParallelPass::runOnOperation() {
   func::FuncOp func = getOperation();
   if (stage == 0 || func.isExternal())
@@ -256,6 +318,7 @@ void ShardDataParallelPass::runOnOperation() {
                         "parameters too, and is not built yet)";
     return signalPassFailure();
   }
+  partialNorms.clear();
   if (func->hasAttr(BraidDialect::kDataParallelAttrName))
     return; // Sharded already.
   if (!llvm::hasSingleElement(func.getBody())) {
@@ -316,6 +379,7 @@ void ShardDataParallelPass::runOnOperation() {
   for (Site &site : sites)
     if (failed(shard(site, grid, axis, size)))
       return signalPassFailure();
+  sumNorms(gridRef, axis);
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   func.setType(FunctionType::get(&getContext(),
                                  func.getBody().front().getArgumentTypes(),
