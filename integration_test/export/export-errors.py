@@ -230,8 +230,6 @@ def main():
         max_steps=10)
     api("zero-stage-3", "zero_stage must be 0, 1 or 2 (stage 3, sharded parameters, is not "
         "built yet), not 3", zero_stage=3)
-    api("zero-stage-pipeline", "zero_stage 1 with pipeline_stages 2 is not built yet",
-        zero_stage=1, pipeline_stages=2, world_size=2)
     api("autocast-dtype", "autocast must be 'bf16', 'fp16' or absent, not 'f8'", autocast="f8")
     api("loss-scale", "loss_scale must be a positive finite number (a static loss scale), "
         "not 0", loss_scale=0)

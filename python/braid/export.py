@@ -173,7 +173,7 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
                      the gradients reduce-scattered) or 2 (each whole
                      gradient freed in the backward too); written as the
                      module's braid.zero_stage, which braid-compile follows
-                     unless --zero is given. Not with pipeline_stages > 1 yet
+                     unless --zero is given
     seed             dropout's seed (an integer in [0, 2^32)): a model in train
                      mode with dropout draws its masks with braid.dropout_mask
                      from (seed, rank, step, site), the step counted by an
@@ -201,9 +201,6 @@ def export(model, example_inputs, example_targets, loss_fn, optimizer, world_siz
     if zero_stage not in (0, 1, 2) or isinstance(zero_stage, bool):
         raise ExportError("zero_stage must be 0, 1 or 2 (stage 3, sharded parameters, is not "
                           "built yet), not %r" % (zero_stage,))
-    if zero_stage and pipeline_stages != 1:
-        raise ExportError("zero_stage %d with pipeline_stages %r is not built yet (each stage "
-                          "would shard its own optimizer state)" % (zero_stage, pipeline_stages))
     if max_grad_norm is not None:
         if isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, (int, float)) or \
                 not 0 < max_grad_norm < float("inf"):

@@ -620,9 +620,6 @@ def main(argv=None):
             parser.error("--heads must be a multiple of the key/value heads (%d)" % shape["kv_heads"])
         step = preset(args.model, **kwargs)
     if args.zero:
-        if args.pp > 1:
-            parser.error("--zero with --pp is not built yet (each stage would shard its own "
-                         "optimizer state)")
         step.zero_stage = args.zero
     if args.pp > 1:
         boundaries = [b for b in (args.stage_boundaries or "").split(",") if b]

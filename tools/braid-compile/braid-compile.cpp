@@ -407,13 +407,6 @@ int main(int argc, char **argv) {
                    << value << "\n";
       return 1;
     }
-  if (zero > 0 && compile.pipeline) {
-    llvm::errs() << "braid-compile: error: --zero=" << zero
-                 << " with pipeline parallelism is not built yet (each stage "
-                    "would shard its own optimizer state); compile the "
-                    "pipelined step with --zero=0\n";
-    return 1;
-  }
   compile.pipelineAxis = pipelineAxis;
   compile.microBatches = microBatches;
   compile.pipelineSchedule = pipelineSchedule;
