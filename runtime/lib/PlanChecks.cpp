@@ -141,52 +141,37 @@ void braid::rt::checkPlan(const Plan &plan) {
       throw PlanError(std::string(kind) + " '" + b.name +
                       "' has an unknown role");
   };
-  // Tensor parallelism: a grid over the plan's ranks, and split bindings
-  // whose blocks cut into their buffers (braid-run copies by them).
-  if (plan.tpAxis >= 0) {
+  // The axis a kind of split binding is split over (tensor parallelism's,
+  // ZeRO's): -1, or an axis of a grid over the plan's ranks.
+  auto checkSplitAxis = [&](int32_t axis, const std::vector<int64_t> &grid,
+                            const std::string &kind) {
+    if (axis < 0) {
+      if (axis != -1)
+        throw PlanError("the " + kind + " axis is " + std::to_string(axis) +
+                        " (-1 or an axis)");
+      return;
+    }
     int64_t size = 1;
-    for (int64_t d : plan.tpGrid) {
+    for (int64_t d : grid) {
       if (d <= 0 || d > (1 << 20))
-        throw PlanError("the tensor-parallel grid has a bad dimension " +
+        throw PlanError("the " + kind + " grid has a bad dimension " +
                         std::to_string(d));
       size *= d;
       if (size > (1 << 24))
-        throw PlanError("the tensor-parallel grid has too many ranks");
+        throw PlanError("the " + kind + " grid has too many ranks");
     }
-    if (plan.tpAxis >= int32_t(plan.tpGrid.size()) ||
-        size != int64_t(plan.worldSize))
-      throw PlanError("the tensor-parallel axis " +
-                      std::to_string(plan.tpAxis) + " of a grid of " +
-                      std::to_string(plan.tpGrid.size()) + " axes spanning " +
-                      std::to_string(size) + " ranks does not fit a plan for " +
-                      std::to_string(plan.worldSize) + " ranks");
-  } else if (plan.tpAxis != -1) {
-    throw PlanError("the tensor-parallel axis is " +
-                    std::to_string(plan.tpAxis) + " (-1 or an axis)");
-  }
-  // ZeRO: a grid over the plan's ranks, and data-parallel split bindings
-  // whose pieces are whole elements of their dimension.
-  if (plan.dpAxis >= 0) {
-    int64_t size = 1;
-    for (int64_t d : plan.dpGrid) {
-      if (d <= 0 || d > (1 << 20))
-        throw PlanError("the data-parallel grid has a bad dimension " +
-                        std::to_string(d));
-      size *= d;
-      if (size > (1 << 24))
-        throw PlanError("the data-parallel grid has too many ranks");
-    }
-    if (plan.dpAxis >= int32_t(plan.dpGrid.size()) ||
-        size != int64_t(plan.worldSize))
-      throw PlanError("the data-parallel axis " + std::to_string(plan.dpAxis) +
-                      " of a grid of " + std::to_string(plan.dpGrid.size()) +
+    if (axis >= int32_t(grid.size()) || size != int64_t(plan.worldSize))
+      throw PlanError("the " + kind + " axis " + std::to_string(axis) +
+                      " of a grid of " + std::to_string(grid.size()) +
                       " axes spanning " + std::to_string(size) +
                       " ranks does not fit a plan for " +
                       std::to_string(plan.worldSize) + " ranks");
-  } else if (plan.dpAxis != -1) {
-    throw PlanError("the data-parallel axis is " + std::to_string(plan.dpAxis) +
-                    " (-1 or an axis)");
-  }
+  };
+  // Tensor parallelism: split bindings whose blocks cut into their buffers
+  // (braid-run copies by them). ZeRO: data-parallel split bindings whose
+  // pieces are whole elements of their dimension.
+  checkSplitAxis(plan.tpAxis, plan.tpGrid, "tensor-parallel");
+  checkSplitAxis(plan.dpAxis, plan.dpGrid, "data-parallel");
   auto checkDataParallelSplit = [&](const Binding &b, const char *kind) {
     if (b.dpSplitDim == -1)
       return;

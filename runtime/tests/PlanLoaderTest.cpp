@@ -86,12 +86,16 @@ struct BindingSpec {
   uint32_t buffer;
   int32_t splitDim = -1;
   std::vector<int64_t> splitBlocks = {};
+  int32_t dpSplitDim = -1;
 };
-/// A plan's tensor-parallel axis and grid, and its world size.
+/// A plan's tensor-parallel axis and grid, its world size, and its ZeRO
+/// axis and grid.
 struct TpSpec {
   int32_t axis = -1;
   std::vector<int64_t> grid = {};
   uint32_t world = 1;
+  int32_t dpAxis = -1;
+  std::vector<int64_t> dpGrid = {};
 };
 
 /// The error of loading a one-rank plan of f32 `buffers` (in an arena of
@@ -139,9 +143,9 @@ std::string errorOfPlan(std::vector<BufferSpec> buffers, uint64_t arena,
   auto bindings = [&](const std::vector<BindingSpec> &specs) {
     std::vector<fb::Offset<plan::Binding>> out;
     for (const BindingSpec &s : specs)
-      out.push_back(plan::CreateBinding(b, s.role, b.CreateString(s.name),
-                                        s.buffer, s.splitDim,
-                                        b.CreateVector(s.splitBlocks)));
+      out.push_back(plan::CreateBinding(
+          b, s.role, b.CreateString(s.name), s.buffer, s.splitDim,
+          b.CreateVector(s.splitBlocks), /*step_count=*/false, s.dpSplitDim));
     return b.CreateVector(out);
   };
   auto args = bindings(arguments);
@@ -149,7 +153,9 @@ std::string errorOfPlan(std::vector<BufferSpec> buffers, uint64_t arena,
   auto root = plan::CreatePlan(
       b, b.CreateString("test"), b.CreateString("f"), tp.world, arena,
       b.CreateVector(bufs), b.CreateVector(groups), b.CreateVector(streams), 0,
-      0, args, res, 0, 0, tp.axis, b.CreateVector(tp.grid));
+      0, args, res, 0, 0, tp.axis, b.CreateVector(tp.grid), /*stages=*/0,
+      /*program_of_rank=*/0, /*pipeline_axis=*/-1, /*pipeline_grid=*/0,
+      /*stage=*/-1, /*evaluation=*/0, tp.dpAxis, b.CreateVector(tp.dpGrid));
   b.Finish(root, plan::PlanIdentifier());
   try {
     loadPayload(b.GetBufferPointer(), b.GetSize(), plan::kFormatVersion);
@@ -478,6 +484,58 @@ TEST(PlanLoaderTest, TensorParallelBindings) {
                    "but is split unlike it"),
             std::string::npos)
       << e;
+}
+
+TEST(PlanLoaderTest, DataParallelBindings) {
+  // relu b0 -> b1 on 2 data-parallel ranks (ZeRO): an optimizer-state
+  // argument that holds its rank's rows, carried from the result b1.
+  uint16_t relu = code(Opcode::Relu);
+  std::vector<BufferSpec> bufs = {{0, {2, 4}}, {32, {2, 4}}};
+  TpSpec dp{-1, {}, 2, 0, {2}};
+  auto state = [](int32_t dim, uint32_t buffer = 0) {
+    return std::vector<BindingSpec>{
+        {plan::Role::OptimizerState, "w.m", buffer, -1, {}, dim}};
+  };
+  EXPECT_EQ(
+      errorOfPlan(bufs, 64, relu, {0}, {1}, {}, state(0), state(0, 1), dp), "");
+  struct Case {
+    std::vector<BindingSpec> args, results;
+    TpSpec dp;
+    const char *error;
+  } cases[] = {
+      {state(0),
+       {},
+       {},
+       "argument 'w.m' is a data-parallel piece, but the plan shards nothing "
+       "over a data-parallel axis"},
+      {state(2),
+       {},
+       dp,
+       "argument 'w.m' is a data-parallel piece along dimension 2, but its "
+       "buffer has 2 dimensions"},
+      {{{plan::Role::Parameter, "w", 0, -1, {}, 0}},
+       {},
+       dp,
+       "argument 'w' is a data-parallel piece, but only optimizer state is "
+       "sharded so"},
+      {state(0),
+       {},
+       {-1, {}, 2, 0, {4}},
+       "the data-parallel axis 0 of a grid of 1 axes spanning 4 ranks does "
+       "not fit a plan for 2 ranks"},
+      {state(0),
+       {},
+       {-1, {}, 2, -2, {}},
+       "the data-parallel axis is -2 (-1 or an axis)"},
+      {state(0), state(1, 1), dp,
+       "result 'w.m' carries to the next step into its argument, but is "
+       "split unlike it"},
+  };
+  for (const Case &c : cases) {
+    std::string e =
+        errorOfPlan(bufs, 64, relu, {0}, {1}, {}, c.args, c.results, c.dp);
+    EXPECT_NE(e.find(c.error), std::string::npos) << e;
+  }
 }
 
 TEST(PlanLoaderTest, PiecesOfBlocks) {
