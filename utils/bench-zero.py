@@ -4,6 +4,7 @@ docs/ShardedDataParallel.md): memory per GPU against the ZeRO formulas,
 and the step's time, on the simulated cluster.
 
 For gpt2-xl and llama2-7b at data-parallel 8 (h100-8) and 64 (h100-8x8),
+and llama2-13b at 256 (h100-8x32: utils/bench-overlap.py's row 14),
 bf16 training with AdamW (python/braid/models.py --dtype bf16, as
 utils/bench-overlap.py; GPT-2 8 x 1024 tokens, Llama 1 x 4096 a GPU),
 compiles the step with braid-compile --zero=0, 1 and 2 and simulates each
@@ -42,6 +43,8 @@ CASES = [
     ("gpt2-xl", "h100-8x8", 64, GPT),
     ("llama2-7b", "h100-8", 8, LLAMA),
     ("llama2-7b", "h100-8x8", 64, LLAMA),
+    # utils/bench-overlap.py's row 14, which does not fit unsharded.
+    ("llama2-13b", "h100-8x32", 256, LLAMA),
 ]
 STAGES = (0, 1, 2)
 # Bytes a parameter, by stage: (parameters, gradients, optimizer state),
