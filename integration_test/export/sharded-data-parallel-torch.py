@@ -30,7 +30,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
 from exporttest import Checker, against_ddp, braidtest, load_spec  # noqa: E402
 import zoo  # noqa: E402
 import braid  # noqa: E402
-from braid import compare  # noqa: E402
 
 STEPS = 10
 
@@ -75,27 +74,13 @@ def main():
     # The bundled GPT, dp 2 x tp 2.
     what = "gpt dp 2 x tp 2 stage 1"
     spec = load_spec(os.path.join(examples, "gpt.py"), data_parallel=2)
-    (inputs,), (targets,) = spec["global_batch"]
     prefix = os.path.join(out, "gpt-dp2-tp2-zero1")
     e = braid.export(spec["model"], spec["example_inputs"], spec["example_targets"],
                      spec["loss_fn"], spec["optimizer"], 4, output=prefix,
                      global_batch=spec["global_batch"], tensor_parallel=2,
                      tensor_parallel_plan=spec["tensor_parallel_plan"], zero_stage=1)
     sharded(check, what, e.paths["mlir"])
-    plan, save = prefix + ".plan", prefix + ".trained.npz"
-    braidtest.compile_step(e.paths["mlir"], plan)
-    p = braidtest.braid_run(plan, ranks=4, args=[
-        "--steps", str(STEPS), "--params", e.paths["params"], "--data", e.paths["batch"],
-        "--save", save, "--timeout", "120"])
-    losses = braidtest.losses(p.stdout)
-    import numpy as np
-    with np.load(save) as f:
-        trained = {k: f[k] for k in f.files if k != "loss"}
-    result = compare.against_pytorch(spec, ((inputs,), (targets,)), losses, trained, STEPS)
-    for line in compare.describe(result):
-        print("     %s: %s" % (what, line))
-    check(result["ok"], "%s: braid vs PyTorch%s" % (
-        what, "".join("\n       " + p for p in result["problems"])))
+    against_ddp(check, what, spec, e, spec["global_batch"], STEPS, 2, processes=4)
     check.finish("sharded-data-parallel-torch")
 
 

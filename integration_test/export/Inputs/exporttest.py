@@ -54,7 +54,7 @@ def train(plan, exported, prefix, steps, ranks):
     export's parameters and batch, with --check-memory. Returns the losses
     and the saved final state (PREFIX.out.npz, without the loss)."""
     import numpy as np
-    p = braidtest.braid_run(plan, ranks=ranks, args=[
+    p = braidtest.braid_run(plan, ranks=processes or ranks, args=[
         "--steps", str(steps), "--params", exported.paths["params"], "--data",
         exported.paths["batch"], "--save", prefix + ".out.npz", "--timeout", "120",
         "--check-memory"])
@@ -63,16 +63,18 @@ def train(plan, exported, prefix, steps, ranks):
     return braidtest.losses(p.stdout), state
 
 
-def against_ddp(check, name, spec, exported, global_batch, steps, ranks):
-    """Compiles the export, trains it `steps` steps on `ranks` cpu ranks
-    from its files, and checks it with braid.compare.against_pytorch
-    against PyTorch DDP on the same global batch (inputs, targets)."""
+def against_ddp(check, name, spec, exported, global_batch, steps, ranks, processes=None):
+    """Compiles the export, trains it `steps` steps on `processes` cpu ranks
+    (default `ranks`; more where each data-parallel replica is several
+    tensor-parallel ranks) from its files, and checks it with
+    braid.compare.against_pytorch against PyTorch DDP on `ranks` ranks on
+    the same global batch (inputs, targets)."""
     import numpy as np
     from braid import compare
     prefix = exported.paths["mlir"][:-len(".mlir")]
     plan, save = prefix + ".plan", prefix + ".trained.npz"
     braidtest.compile_step(exported.paths["mlir"], plan)
-    p = braidtest.braid_run(plan, ranks=ranks, args=[
+    p = braidtest.braid_run(plan, ranks=processes or ranks, args=[
         "--steps", str(steps), "--params", exported.paths["params"], "--data",
         exported.paths["batch"], "--save", save, "--timeout", "120"])
     losses = braidtest.losses(p.stdout)
@@ -81,5 +83,6 @@ def against_ddp(check, name, spec, exported, global_batch, steps, ranks):
     result = compare.against_pytorch(spec, global_batch, losses, trained, steps, ranks=ranks)
     for line in compare.describe(result):
         print("     %s: %s" % (name, line))
-    check(result["ok"], "%s: %d steps on %d ranks vs PyTorch DDP%s" % (
-        name, steps, ranks, "".join("\n       " + p for p in result["problems"])))
+    check(result["ok"], "%s: %d steps on %d ranks vs PyTorch DDP%s%s" % (
+        name, steps, processes or ranks, " on %d" % ranks if processes else "",
+        "".join("\n       " + p for p in result["problems"])))
