@@ -54,7 +54,7 @@ def train(plan, exported, prefix, steps, ranks):
     export's parameters and batch, with --check-memory. Returns the losses
     and the saved final state (PREFIX.out.npz, without the loss)."""
     import numpy as np
-    p = braidtest.braid_run(plan, ranks=processes or ranks, args=[
+    p = braidtest.braid_run(plan, ranks=ranks, args=[
         "--steps", str(steps), "--params", exported.paths["params"], "--data",
         exported.paths["batch"], "--save", prefix + ".out.npz", "--timeout", "120",
         "--check-memory"])
