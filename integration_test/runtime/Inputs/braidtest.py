@@ -75,6 +75,26 @@ def braid_run(plan, ranks=1, args=(), check=True, timeout=600,
     return run(cmd, check=check, timeout=timeout)
 
 
+def check_moments(check, what, a, b):
+    """Checks AdamW's moments of step 1 in the saved files `a` and `b`
+    (numpy archives) against each other by norm, |a - b| / |b| per array:
+    the first within 1e-5, the second (the gradient squared, twice the
+    relative error) within 2e-5; the callers derive why their two runs
+    agree so."""
+    for suffix, bound in ((".exp_avg", 1e-5), (".exp_avg_sq", 2e-5)):
+        names = [k for k in b.files if k.endswith(suffix)]
+        worst = max((norm_rel(a[k], b[k]), k) for k in names)
+        check(len(names) >= 8 and worst[0] <= bound,
+              "%s: %d %s arrays of step 1 within %g by norm (worst %.2g, %s)" % (
+                  what, len(names), suffix[1:], bound, worst[0], worst[1]))
+
+
+def norm_rel(a, b):
+    """|a - b| / |b| over a whole array, in float64."""
+    b = np.asarray(b, np.float64)
+    return float(np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(b), 1e-30))
+
+
 def losses(stdout):
     """The loss of each step, from braid-run's output."""
     return [float(line.split()[-1]) for line in stdout.splitlines()
